@@ -1,0 +1,2 @@
+//! The `snowmint` command.
+fn main() {}

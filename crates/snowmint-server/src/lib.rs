@@ -1,0 +1,1 @@
+//! The snowmint network service.

@@ -1,0 +1,117 @@
+//! An ID taken apart for people: the values, the time and the 64 bits split
+//! by segment. With the `serde` feature it serializes to exactly the JSON
+//! object of the contract (CLI `--json`, `/api/v1/compose`, `/api/v1/decode`).
+
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use crate::id::SnowflakeId;
+use crate::layout::Layout;
+use crate::time::Iso8601;
+
+/// One segment of the 64 bits: sign, timestamp, datacenter, worker, sequence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Segment {
+    /// `sign`, `timestamp`, `datacenter`, `worker` or `sequence`.
+    pub name: &'static str,
+    /// Width in bits.
+    pub bits: u32,
+    /// The segment's value as a number (the timestamp as ms since the epoch).
+    pub value: u64,
+    /// The segment's bits, `bits` characters of `0` and `1`.
+    pub binary: String,
+    /// Position of the segment's most significant bit (63 = top).
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub msb: u32,
+    /// Position of the segment's least significant bit.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub lsb: u32,
+}
+
+/// An ID with everything a person wants to see of it.
+///
+/// ```
+/// let b = snowmint::SnowflakeId::new(4194439168)?.breakdown();
+/// assert_eq!(b.time, "2010-11-04T01:42:55.657Z");
+/// let bits: Vec<&str> = b.segments.iter().map(|s| s.binary.as_str()).collect();
+/// assert_eq!(
+///     bits.join(" | "),
+///     "0 | 00000000000000000000000000000001111101000 | 00001 | 00001 | 000000000000"
+/// );
+/// assert_eq!((b.segments[1].msb, b.segments[1].lsb), (62, 22));
+/// # Ok::<(), snowmint::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Breakdown {
+    /// The ID (a decimal string in JSON).
+    pub id: SnowflakeId,
+    /// Unix milliseconds.
+    pub timestamp_ms: u64,
+    /// Milliseconds since the layout's epoch.
+    pub delta_ms: u64,
+    /// ISO-8601 UTC with milliseconds.
+    pub time: String,
+    /// Datacenter ID.
+    pub datacenter: u64,
+    /// Worker ID.
+    pub worker: u64,
+    /// Sequence.
+    pub sequence: u64,
+    /// All 64 bits, most significant first.
+    pub binary: String,
+    /// The five segments, most significant first.
+    pub segments: Vec<Segment>,
+}
+
+impl Layout {
+    /// Takes `id` apart for display; see [`Breakdown`].
+    pub fn breakdown(&self, id: SnowflakeId) -> Breakdown {
+        let parts = self.decode(id);
+        let delta = parts.timestamp_ms - self.epoch_ms();
+        let binary = id.binary().to_string();
+        let widths = [
+            ("sign", 1, 0),
+            ("timestamp", self.timestamp_bits(), delta),
+            ("datacenter", self.datacenter_bits(), parts.datacenter),
+            ("worker", self.worker_bits(), parts.worker),
+            ("sequence", self.sequence_bits(), parts.sequence),
+        ];
+        let mut start = 0u32;
+        let segments = widths
+            .into_iter()
+            .map(|(name, bits, value)| {
+                let seg = Segment {
+                    name,
+                    bits,
+                    value,
+                    binary: binary[start as usize..(start + bits) as usize].to_string(),
+                    msb: 63 - start,
+                    lsb: 64 - start - bits,
+                };
+                start += bits;
+                seg
+            })
+            .collect();
+        Breakdown {
+            id,
+            timestamp_ms: parts.timestamp_ms,
+            delta_ms: delta,
+            time: format!("{}", Iso8601(parts.timestamp_ms as i64)),
+            datacenter: parts.datacenter,
+            worker: parts.worker,
+            sequence: parts.sequence,
+            binary,
+            segments,
+        }
+    }
+}
+
+impl SnowflakeId {
+    /// Takes the ID apart for display, in the Twitter layout.
+    pub fn breakdown(self) -> Breakdown {
+        Layout::TWITTER.breakdown(self)
+    }
+}

@@ -1,0 +1,271 @@
+//! The one error type of the format: what was expected, and what was found.
+
+use alloc::string::String;
+use core::fmt;
+
+use crate::time::Iso8601;
+
+/// The input field an error is about.
+///
+/// Its [`name`](Field::name) is the name used by the CLI flags, the query
+/// parameters and the JSON fields, so an error can point at the field a user
+/// typed into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Field {
+    /// The timestamp, in Unix milliseconds.
+    Timestamp,
+    /// The datacenter ID.
+    Datacenter,
+    /// The worker ("machine") ID.
+    Worker,
+    /// The sequence number within one millisecond.
+    Sequence,
+    /// A whole ID.
+    Id,
+    /// A bit width or epoch of a custom [`Layout`](crate::Layout).
+    Layout,
+}
+
+impl Field {
+    /// The field's name as the surfaces spell it: `timestamp`, `datacenter`,
+    /// `worker`, `sequence`, `id` or `layout`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Field::Timestamp => "timestamp",
+            Field::Datacenter => "datacenter",
+            Field::Worker => "worker",
+            Field::Sequence => "sequence",
+            Field::Id => "id",
+            Field::Layout => "layout",
+        }
+    }
+}
+
+impl fmt::Display for Field {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What was found where a value was expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// An integer (possibly negative, possibly wider than 64 bits).
+    Int(i128),
+    /// Text that is not a number in the expected form (shortened if long).
+    Text(String),
+}
+
+impl fmt::Display for Found {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Found::Int(v) => write!(f, "{v}"),
+            Found::Text(t) => write!(f, "{t:?}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ErrorKind {
+    /// An integer outside `min..=max`.
+    OutOfRange {
+        field: Field,
+        found: Found,
+        min: u64,
+        max: u64,
+    },
+    /// A timestamp outside what the layout's timestamp bits can hold.
+    TimestampOutOfRange { found: Found, min: u64, max: u64 },
+    /// Text that is not in the expected form at all.
+    Syntax {
+        field: Field,
+        found: Found,
+        expected: &'static str,
+        min: u64,
+        max: u64,
+    },
+    /// A custom layout whose widths do not add up.
+    Layout { reason: &'static str },
+}
+
+/// An input that cannot be a Snowflake ID or one of its fields.
+///
+/// The message names the field, the value that was found and the allowed
+/// range, so it can be shown to a user as it is:
+///
+/// ```
+/// let err = snowmint::compose(1288834975657, 32, 1, 0).unwrap_err();
+/// assert_eq!(err.to_string(), "datacenter must be 0..=31, got 32");
+/// assert_eq!(err.field(), snowmint::Field::Datacenter);
+///
+/// let err = "abc".parse::<snowmint::SnowflakeId>().unwrap_err();
+/// assert_eq!(
+///     err.to_string(),
+///     r#"id must be a decimal integer 0..=9223372036854775807, got "abc""#
+/// );
+///
+/// let err = snowmint::compose(1288834974656, 0, 0, 0).unwrap_err();
+/// assert_eq!(
+///     err.to_string(),
+///     "timestamp must be 1288834974657..=3487858230208 \
+///      (2010-11-04T01:42:54.657Z ..= 2080-07-10T17:30:30.208Z), \
+///      got 1288834974656: before the epoch"
+/// );
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct Error(pub(crate) ErrorKind);
+
+/// Longest piece of user input repeated in a message.
+const MAX_ECHO: usize = 40;
+
+impl Error {
+    pub(crate) const fn out_of_range(field: Field, value: i128, min: u64, max: u64) -> Error {
+        Error(ErrorKind::OutOfRange {
+            field,
+            found: Found::Int(value),
+            min,
+            max,
+        })
+    }
+
+    pub(crate) const fn timestamp(value: i128, min: u64, max: u64) -> Error {
+        Error(ErrorKind::TimestampOutOfRange {
+            found: Found::Int(value),
+            min,
+            max,
+        })
+    }
+
+    pub(crate) fn syntax(
+        field: Field,
+        input: &str,
+        expected: &'static str,
+        min: u64,
+        max: u64,
+    ) -> Error {
+        Error(ErrorKind::Syntax {
+            field,
+            found: Found::Text(echo(input)),
+            expected,
+            min,
+            max,
+        })
+    }
+
+    /// An out-of-range error for an integer too wide to hold, given as text.
+    pub(crate) fn too_wide(field: Field, input: &str, min: u64, max: u64) -> Error {
+        let found = Found::Text(echo(input));
+        if field == Field::Timestamp {
+            Error(ErrorKind::TimestampOutOfRange { found, min, max })
+        } else {
+            Error(ErrorKind::OutOfRange {
+                field,
+                found,
+                min,
+                max,
+            })
+        }
+    }
+
+    pub(crate) const fn layout(reason: &'static str) -> Error {
+        Error(ErrorKind::Layout { reason })
+    }
+
+    /// The field the error is about.
+    pub fn field(&self) -> Field {
+        match &self.0 {
+            ErrorKind::OutOfRange { field, .. } | ErrorKind::Syntax { field, .. } => *field,
+            ErrorKind::TimestampOutOfRange { .. } => Field::Timestamp,
+            ErrorKind::Layout { .. } => Field::Layout,
+        }
+    }
+
+    /// Re-labels the error as being about `field`, for callers that parse a
+    /// value on behalf of a field with another name.
+    #[must_use]
+    pub fn with_field(mut self, new: Field) -> Error {
+        match &mut self.0 {
+            ErrorKind::OutOfRange { field, .. } | ErrorKind::Syntax { field, .. } => *field = new,
+            ErrorKind::TimestampOutOfRange { .. } | ErrorKind::Layout { .. } => {}
+        }
+        self
+    }
+}
+
+/// Keeps error messages short whatever the user pasted.
+fn echo(input: &str) -> String {
+    let mut out: String = input.chars().take(MAX_ECHO).collect();
+    if input.chars().nth(MAX_ECHO).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            ErrorKind::OutOfRange {
+                field,
+                found,
+                min,
+                max,
+            } => {
+                write!(f, "{field} must be {min}..={max}, got {found}")?;
+                if let (Field::Id, Found::Int(v)) = (field, found) {
+                    if *v > i128::from(u64::MAX) {
+                        f.write_str(": more than 64 bits")?;
+                    } else if *v > i128::from(i64::MAX) {
+                        f.write_str(": the sign bit is set")?;
+                    }
+                } else if let Found::Text(_) = found {
+                    f.write_str(": more than 64 bits")?;
+                }
+                Ok(())
+            }
+            ErrorKind::TimestampOutOfRange { found, min, max } => {
+                write!(
+                    f,
+                    "timestamp must be {min}..={max} ({} ..= {}), got {found}",
+                    Iso8601(*min as i64),
+                    Iso8601(*max as i64)
+                )?;
+                match found {
+                    Found::Int(v) if *v < i128::from(*min) => f.write_str(": before the epoch"),
+                    _ => f.write_str(": past the last millisecond the timestamp bits can hold"),
+                }
+            }
+            ErrorKind::Syntax {
+                field: Field::Timestamp,
+                found,
+                expected,
+                min,
+                max,
+            } => write!(
+                f,
+                "timestamp must be {expected} in {min}..={max} ({} ..= {}), got {found}",
+                Iso8601(*min as i64),
+                Iso8601(*max as i64)
+            ),
+            ErrorKind::Syntax {
+                field,
+                found,
+                expected,
+                min,
+                max,
+            } => write!(f, "{field} must be {expected} {min}..={max}, got {found}"),
+            ErrorKind::Layout { reason } => write!(f, "invalid layout: {reason}"),
+        }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Error")
+            .field("field", &self.field())
+            .field("message", &format_args!("{self}"))
+            .finish()
+    }
+}
+
+impl core::error::Error for Error {}

@@ -1,0 +1,127 @@
+//! Twitter-layout Snowflake IDs.
+//!
+//! A Snowflake ID is a 64-bit integer: a 0 sign bit, 41 bits of milliseconds
+//! since the Twitter epoch (1288834974657, 2010-11-04T01:42:54.657Z), 5 bits
+//! of datacenter ID, 5 bits of worker ID and a 12-bit sequence:
+//!
+//! ```text
+//!  63 | 62 ............................ 22 | 21 .. 17 | 16 .. 12 | 11 ...... 0
+//! sign|   timestamp: ms since the epoch    |datacenter|  worker  |  sequence
+//!   1 |               41                   |    5     |    5     |    12
+//! ```
+//!
+//! # Which part should I use?
+//!
+//! - To build an ID from its values or take one apart: [`compose`], [`decode`],
+//!   and the accessors of [`SnowflakeId`]. Everything is `const fn` and
+//!   checked: out-of-range values are an [`Error`] that names the field, the
+//!   value and the allowed range.
+//! - To show an ID to a person: [`SnowflakeId::breakdown`] (the JSON object of
+//!   the snowmint API with the `serde` feature), [`time::Iso8601`].
+//! - To read or write other textual forms: [`Encoding`] (decimal, hex,
+//!   Crockford base32, all fixed-width and order-preserving except decimal).
+//! - To decode IDs from other systems: [`Layout::DISCORD`], or your own
+//!   [`Layout::new`].
+//! - For time-range queries: [`Layout::min_id_at`] and [`Layout::max_id_at`].
+//!
+//! ```
+//! use snowmint::SnowflakeId;
+//!
+//! let id = snowmint::compose(1288834975657, 1, 1, 0)?;
+//! assert_eq!(id.get(), 4194439168);
+//! assert_eq!(id.to_string().parse::<SnowflakeId>()?, id);
+//! assert_eq!(
+//!     snowmint::compose(1288834975657, 1, 1, 4096).unwrap_err().to_string(),
+//!     "sequence must be 0..=4095, got 4096"
+//! );
+//! # Ok::<(), snowmint::Error>(())
+//! ```
+//!
+//! # Limits of the format
+//!
+//! At most 4096 IDs per worker per millisecond (4,096,000 a second), 1024
+//! datacenter x worker identities, timestamps until 2080-07-10T17:30:30.208Z,
+//! and order across machines only as good as their clocks.
+//!
+//! # Features
+//!
+//! - `std` (default): implements `std::error::Error` via `core::error::Error`;
+//!   the crate is `no_std` + `alloc` without it.
+//! - `serde`: `SnowflakeId` as a decimal string (read from a string or a
+//!   number), and `Serialize` for [`Breakdown`].
+#![cfg_attr(not(feature = "std"), no_std)]
+#![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+extern crate alloc;
+
+mod breakdown;
+mod encoding;
+mod error;
+mod id;
+mod layout;
+mod parse;
+#[cfg(feature = "serde")]
+mod serde_impl;
+pub mod time;
+
+pub use breakdown::{Breakdown, Segment};
+pub use encoding::{BASE32_LEN, Base32, Binary, Encoding, HEX_LEN, Hex, UnknownEncoding};
+pub use error::{Error, Field};
+pub use id::SnowflakeId;
+pub use layout::{
+    DATACENTER_BITS, DATACENTER_SHIFT, Layout, MAX_DATACENTER, MAX_DELTA_MS, MAX_ID, MAX_SEQUENCE,
+    MAX_TIMESTAMP_MS, MAX_WORKER, MIN_TIMESTAMP_MS, Parts, SEQUENCE_BITS, TIMESTAMP_BITS,
+    TIMESTAMP_SHIFT, TWITTER_EPOCH_MS, WORKER_BITS, WORKER_SHIFT, compose, decode,
+};
+
+/// Parses a timestamp as people type it: `now` (the given `now_ms`), Unix
+/// milliseconds, or ISO-8601 / RFC 3339 text; then checks it against the
+/// Twitter layout's range.
+///
+/// ```
+/// use snowmint::parse_timestamp;
+/// assert_eq!(parse_timestamp("1288834975657", 0), Ok(1288834975657));
+/// assert_eq!(parse_timestamp("2010-11-04T01:42:55.657Z", 0), Ok(1288834975657));
+/// assert_eq!(parse_timestamp("now", 1288834975657), Ok(1288834975657));
+/// assert_eq!(
+///     parse_timestamp("2080-07-10T17:30:30.209Z", 0).unwrap_err().to_string(),
+///     "timestamp must be 1288834974657..=3487858230208 \
+///      (2010-11-04T01:42:54.657Z ..= 2080-07-10T17:30:30.208Z), \
+///      got 3487858230209: past the last millisecond the timestamp bits can hold"
+/// );
+/// ```
+pub fn parse_timestamp(input: &str, now_ms: u64) -> Result<u64, Error> {
+    let layout = Layout::TWITTER;
+    let trimmed = input.trim();
+    if trimmed.eq_ignore_ascii_case("now") {
+        return layout.check(Field::Timestamp, now_ms);
+    }
+    if trimmed.contains(['-', ':', 'T']) && !trimmed.starts_with('-') {
+        if let Some(ms) = time::parse_iso8601(trimmed) {
+            return if ms < 0 {
+                Err(Error::timestamp(
+                    i128::from(ms),
+                    layout.min_timestamp_ms(),
+                    layout.max_timestamp_ms(),
+                ))
+            } else {
+                layout.check(Field::Timestamp, ms as u64)
+            };
+        }
+        let (min, max) = layout.range(Field::Timestamp);
+        return Err(Error::syntax(
+            Field::Timestamp,
+            input,
+            "Unix milliseconds or an ISO-8601 time",
+            min,
+            max,
+        ));
+    }
+    layout.parse_field(Field::Timestamp, input)
+}
+
+/// Compiles the README's examples as doctests.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctest;

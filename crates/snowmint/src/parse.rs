@@ -1,0 +1,51 @@
+//! The one integer scanner every decimal parser goes through.
+
+/// What a piece of text holds, read as a decimal integer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ParsedInt {
+    /// An integer that fits an `i128` (so any `u64`, and negatives).
+    Int(i128),
+    /// Digits, but more than an `i128` holds.
+    TooWide,
+    /// Not an optionally signed run of ASCII digits.
+    NotANumber,
+}
+
+/// Reads an optionally signed decimal integer, ignoring surrounding
+/// whitespace. Never panics.
+pub(crate) fn parse_int(input: &str) -> ParsedInt {
+    let s = input.trim();
+    let (negative, digits) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return ParsedInt::NotANumber;
+    }
+    let mut v: i128 = 0;
+    for b in digits.bytes() {
+        let d = i128::from(b - b'0');
+        v = match v.checked_mul(10).and_then(|v| v.checked_add(d)) {
+            Some(v) => v,
+            None => return ParsedInt::TooWide,
+        };
+    }
+    ParsedInt::Int(if negative { -v } else { v })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scans() {
+        assert_eq!(parse_int(" 42 "), ParsedInt::Int(42));
+        assert_eq!(parse_int("-5"), ParsedInt::Int(-5));
+        assert_eq!(parse_int("+5"), ParsedInt::Int(5));
+        assert_eq!(parse_int("-"), ParsedInt::NotANumber);
+        assert_eq!(parse_int("1.0"), ParsedInt::NotANumber);
+        assert_eq!(parse_int("１"), ParsedInt::NotANumber);
+        assert_eq!(parse_int(&"9".repeat(60)), ParsedInt::TooWide);
+    }
+}
