@@ -53,18 +53,6 @@ impl From<anyhow::Error> for CliError {
     }
 }
 
-/// Writes `text` to stdout. A closed pipe (`snowmint ... | head -1`) is not
-/// an error: the reader has what it wanted.
-pub fn print(text: &str) -> Result<(), CliError> {
-    let mut out = io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(CliError::Runtime(
-            anyhow::Error::new(e).context("cannot write to stdout"),
-        )),
-        _ => Ok(()),
-    }
-}
-
 /// Reports the outcome of a subcommand and returns its exit status.
 pub fn exit(outcome: Result<(), CliError>) -> ExitCode {
     match outcome {
