@@ -172,8 +172,8 @@ fn wall_ns() -> u64 {
 /// A clock for tests: it reads what it was set to, and time passes only
 /// when a test moves it or when someone waits on it.
 ///
-/// Clones share one time. Waiting is virtual: [`sleep_until_ms`]
-/// (Clock::sleep_until_ms) returns at once and advances the clock to the
+/// Clones share one time. Waiting is virtual:
+/// [`sleep_until_ms`](Clock::sleep_until_ms) returns at once and advances the clock to the
 /// target (or by the wait's `max`, whichever is less), exactly as if the
 /// caller had slept; [`slept`](ManualClock::slept) adds up those waits, so a
 /// test can check how long the generator would have blocked.
