@@ -1,41 +1,68 @@
-//! The `snowmint` command.
+//! The `snowmint` command: compose and decode Twitter-layout Snowflake IDs.
 //!
-//! NOTE (server branch): a minimal main with only `serve`; the CLI helper's
-//! main.rs (compose, decode, next) replaces it and keeps `mod serve;`, the
-//! `Serve` variant and its match arm.
+//! # Layout
+//!
+//! `main` only parses the command line, dispatches, and turns the outcome
+//! into an exit status. Each subcommand lives in its own module with an
+//! `XxxArgs` struct (clap derive) and a `run(args, &GlobalArgs) ->
+//! Result<(), CliError>`; adding one is a `mod` line, an enum variant and a
+//! match arm. Errors become one line on stderr and exit status 2 (bad input)
+//! or 1 (runtime failure); see [`error`].
 
-use clap::{Parser, Subcommand};
-
+mod compose;
+mod decode;
+mod error;
+mod render;
 mod serve;
 
-/// Twitter-layout Snowflake IDs.
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::render::ColorChoice;
+
+/// Snowflake IDs: build one from its four values, or take one apart.
 #[derive(Debug, Parser)]
-#[command(name = "snowmint", version, about)]
+#[command(name = "snowmint", version, about, propagate_version = true)]
+#[command(after_help = "\
+Examples:
+  snowmint compose --timestamp 1288834975657 --datacenter 1 --worker 1 --sequence 0
+  snowmint decode 4194439168 --json")]
 struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
     #[command(subcommand)]
     command: Command,
 }
 
+/// Flags every subcommand accepts.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// When to colour the output: auto (on a terminal, unless NO_COLOR is
+    /// set), always or never.
+    #[arg(long, value_name = "WHEN", default_value = "auto", global = true)]
+    pub color: ColorChoice,
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve the explorer page and the JSON API.
+    /// Build an ID from a timestamp, datacenter, worker and sequence.
+    Compose(compose::ComposeArgs),
+    /// Take an existing ID apart.
+    Decode(decode::DecodeArgs),
+    /// Serve the explorer page and the JSON API (http://127.0.0.1:8080 by default).
     Serve(serve::ServeArgs),
 }
 
-fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Serve(args) => serve::run(args),
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return error::clap_exit(e),
     };
-    match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            if e.is::<serve::UsageError>() {
-                std::process::ExitCode::from(2)
-            } else {
-                std::process::ExitCode::FAILURE
-            }
-        }
-    }
+    let outcome = match cli.command {
+        Command::Compose(args) => compose::run(args, &cli.global),
+        Command::Decode(args) => decode::run(args, &cli.global),
+        Command::Serve(args) => serve::run_cli(args),
+    };
+    error::exit(outcome)
 }

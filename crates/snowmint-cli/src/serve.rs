@@ -7,6 +7,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 use snowmint_server::Config;
 
+use crate::error::CliError;
+
 /// Flags of `snowmint serve`; each can also come from the environment.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
@@ -75,6 +77,14 @@ impl std::fmt::Display for UsageError {
 }
 
 impl std::error::Error for UsageError {}
+
+/// [`run`], reported like the other subcommands: a usage error exits 2.
+pub fn run_cli(args: ServeArgs) -> Result<(), CliError> {
+    run(args).map_err(|e| match e.downcast::<UsageError>() {
+        Ok(usage) => CliError::Usage(usage.0),
+        Err(e) => CliError::Runtime(e),
+    })
+}
 
 /// Runs the service until SIGINT or SIGTERM.
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {

@@ -37,7 +37,6 @@ pub mod metrics;
 pub mod minter;
 mod openapi;
 mod page;
-mod standin;
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -12,6 +12,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::generator::Kind;
 use crate::minter::Minter;
 
 /// Labels of one HTTP request.
@@ -169,9 +170,17 @@ impl Collector for GeneratorCollector {
         }
         if let Some(generator) = self.minter.generator() {
             let m = generator.metrics();
-            crate::generator::encode_metrics(&m, &mut |name, help, value| {
-                counter(&mut encoder, name, help, value)
-            })?;
+            for (kind, name, help, value) in crate::generator::metric_rows(&m) {
+                match kind {
+                    Kind::Counter => counter(&mut encoder, name, help, value)?,
+                    Kind::Gauge => gauge(
+                        &mut encoder,
+                        name,
+                        help,
+                        i64::try_from(value).unwrap_or(i64::MAX),
+                    )?,
+                }
+            }
         }
         Ok(())
     }

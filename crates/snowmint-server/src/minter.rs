@@ -152,9 +152,18 @@ impl MintError {
                  it issues no IDs until the lease is renewed"
                 .to_owned(),
             MintError::Count(n) => format!("count must be 1..={MAX_BATCH}, got {n}"),
-            MintError::Generate(_) => {
-                "the generator cannot issue IDs safely right now; try again later".to_owned()
-            }
+            MintError::Generate(e) => match e {
+                // The clock's and the format's limits are worth telling.
+                GenerateError::ClockBehind { .. }
+                | GenerateError::ClockStalled { .. }
+                | GenerateError::Timestamp(_) => format!("{e}; try again later"),
+                // Store messages name paths: keep them in the log.
+                GenerateError::Reservation(_) => {
+                    "the reservation could not be saved, so no ID was issued; try again later"
+                        .to_owned()
+                }
+                _ => "the generator cannot issue IDs safely right now; try again later".to_owned(),
+            },
         }
     }
 }

@@ -798,3 +798,53 @@ async fn serves_over_a_real_socket_and_persists_on_shutdown() {
         "stopped listening"
     );
 }
+
+/// A reservation store whose disk is gone.
+struct BrokenStore;
+
+impl snowmint::ReservationStore for BrokenStore {
+    fn load(&self) -> Result<Option<u64>, snowmint::StoreError> {
+        Ok(None)
+    }
+
+    fn store(&self, _until_ms: u64) -> Result<(), snowmint::StoreError> {
+        Err(snowmint::StoreError::new(
+            snowmint::StoreErrorKind::Io,
+            "cannot write /secret/path/snowmint-7-7.reservation: No space left on device",
+        ))
+    }
+}
+
+#[tokio::test]
+async fn a_failing_reservation_answers_503_without_internals() {
+    let minter = Minter::new();
+    let generator = Generator::builder(7, 7).store(BrokenStore).build().unwrap();
+    minter.install(
+        Identity {
+            datacenter: 7,
+            worker: 7,
+        },
+        Arc::new(generator),
+        Arc::new(Fence::never()),
+    );
+    let state = AppState::new(minter);
+    let msg = error(
+        &state,
+        "POST",
+        "/api/v1/ids?count=10",
+        StatusCode::SERVICE_UNAVAILABLE,
+        None,
+    )
+    .await;
+    assert!(msg.contains("reservation could not be saved"), "{msg}");
+    assert!(
+        !msg.contains("secret") && !msg.contains("No space"),
+        "leaks internals: {msg}"
+    );
+    let (_, metrics) = send(&state, "GET", "/metrics", &[]).await;
+    assert!(metrics.contains("snowmint_ids_issued_total 0"), "{metrics}");
+    assert!(
+        !metrics.contains("snowmint_generator_reservation_failures_total 0\n"),
+        "{metrics}"
+    );
+}
