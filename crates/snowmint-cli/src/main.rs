@@ -12,6 +12,7 @@
 mod compose;
 mod decode;
 mod error;
+mod next;
 mod render;
 
 use std::process::ExitCode;
@@ -49,6 +50,8 @@ enum Command {
     Compose(compose::ComposeArgs),
     /// Take an existing ID apart.
     Decode(decode::DecodeArgs),
+    /// Mint fresh IDs from a live generator, one a line.
+    Next(next::NextArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Compose(args) => compose::run(args, &cli.global),
         Command::Decode(args) => decode::run(args, &cli.global),
+        Command::Next(args) => next::run(args, &cli.global),
     };
     error::exit(outcome)
 }
