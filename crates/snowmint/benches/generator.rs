@@ -21,7 +21,7 @@
 //! `examples/throughput.rs`.
 
 use std::hint::black_box;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -68,9 +68,14 @@ fn clock(c: &mut Criterion) {
 }
 
 fn uncontended(c: &mut Criterion) {
-    let wall = SystemClock::new();
+    // The generator and the chunking read one clock, so that a timed chunk
+    // starts exactly at a fresh millisecond of the generator's clock.
+    let wall = Arc::new(SystemClock::new());
     let mut g = c.benchmark_group("uncontended");
-    let ours = Generator::new(1, 1).unwrap();
+    let ours = Generator::builder(1, 1)
+        .clock(Arc::clone(&wall))
+        .build()
+        .unwrap();
     g.bench_function("snowmint", |b| {
         b.iter_custom(|iters| chunked(iters, &wall, || drop(black_box(ours.next_id()))))
     });
@@ -151,10 +156,15 @@ fn throughput(c: &mut Criterion) {
 }
 
 fn batch(c: &mut Criterion) {
-    let wall = SystemClock::new();
+    // The generator and the chunking read one clock, so that a timed chunk
+    // starts exactly at a fresh millisecond of the generator's clock.
+    let wall = Arc::new(SystemClock::new());
     let mut g = c.benchmark_group("batch");
     g.throughput(Throughput::Elements(4096));
-    let ours = Generator::new(1, 1).unwrap();
+    let ours = Generator::builder(1, 1)
+        .clock(Arc::clone(&wall))
+        .build()
+        .unwrap();
     g.bench_function("snowmint-next_ids-4096", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
