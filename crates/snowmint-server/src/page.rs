@@ -313,7 +313,7 @@ impl Page<'_> {
 <a class="skip" href="#result">{skip}</a>
 <header class="top">
 <div><h1>snowmint</h1><p class="tagline">{tagline}</p></div>
-<nav aria-label="Language"><a id="lang-switch" href="{switch_href}" hreflang="{other}" lang="{other}">{switch}</a></nav>
+<nav aria-label="{language}"><a id="lang-switch" href="{switch_href}" hreflang="{other}" lang="{other}">{switch}</a></nav>
 </header>
 <main>
 <div class="forms">
@@ -328,6 +328,7 @@ impl Page<'_> {
             switch_href = esc(&self.switch_href()),
             other = self.lang.other().code(),
             switch = esc(t.switch),
+            language = esc(t.language),
         );
         self.compose_form(&mut o);
         self.decode_form(&mut o);
@@ -501,13 +502,14 @@ impl Page<'_> {
         let _ = write!(
             o,
             r#"<div class="id-row"><span class="label">{result_id}</span><output id="id-value" class="id">{id_s}</output><button type="button" id="copy" class="secondary" data-id="{id_s}" hidden>{copy}</button><span id="copy-status" role="status"></span></div>
-<dl class="facts"><dt>{time}</dt><dd id="time-value">{time_v}</dd><dt>Unix ms</dt><dd>{ts}</dd><dt>{hex}</dt><dd><code>{hex_v}</code></dd><dt>{base32}</dt><dd><code>{b32_v}</code></dd><dt>{share}</dt><dd><a id="share" href="{share_href}">{share_link}</a></dd></dl>
+<dl class="facts"><dt>{time}</dt><dd id="time-value">{time_v}</dd><dt>{unix_ms}</dt><dd>{ts}</dd><dt>{hex}</dt><dd><code>{hex_v}</code></dd><dt>{base32}</dt><dd><code>{b32_v}</code></dd><dt>{share}</dt><dd><a id="share" href="{share_href}">{share_link}</a></dd></dl>
 <h3>{bits_heading}</h3><p class="hint">{bits_intro}</p>
 <div class="bits" id="bits">"#,
             result_id = esc(t.result_id),
             copy = esc(t.copy),
             time = esc(t.time_utc),
             time_v = esc(&b.time),
+            unix_ms = esc(t.unix_ms),
             ts = b.timestamp_ms,
             hex = esc(t.hex),
             hex_v = id.hex(),
