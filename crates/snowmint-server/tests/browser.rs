@@ -265,6 +265,14 @@ async fn reference_case_by_keyboard_inline_error_and_screenshot() {
         "{url}"
     );
     s.screenshot("explorer.png").await;
+    s.client
+        .find(Locator::Id("copy"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    s.wait_text("#copy-status", |t| t == "Copied").await;
 
     // Typing an out-of-range datacenter shows the error next to the field.
     let datacenter = s.client.find(Locator::Id("datacenter")).await.unwrap();
@@ -382,6 +390,20 @@ async fn decode_switch_to_norwegian_and_mint_live() {
     assert_eq!(s.text("#compose-h").await, "Lag en ID");
     assert_eq!(s.text("#lang-switch").await, "English");
     s.screenshot("explorer-nb.png").await;
+
+    // "Nå" fills in the current time and composes it.
+    s.client
+        .find(Locator::Id("now"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let now = s.client.find(Locator::Id("timestamp")).await.unwrap();
+    let typed = now.prop("value").await.unwrap().unwrap_or_default();
+    let ms: u64 = typed.parse().expect("Now fills in Unix ms");
+    s.wait_text("#result", |t| t.contains(&ms.to_string()))
+        .await;
 
     // Live mode: IDs minted by this server, listed as strings.
     s.client
