@@ -145,7 +145,16 @@
   }
   $("live-form").addEventListener("submit", (e) => {
     e.preventDefault();
-    mint($("count").value.trim() || "1");
+    const count = $("count").value.trim() || "1";
+    // Checked here too so the message is in the page's language.
+    if (!/^\d{1,4}$/.test(count) || Number(count) < 1 || Number(count) > 4096) {
+      const err = $("count-error");
+      err.textContent = body.dataset.countError + " " + JSON.stringify(count.slice(0, 40));
+      err.hidden = false;
+      $("count").setAttribute("aria-invalid", "true");
+      return;
+    }
+    mint(count);
   });
   let auto = null;
   $("auto").addEventListener("change", (e) => {

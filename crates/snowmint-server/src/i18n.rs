@@ -165,6 +165,7 @@ pub(crate) struct Text {
     pub live_failed: &'static str,
     pub live_empty: &'static str,
     pub live_seq: &'static str,
+    pub live_count_error: &'static str,
     pub api_heading: &'static str,
     pub api_text: &'static str,
 }
@@ -232,6 +233,7 @@ pub(crate) static EN: Text = Text {
     live_failed: "Minting failed",
     live_empty: "No IDs minted yet.",
     live_seq: "sequence",
+    live_count_error: "count must be 1..=4096, got",
     api_heading: "API",
     api_text: "The same answers as JSON:",
 };
@@ -299,6 +301,7 @@ pub(crate) static NB: Text = Text {
     live_failed: "Kunne ikke lage ID-er",
     live_empty: "Ingen ID-er laget ennå.",
     live_seq: "sekvens",
+    live_count_error: "Antallet må være et heltall i 1..=4096, fikk",
     api_heading: "API",
     api_text: "De samme svarene som JSON:",
 };

@@ -321,7 +321,7 @@ impl Page<'_> {
 <link rel="stylesheet" href="/assets/app.css">
 <script src="/assets/app.js" defer></script>
 </head>
-<body data-copied="{copied}" data-live-failed="{failed}" data-live-seq="{seq}">
+<body data-copied="{copied}" data-live-failed="{failed}" data-live-seq="{seq}" data-count-error="{count_error}">
 <a class="skip" href="#result">{skip}</a>
 <header class="top">
 <div><h1>snowmint</h1><p class="tagline">{tagline}</p></div>
@@ -335,6 +335,7 @@ impl Page<'_> {
             copied = esc(t.copied),
             failed = esc(t.live_failed),
             seq = esc(t.live_seq),
+            count_error = esc(t.live_count_error),
             skip = esc(t.skip),
             tagline = esc(t.tagline),
             switch_href = esc(&self.switch_href()),

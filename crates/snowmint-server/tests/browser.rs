@@ -430,6 +430,26 @@ async fn decode_switch_to_norwegian_and_mint_live() {
     );
     let meta = s.text("#live-list li .meta").await;
     assert!(meta.contains("sekvens"), "{meta}");
+    // A bad count: an inline error in Bokmål, and nothing minted.
+    let count = s.client.find(Locator::Id("count")).await.unwrap();
+    count.clear().await.unwrap();
+    count
+        .send_keys(&format!("5000{}", Key::Enter))
+        .await
+        .unwrap();
+    let error = s.wait_text("#count-error", |t| !t.is_empty()).await;
+    assert!(
+        error.contains("1..=4096") && error.contains("fikk"),
+        "{error}"
+    );
+    assert_eq!(
+        s.client
+            .find_all(Locator::Css("#live-list li"))
+            .await
+            .unwrap()
+            .len(),
+        5
+    );
     s.close().await;
 }
 
