@@ -14,7 +14,10 @@
 
   function query(form) {
     const params = new URLSearchParams();
-    for (const [k, v] of new FormData(form)) {
+    const data = new FormData(form);
+    // The picker only matters when no timestamp is typed: keep URLs short.
+    if ((data.get("timestamp") || "").trim() !== "") data.delete("at");
+    for (const [k, v] of data) {
       if (v !== "") params.append(k, v);
     }
     return params.toString();
@@ -75,6 +78,15 @@
     $("timestamp").value = String(Date.now());
     $("at").value = "";
     update($("compose-form"));
+  });
+
+  // Keeps the picker showing the typed timestamp (UTC).
+  $("timestamp").addEventListener("input", () => {
+    const v = $("timestamp").value.trim();
+    if (/^\d{13}$/.test(v)) {
+      const d = new Date(Number(v));
+      if (!isNaN(d)) $("at").value = d.toISOString().slice(0, 23);
+    }
   });
 
   $("at").addEventListener("change", () => {

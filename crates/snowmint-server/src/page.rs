@@ -549,7 +549,7 @@ impl Page<'_> {
             };
             let _ = write!(
                 o,
-                r#"<div class="seg seg-{name}"><div class="cells" data-segment="{name}" aria-label="{label}: {binary}">"#,
+                r#"<div class="seg seg-{name}"><div class="cells" data-segment="{name}" role="img" aria-label="{label}: {binary}">"#,
                 name = seg.name,
                 label = esc(label),
                 binary = seg.binary,
