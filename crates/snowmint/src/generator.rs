@@ -264,6 +264,7 @@ impl Generator {
         let mut read_after = cur;
         let mut waited = Duration::ZERO;
         let mut counted_wait = false;
+        let mut confirmed = false;
         loop {
             let last = cur >> SEQUENCE_BITS;
             let seq = cur & MAX_SEQUENCE;
@@ -285,11 +286,15 @@ impl Generator {
                 }
             } else {
                 if now_delta < last {
-                    if read_after != cur {
-                        // The reading predates the state we now hold: read
-                        // again before believing the clock went back.
+                    if read_after != cur || !confirmed {
+                        // The reading predates the state we now hold, or
+                        // may: a time-stamp counter read is not ordered
+                        // after the load of the state. Read again (after
+                        // this branch on the loaded state) before believing
+                        // the clock went back.
                         now = self.clock.now_ms();
                         read_after = cur;
+                        confirmed = true;
                         continue;
                     }
                     self.note_regression(last - now_delta);
