@@ -132,11 +132,12 @@ impl SystemClock {
     /// the time-stamp counter (in `quanta`: usually about a millisecond, at
     /// most 200 ms).
     pub fn new() -> SystemClock {
-        let mut clock = SystemClock::monotonic();
+        let clock = SystemClock::monotonic();
         #[cfg(feature = "tsc")]
-        {
-            clock.tsc = Some(tsc::Counter::new(clock.origin));
-        }
+        let clock = SystemClock {
+            tsc: Some(tsc::Counter::new(clock.origin)),
+            ..clock
+        };
         clock
     }
 
