@@ -261,7 +261,10 @@ impl Generator {
         // expected to be monotonic across threads).
         let mut cur = self.hot.state.load(Ordering::Acquire);
         let mut now = self.clock.now_ms();
-        let mut read_after = cur;
+        // Not a state value (those are below 2^53): the first reading that
+        // is behind the state is read again before it counts as a regression,
+        // because a time-stamp counter read is not ordered after the load.
+        let mut read_after = u64::MAX;
         let mut waited = Duration::ZERO;
         let mut counted_wait = false;
         loop {
@@ -286,9 +289,10 @@ impl Generator {
             } else {
                 if now_delta < last {
                     if read_after != cur {
-                        // The reading predates the state we now hold: read
-                        // again before believing the clock went back.
-                        now = self.clock.now_ms();
+                        // The reading predates the state we now hold (or
+                        // may): read again, after this branch on the loaded
+                        // state, before believing the clock went back.
+                        now = self.reread_clock();
                         read_after = cur;
                         continue;
                     }
@@ -380,6 +384,14 @@ impl Generator {
                 Err(actual) => cur = actual,
             }
         }
+    }
+
+    /// The clock again, on the rare path where a reading is behind the
+    /// state (kept out of line so the hot loop stays small).
+    #[cold]
+    #[inline(never)]
+    fn reread_clock(&self) -> u64 {
+        self.clock.now_ms()
     }
 
     #[cold]
