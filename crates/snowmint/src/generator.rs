@@ -450,6 +450,12 @@ impl Generator {
             return Ok(());
         };
         let mark = delta_ms.saturating_add(self.window_ms).min(MAX_DELTA_MS);
+        self.publish_mark(store.as_ref(), mark)
+    }
+
+    /// Makes `mark` (ms since the epoch) durable, then publishes it to the
+    /// hot path; the caller holds `reserve_lock`.
+    fn publish_mark(&self, store: &dyn ReservationStore, mark: u64) -> Result<(), StoreError> {
         match store.store(mark + TWITTER_EPOCH_MS) {
             Ok(()) => {
                 self.hot.reserved_until.store(mark, Ordering::SeqCst);
@@ -485,22 +491,9 @@ impl Generator {
         // read what has been claimed so far.
         let previous = self.hot.reserved_until.swap(0, Ordering::SeqCst);
         let last = self.hot.state.load(Ordering::SeqCst) >> SEQUENCE_BITS;
-        match store.store(last + TWITTER_EPOCH_MS) {
-            Ok(()) => {
-                self.hot.reserved_until.store(last, Ordering::SeqCst);
-                self.counters
-                    .reservation_writes
-                    .fetch_add(1, Ordering::Relaxed);
-                Ok(())
-            }
-            Err(e) => {
-                self.hot.reserved_until.store(previous, Ordering::SeqCst);
-                self.counters
-                    .reservation_failures
-                    .fetch_add(1, Ordering::Relaxed);
-                Err(e)
-            }
-        }
+        self.publish_mark(store.as_ref(), last).inspect_err(|_| {
+            self.hot.reserved_until.store(previous, Ordering::SeqCst);
+        })
     }
 
     /// The datacenter ID this generator mints for.
