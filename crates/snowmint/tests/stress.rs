@@ -106,7 +106,7 @@ fn threads_on_a_clock_that_keeps_stepping_back_never_share_an_id() {
             let mut i = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 i += 1;
-                if i % 3 == 0 {
+                if i.is_multiple_of(3) {
                     clock.rewind(i % 7);
                 } else {
                     clock.advance(i % 4);
