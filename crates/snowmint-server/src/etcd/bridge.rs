@@ -119,36 +119,39 @@ fn serve(
             continue; // its caller has given up; the reply channel is dropped
         }
         // The whole job, however many requests it makes, within its deadline.
-        let job_done = tokio::time::timeout(left, async {
-            let client = match &mut client {
-                Some(client) => client,
-                None => match ops::connect(&endpoints, timeout).await {
-                    Ok(c) => client.insert(c),
-                    Err(e) => {
-                        reply_err(job, e);
-                        return;
+        let job_done = async {
+            let work = async {
+                let client = match &mut client {
+                    Some(client) => client,
+                    None => match ops::connect(&endpoints, timeout).await {
+                        Ok(c) => client.insert(c),
+                        Err(e) => {
+                            reply_err(job, e);
+                            return;
+                        }
+                    },
+                };
+                match job {
+                    Job::Load { n, reply, .. } => {
+                        let _ = reply.send(ops::load_mark(client, &keys, n, left).await);
                     }
-                },
+                    Job::Store {
+                        n,
+                        lease,
+                        until_ms,
+                        reply,
+                        ..
+                    } => {
+                        let _ = reply
+                            .send(ops::store_mark(client, &keys, n, lease, until_ms, left).await);
+                    }
+                }
             };
-            match job {
-                Job::Load { n, reply, .. } => {
-                    let _ = reply.send(ops::load_mark(client, &keys, n, left).await);
-                }
-                Job::Store {
-                    n,
-                    lease,
-                    until_ms,
-                    reply,
-                    ..
-                } => {
-                    let _ =
-                        reply.send(ops::store_mark(client, &keys, n, lease, until_ms, left).await);
-                }
-            }
-        });
+            let _ = tokio::time::timeout(left, work).await;
+        };
         // On a timeout the caller gets `Timeout` from its own wait: the job
         // (and its reply channel) is dropped here.
-        let _ = runtime.block_on(job_done);
+        runtime.block_on(job_done);
     }
 }
 
