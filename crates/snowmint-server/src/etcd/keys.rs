@@ -59,7 +59,6 @@ impl Keys {
 }
 
 /// Every identity number, in claim order.
-#[allow(dead_code)]
 pub(crate) fn all_identities() -> impl Iterator<Item = u16> {
     0..IDENTITIES
 }

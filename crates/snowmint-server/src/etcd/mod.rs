@@ -1,15 +1,41 @@
 //! Distributed mode: the worker identity leased from etcd (feature `etcd`).
 //!
-//! See `docs/distributed.md` for the safety argument.
+//! [`EtcdIdentity::spawn`] runs a lease session on the tokio runtime:
+//!
+//! 1. grant a lease with the TTL of `--lease-ttl`;
+//! 2. claim the first free identity: one range read of
+//!    `<prefix>/identities/` picks candidates, then a transaction creates
+//!    `<prefix>/identities/<dc>/<worker>` only if it is absent, bound to the
+//!    lease;
+//! 3. build the identity's generator over an [`EtcdStore`], which loads the
+//!    identity's "reserved until" mark (left by earlier holders) so nothing
+//!    at or below it is issued again, and install it in the [`Minter`](crate::Minter)
+//!    with a [`Fence`](crate::Fence);
+//! 4. keep the lease alive; each answer moves the fence to
+//!    *(when that keep-alive was sent) + TTL - margin*. When the fence
+//!    closes the minter stops issuing (mint and `/readyz` answer 503); the
+//!    session keeps renewing, re-installs if the lease survived, or claims
+//!    again (possibly another identity) if it did not;
+//! 5. on [`EtcdIdentity::shutdown`], stop issuing and revoke the lease: the
+//!    identity is free at once.
+//!
+//! See `docs/distributed.md` for why a fenced instance cannot overlap the
+//! next holder of its identity.
 
-#[allow(dead_code)] // used by the lease session (next commit)
 mod bridge;
 pub mod keys;
-#[allow(dead_code)] // used by the lease session (next commit)
 mod ops;
+mod session;
+mod store;
 
 pub use keys::{DEFAULT_PREFIX, Keys};
 pub use ops::EtcdError;
+pub use session::{
+    DEFAULT_LEASE_TTL, EtcdIdentity, EtcdOptions, EtcdStatus, GeneratorFactory, LeaseState,
+    MAX_LEASE_TTL, MIN_LEASE_TTL, OptionsError, SpawnError, StatusReader, default_generator,
+    fence_margin,
+};
+pub use store::EtcdStore;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,779 @@
+//! The lease session: claim an identity, keep its lease alive, fence the
+//! minter when renewals stop, re-claim, and revoke on shutdown.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper};
+use snowmint::Generator;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::bridge::Bridge;
+use super::keys::Keys;
+use super::ops::{self, EtcdError, Granted};
+use super::store::EtcdStore;
+use crate::hostname::identity_of_ordinal;
+use crate::{Fence, Identity, Minter};
+
+/// Shortest lease etcd grants in its default configuration.
+pub const MIN_LEASE_TTL: Duration = Duration::from_secs(2);
+/// Longest lease accepted (an hour: a dead instance's identity stays
+/// unusable that long).
+pub const MAX_LEASE_TTL: Duration = Duration::from_secs(3600);
+/// Default `--lease-ttl`.
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
+
+/// Builds the generator for a newly claimed identity over its etcd store.
+/// The default is [`default_generator`]; tests inject clocks here.
+pub type GeneratorFactory =
+    Arc<dyn Fn(Identity, EtcdStore) -> Result<Generator, snowmint::BuildError> + Send + Sync>;
+
+/// `Generator::builder(dc, w).store(store).build()` with the system clock.
+pub fn default_generator(
+    identity: Identity,
+    store: EtcdStore,
+) -> Result<Generator, snowmint::BuildError> {
+    Generator::builder(u64::from(identity.datacenter), u64::from(identity.worker))
+        .store(store)
+        .build()
+}
+
+/// Options of distributed mode (`snowmint serve --etcd ...`).
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct EtcdOptions {
+    /// etcd client URLs, e.g. `http://10.0.0.1:2379`.
+    pub endpoints: Vec<String>,
+    /// Key prefix; clusters with different prefixes share one etcd
+    /// without sharing identities.
+    pub prefix: String,
+    /// Lease TTL, whole seconds in 2..=3600.
+    pub lease_ttl: Duration,
+    /// What the identity key says about its holder (for operators reading etcd).
+    pub holder: String,
+    /// Builds each identity's generator.
+    pub generator: GeneratorFactory,
+}
+
+impl fmt::Debug for EtcdOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EtcdOptions")
+            .field("endpoints", &self.endpoints)
+            .field("prefix", &self.prefix)
+            .field("lease_ttl", &self.lease_ttl)
+            .field("holder", &self.holder)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EtcdOptions {
+    /// Options for `endpoints` with the defaults: prefix `/snowmint`, a
+    /// 10 s lease, this host and process as the holder, the system clock.
+    pub fn new(endpoints: Vec<String>) -> EtcdOptions {
+        let host = crate::hostname::current_hostname().unwrap_or_else(|_| "unknown".to_owned());
+        EtcdOptions {
+            endpoints,
+            prefix: super::DEFAULT_PREFIX.to_owned(),
+            lease_ttl: DEFAULT_LEASE_TTL,
+            holder: format!("{host} pid {}", std::process::id()),
+            generator: Arc::new(default_generator),
+        }
+    }
+
+    /// Checks the options; the error names the flag, the value and what is
+    /// allowed.
+    pub fn validate(&self) -> Result<(), OptionsError> {
+        if self.endpoints.is_empty() || self.endpoints.iter().any(|e| e.trim().is_empty()) {
+            return Err(OptionsError(format!(
+                "etcd must be one or more URLs separated by commas, got {:?}",
+                self.endpoints.join(",")
+            )));
+        }
+        let secs = self.lease_ttl.as_secs();
+        if self.lease_ttl.subsec_nanos() != 0
+            || !(MIN_LEASE_TTL.as_secs()..=MAX_LEASE_TTL.as_secs()).contains(&secs)
+        {
+            return Err(OptionsError(format!(
+                "lease-ttl must be {}..={} whole seconds, got {}",
+                MIN_LEASE_TTL.as_secs(),
+                MAX_LEASE_TTL.as_secs(),
+                self.lease_ttl.as_secs_f64()
+            )));
+        }
+        if !self.prefix.starts_with('/') || self.prefix.chars().any(char::is_whitespace) {
+            return Err(OptionsError(format!(
+                "etcd-prefix must start with '/' and contain no spaces, got {:?}",
+                self.prefix
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// An invalid [`EtcdOptions`] value; the message names the flag.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct OptionsError(String);
+
+/// The safety margin subtracted from the lease TTL: the fence closes this
+/// long before the lease could expire on the server. `max(1 s, TTL / 5)`.
+pub fn fence_margin(ttl: Duration) -> Duration {
+    (ttl / 5).max(Duration::from_secs(1))
+}
+
+/// Where the session is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LeaseState {
+    /// Connecting to etcd or granting a lease (etcd unreachable so far).
+    Connecting,
+    /// Looking for a free identity.
+    Claiming,
+    /// All 1024 identities are held by others; retrying with backoff.
+    AllTaken,
+    /// Holding an identity; minting.
+    Held,
+    /// Renewals stopped answering: the fence closed, minting stopped.
+    Fenced,
+    /// Shut down; the lease was revoked.
+    Stopped,
+}
+
+impl LeaseState {
+    /// Every state, for metrics.
+    pub const ALL: [LeaseState; 6] = [
+        LeaseState::Connecting,
+        LeaseState::Claiming,
+        LeaseState::AllTaken,
+        LeaseState::Held,
+        LeaseState::Fenced,
+        LeaseState::Stopped,
+    ];
+
+    /// The state's name in metrics and logs.
+    pub const fn name(self) -> &'static str {
+        match self {
+            LeaseState::Connecting => "connecting",
+            LeaseState::Claiming => "claiming",
+            LeaseState::AllTaken => "all_taken",
+            LeaseState::Held => "held",
+            LeaseState::Fenced => "fenced",
+            LeaseState::Stopped => "stopped",
+        }
+    }
+}
+
+impl fmt::Display for LeaseState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A snapshot of the session, for `/metrics` and logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtcdStatus {
+    /// Where the session is.
+    pub state: LeaseState,
+    /// The identity held (or last held while fenced).
+    pub identity: Option<Identity>,
+    /// The current lease ID.
+    pub lease: Option<i64>,
+    /// The lease TTL etcd granted.
+    pub granted_ttl: Option<Duration>,
+    /// Identities claimed so far (more than one means the lease was lost).
+    pub claims: u64,
+    /// Successful keep-alives.
+    pub renewals: u64,
+    /// Keep-alives that failed or got no answer in time.
+    pub renewal_failures: u64,
+    /// Times the fence closed.
+    pub fenced: u64,
+    /// The last failure, for operators (never shown to HTTP clients).
+    pub last_error: Option<String>,
+}
+
+impl EtcdStatus {
+    fn new() -> EtcdStatus {
+        EtcdStatus {
+            state: LeaseState::Connecting,
+            identity: None,
+            lease: None,
+            granted_ttl: None,
+            claims: 0,
+            renewals: 0,
+            renewal_failures: 0,
+            fenced: 0,
+            last_error: None,
+        }
+    }
+
+    /// Appends the status in the Prometheus text format, each name
+    /// prefixed with `snowmint_etcd_`.
+    pub fn encode_prometheus(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let _ = writeln!(
+            out,
+            "# HELP snowmint_etcd_lease_state 1 for the lease session's current state.\n\
+             # TYPE snowmint_etcd_lease_state gauge"
+        );
+        for state in LeaseState::ALL {
+            let _ = writeln!(
+                out,
+                "snowmint_etcd_lease_state{{state=\"{state}\"}} {}",
+                u8::from(state == self.state)
+            );
+        }
+        if let (Some(identity), Some(lease)) = (self.identity, self.lease) {
+            let _ = writeln!(
+                out,
+                "# HELP snowmint_etcd_identity_info The identity and lease held (or last held).\n\
+                 # TYPE snowmint_etcd_identity_info gauge\n\
+                 snowmint_etcd_identity_info{{datacenter=\"{}\",worker=\"{}\",lease=\"{lease:x}\"}} 1",
+                identity.datacenter, identity.worker
+            );
+        }
+        if let Some(ttl) = self.granted_ttl {
+            let _ = writeln!(
+                out,
+                "# HELP snowmint_etcd_lease_ttl_seconds The lease TTL etcd granted.\n\
+                 # TYPE snowmint_etcd_lease_ttl_seconds gauge\n\
+                 snowmint_etcd_lease_ttl_seconds {}",
+                ttl.as_secs()
+            );
+        }
+        for (name, help, value) in [
+            ("claims", "Identities claimed.", self.claims),
+            ("renewals", "Successful lease keep-alives.", self.renewals),
+            (
+                "renewal_failures",
+                "Lease keep-alives that failed or timed out.",
+                self.renewal_failures,
+            ),
+            ("fenced", "Times minting was fenced off.", self.fenced),
+        ] {
+            let _ = writeln!(
+                out,
+                "# HELP snowmint_etcd_{name}_total {help}\n\
+                 # TYPE snowmint_etcd_{name}_total counter\n\
+                 snowmint_etcd_{name}_total {value}"
+            );
+        }
+    }
+}
+
+/// The status shared between the session task and its handle.
+type SharedStatus = Arc<Mutex<EtcdStatus>>;
+
+fn update(status: &SharedStatus, f: impl FnOnce(&mut EtcdStatus)) {
+    f(&mut status.lock().unwrap_or_else(PoisonError::into_inner));
+}
+
+/// A running lease session; see [`EtcdIdentity::spawn`].
+#[derive(Debug)]
+pub struct EtcdIdentity {
+    status: SharedStatus,
+    shutdown: watch::Sender<bool>,
+    task: JoinHandle<()>,
+    request_timeout: Duration,
+    minter: Arc<Minter>,
+}
+
+impl EtcdIdentity {
+    /// Starts the session on the current tokio runtime: it fills `minter`
+    /// when it holds an identity and empties it when it may not issue.
+    /// Returns at once; the minter stays not ready until an identity is held.
+    pub fn spawn(options: EtcdOptions, minter: Arc<Minter>) -> Result<EtcdIdentity, SpawnError> {
+        options.validate().map_err(SpawnError::Options)?;
+        let timing = Timing::new(options.lease_ttl);
+        let keys = Keys::new(&options.prefix);
+        let bridge = Bridge::start(options.endpoints.clone(), keys.clone(), timing.request)
+            .map_err(|e| SpawnError::Thread(e.to_string()))?;
+        let status = Arc::new(Mutex::new(EtcdStatus::new()));
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let session = Session {
+            options,
+            keys,
+            timing,
+            bridge,
+            minter: Arc::clone(&minter),
+            status: Arc::clone(&status),
+            current: Arc::new(Mutex::new(None)),
+        };
+        let task = tokio::spawn(session.run(shutdown_rx));
+        Ok(EtcdIdentity {
+            status,
+            shutdown,
+            task,
+            request_timeout: timing.request,
+            minter,
+        })
+    }
+
+    /// A snapshot of the session's state.
+    pub fn status(&self) -> EtcdStatus {
+        self.status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// A cheap handle that reads the status, for `/metrics`.
+    pub fn status_reader(&self) -> StatusReader {
+        StatusReader(Arc::clone(&self.status))
+    }
+
+    /// Graceful shutdown: stops minting, then revokes the lease so the
+    /// identity is free at once. Bounded by a few request timeouts.
+    pub async fn shutdown(self) {
+        self.shutdown.send_replace(true);
+        let mut task = self.task;
+        if tokio::time::timeout(self.request_timeout * 3, &mut task)
+            .await
+            .is_err()
+        {
+            tracing::warn!("etcd session did not stop in time; its lease will expire by itself");
+            task.abort();
+        }
+    }
+
+    /// Stops the session without revoking the lease, as a crash would (for
+    /// tests of take-over after a lease expires). The minter is emptied.
+    pub fn abandon(self) {
+        self.task.abort();
+        self.minter.clear();
+    }
+}
+
+/// Reads an [`EtcdIdentity`]'s status from anywhere.
+#[derive(Debug, Clone)]
+pub struct StatusReader(SharedStatus);
+
+impl StatusReader {
+    /// A snapshot of the session's state.
+    pub fn get(&self) -> EtcdStatus {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+/// Why a session could not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpawnError {
+    /// An invalid option.
+    #[error(transparent)]
+    Options(OptionsError),
+    /// The reservation thread could not be started.
+    #[error("cannot start the etcd reservation thread: {0}")]
+    Thread(String),
+}
+
+/// Durations derived from the TTL.
+#[derive(Debug, Clone, Copy)]
+struct Timing {
+    ttl: Duration,
+    /// Keep-alive period: three tries fit in the fence window.
+    renew_every: Duration,
+    /// Bound on one etcd request.
+    request: Duration,
+}
+
+impl Timing {
+    fn new(ttl: Duration) -> Timing {
+        let window = ttl.saturating_sub(fence_margin(ttl));
+        let renew_every = (window / 3).max(Duration::from_millis(100));
+        Timing {
+            ttl,
+            renew_every,
+            request: renew_every.min(Duration::from_secs(2)),
+        }
+    }
+
+    /// The fence deadline for a keep-alive sent at `sent` that etcd
+    /// answered with `ttl`.
+    fn deadline(sent: Instant, ttl: Duration) -> Instant {
+        sent + ttl.saturating_sub(fence_margin(ttl))
+    }
+}
+
+/// Exponential backoff with jitter, capped.
+struct Backoff {
+    next: Duration,
+    min: Duration,
+    max: Duration,
+    seed: u64,
+}
+
+impl Backoff {
+    fn new(min: Duration, max: Duration) -> Backoff {
+        let seed = u64::from(std::process::id())
+            ^ std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.subsec_nanos().into());
+        Backoff {
+            next: min,
+            min,
+            max,
+            seed: seed | 1,
+        }
+    }
+
+    fn reset(&mut self) {
+        self.next = self.min;
+    }
+
+    /// The next wait: the current step, +-25 % jitter, then doubles.
+    fn step(&mut self) -> Duration {
+        // xorshift64: cheap jitter so instances started together spread out.
+        self.seed ^= self.seed << 13;
+        self.seed ^= self.seed >> 7;
+        self.seed ^= self.seed << 17;
+        let jitter = (self.seed % 500) as f64 / 1000.0 + 0.75;
+        let wait = self.next.mul_f64(jitter);
+        self.next = (self.next * 2).min(self.max);
+        wait
+    }
+}
+
+/// The lease and client to revoke on shutdown.
+type Current = Arc<Mutex<Option<(Client, i64)>>>;
+
+struct Session {
+    options: EtcdOptions,
+    keys: Keys,
+    timing: Timing,
+    bridge: Bridge,
+    minter: Arc<Minter>,
+    status: SharedStatus,
+    current: Current,
+}
+
+/// How holding an identity ended.
+enum Lost {
+    /// The lease expired or was revoked on the server, or the identity key
+    /// is no longer ours.
+    Lease,
+}
+
+impl Session {
+    async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        tokio::select! {
+            _ = shutdown.wait_for(|stop| *stop) => {}
+            () = self.lifecycle() => {}
+        }
+        // Stop issuing first, then free the identity.
+        self.minter.clear();
+        let current = self
+            .current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some((mut client, lease)) = current {
+            match ops::revoke(&mut client, lease, self.timing.request).await {
+                Ok(()) => tracing::info!(lease = %format_args!("{lease:x}"), "etcd lease revoked; identity freed"),
+                Err(e) => tracing::warn!(error = %e, "could not revoke the etcd lease; it expires by itself"),
+            }
+        }
+        update(&self.status, |s| s.state = LeaseState::Stopped);
+    }
+
+    /// Connects, claims, holds; forever (until cancelled by shutdown).
+    async fn lifecycle(&self) {
+        let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
+        let mut prefer = None;
+        let mut client = None;
+        loop {
+            let client = match &mut client {
+                Some(client) => client,
+                None => match ops::connect(&self.options.endpoints, self.timing.request).await {
+                    Ok(c) => client.insert(c),
+                    Err(e) => {
+                        self.unreachable(&e, &mut backoff).await;
+                        continue;
+                    }
+                },
+            };
+            match self.claim_and_hold(client, prefer, &mut backoff).await {
+                Ok(held) => prefer = Some(held),
+                Err(e) => {
+                    if matches!(e, EtcdError::AllTaken { .. }) {
+                        let wait = backoff.step().max(self.timing.ttl);
+                        tracing::error!(error = %e, retry_in = ?wait, "no worker identity free; not ready");
+                        update(&self.status, |s| {
+                            s.state = LeaseState::AllTaken;
+                            s.last_error = Some(e.to_string());
+                        });
+                        tokio::time::sleep(wait).await;
+                    } else {
+                        self.unreachable(&e, &mut backoff).await;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn unreachable(&self, e: &EtcdError, backoff: &mut Backoff) {
+        let wait = backoff.step();
+        tracing::warn!(error = %e, retry_in = ?wait, "etcd unreachable; not ready");
+        update(&self.status, |s| {
+            if s.state != LeaseState::Fenced {
+                s.state = LeaseState::Connecting;
+            }
+            s.last_error = Some(e.to_string());
+        });
+        tokio::time::sleep(wait).await;
+    }
+
+    /// Grants a lease, claims an identity, installs its generator and keeps
+    /// the lease alive until it is lost. Returns the identity number held.
+    async fn claim_and_hold(
+        &self,
+        client: &mut Client,
+        prefer: Option<u16>,
+        backoff: &mut Backoff,
+    ) -> Result<u16, EtcdError> {
+        let t = self.timing.request;
+        let granted = ops::grant(client, self.timing.ttl, t).await?;
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((client.clone(), granted.id));
+        update(&self.status, |s| {
+            s.state = LeaseState::Claiming;
+            s.lease = Some(granted.id);
+            s.granted_ttl = Some(granted.ttl);
+        });
+        let claimed = ops::claim(client, &self.keys, granted.id, &self.options.holder, prefer, t).await;
+        let n = match claimed {
+            Ok(Some(n)) => n,
+            other => {
+                self.give_up(client, granted.id).await;
+                return Err(other.err().unwrap_or(EtcdError::AllTaken {
+                    prefix: self.keys.prefix().to_owned(),
+                }));
+            }
+        };
+        let (datacenter, worker) = identity_of_ordinal(n).expect("claims return 0..=1023");
+        let identity = Identity { datacenter, worker };
+        // The generator loads the mark through the blocking bridge: build it
+        // off the async workers.
+        let store = EtcdStore::new(self.bridge.clone(), n, granted.id);
+        let factory = Arc::clone(&self.options.generator);
+        let built = tokio::task::spawn_blocking(move || factory(identity, store)).await;
+        let generator = match built {
+            Ok(Ok(generator)) => Arc::new(generator),
+            Ok(Err(e)) => {
+                tracing::error!(%identity, error = %e, "cannot build the generator; releasing the identity");
+                self.give_up(client, granted.id).await;
+                return Err(EtcdError::Worker("the generator could not load its reservation"));
+            }
+            Err(_) => {
+                self.give_up(client, granted.id).await;
+                return Err(EtcdError::Worker("the generator build panicked"));
+            }
+        };
+        let fence = Arc::new(Fence::until(Timing::deadline(granted.sent, granted.ttl)));
+        self.minter.install(identity, Arc::clone(&generator), Arc::clone(&fence));
+        backoff.reset();
+        update(&self.status, |s| {
+            s.state = LeaseState::Held;
+            s.identity = Some(identity);
+            s.claims += 1;
+            s.last_error = None;
+        });
+        tracing::info!(
+            %identity,
+            lease = %format_args!("{:x}", granted.id),
+            ttl = ?granted.ttl,
+            reserved_until = ?generator.reserved_until_ms(),
+            "holding worker identity"
+        );
+        let Lost::Lease = self.hold(client, granted, identity, n, generator, fence).await;
+        self.minter.clear();
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        tracing::warn!(%identity, "etcd lease lost; claiming again");
+        Ok(n)
+    }
+
+    /// Best-effort revoke of a lease that holds nothing useful.
+    async fn give_up(&self, client: &mut Client, lease: i64) {
+        let _ = ops::revoke(client, lease, self.timing.request).await;
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// Keeps the lease alive; extends the fence on each answer, clears the
+    /// minter when the fence closes, re-installs when renewals come back.
+    async fn hold(
+        &self,
+        client: &mut Client,
+        granted: Granted,
+        identity: Identity,
+        n: u16,
+        generator: Arc<Generator>,
+        mut fence: Arc<Fence>,
+    ) -> Lost {
+        let lease = granted.id;
+        let mut deadline = Timing::deadline(granted.sent, granted.ttl);
+        let mut installed = true;
+        let mut stream: Option<(LeaseKeeper, LeaseKeepAliveStream)> = None;
+        let mut next = Instant::now() + self.timing.renew_every;
+        let mut failing_since: Option<Instant> = None;
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep_until(next.into()) => {}
+                () = tokio::time::sleep_until(deadline.into()), if installed => {
+                    if !fence.is_open() {
+                        self.minter.clear();
+                        installed = false;
+                        update(&self.status, |s| {
+                            s.state = LeaseState::Fenced;
+                            s.fenced += 1;
+                        });
+                        tracing::warn!(
+                            %identity,
+                            silent_for = ?failing_since.map(|t| t.elapsed()),
+                            "no lease renewal in time: fenced, not issuing"
+                        );
+                    }
+                    continue;
+                }
+            }
+            let sent = Instant::now();
+            match self.renew(client, &mut stream, lease).await {
+                Ok(ttl) => {
+                    deadline = Timing::deadline(sent, ttl);
+                    if installed {
+                        fence.extend(deadline);
+                    } else {
+                        // The lease outlived the silence; make sure the key
+                        // is still ours before issuing again.
+                        match ops::holds(client, &self.keys, n, lease, self.timing.request).await {
+                            Ok(true) => {
+                                fence = Arc::new(Fence::until(deadline));
+                                self.minter.install(identity, Arc::clone(&generator), Arc::clone(&fence));
+                                installed = true;
+                                tracing::info!(%identity, "lease renewed again; issuing");
+                            }
+                            Ok(false) => return Lost::Lease,
+                            Err(e) => {
+                                stream = None;
+                                next = Instant::now() + self.timing.renew_every / 3;
+                                update(&self.status, |s| s.last_error = Some(e.to_string()));
+                                continue;
+                            }
+                        }
+                    }
+                    failing_since = None;
+                    update(&self.status, |s| {
+                        s.state = LeaseState::Held;
+                        s.renewals += 1;
+                        s.granted_ttl = Some(ttl);
+                    });
+                    next = sent + self.timing.renew_every;
+                }
+                Err(EtcdError::LeaseGone { .. }) => return Lost::Lease,
+                Err(e) => {
+                    stream = None;
+                    if failing_since.is_none() {
+                        tracing::warn!(%identity, error = %e, "lease renewal failed; retrying");
+                    }
+                    failing_since.get_or_insert(sent);
+                    update(&self.status, |s| {
+                        s.renewal_failures += 1;
+                        s.last_error = Some(e.to_string());
+                    });
+                    next = Instant::now() + (self.timing.renew_every / 3).max(Duration::from_millis(100));
+                }
+            }
+        }
+    }
+
+    /// One keep-alive round trip: the TTL etcd answered with. A stream that
+    /// failed or timed out is dropped by the caller, so a late answer is
+    /// never taken for a newer request's.
+    async fn renew(
+        &self,
+        client: &mut Client,
+        stream: &mut Option<(LeaseKeeper, LeaseKeepAliveStream)>,
+        lease: i64,
+    ) -> Result<Duration, EtcdError> {
+        let t = self.timing.request;
+        let gone = |e: &etcd_client::Error| match e {
+            etcd_client::Error::LeaseKeepAliveError(_) => true,
+            etcd_client::Error::GRpcStatus(s) => s.message().contains("lease not found"),
+            _ => false,
+        };
+        if stream.is_none() {
+            match tokio::time::timeout(t, client.lease_keep_alive(lease)).await {
+                Ok(Ok(opened)) => *stream = Some(opened),
+                Ok(Err(e)) if gone(&e) => return Err(EtcdError::LeaseGone { lease }),
+                Ok(Err(source)) => return Err(EtcdError::Request { op: "lease keep-alive", source }),
+                Err(_) => return Err(EtcdError::Timeout { op: "lease keep-alive", after: t }),
+            }
+        }
+        let (keeper, responses) = stream.as_mut().expect("opened above");
+        let round = async {
+            keeper.keep_alive().await?;
+            responses.message().await
+        };
+        match tokio::time::timeout(t, round).await {
+            Ok(Ok(Some(response))) if response.ttl() > 0 => {
+                Ok(Duration::from_secs(response.ttl() as u64))
+            }
+            Ok(Ok(Some(_))) => Err(EtcdError::LeaseGone { lease }),
+            Ok(Ok(None)) => Err(EtcdError::Worker("the keep-alive stream ended")),
+            Ok(Err(e)) if gone(&e) => Err(EtcdError::LeaseGone { lease }),
+            Ok(Err(source)) => Err(EtcdError::Request { op: "lease keep-alive", source }),
+            Err(_) => Err(EtcdError::Timeout { op: "lease keep-alive", after: t }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fence_closes_a_margin_before_the_lease_can_expire() {
+        let sent = Instant::now();
+        for secs in [2, 3, 5, 10, 60, 3600] {
+            let ttl = Duration::from_secs(secs);
+            let margin = fence_margin(ttl);
+            assert!(margin >= Duration::from_secs(1) && margin >= ttl / 5);
+            assert!(margin < ttl);
+            assert_eq!(Timing::deadline(sent, ttl), sent + ttl - margin);
+            let timing = Timing::new(ttl);
+            assert!(timing.renew_every * 3 <= ttl - margin, "{secs}");
+            assert!(timing.request <= timing.renew_every);
+        }
+    }
+
+    #[test]
+    fn options_are_checked_with_the_flag_name() {
+        let mut o = EtcdOptions::new(vec!["http://127.0.0.1:2379".into()]);
+        assert_eq!(o.validate(), Ok(()));
+        o.lease_ttl = Duration::from_secs(1);
+        assert_eq!(
+            o.validate().unwrap_err().to_string(),
+            "lease-ttl must be 2..=3600 whole seconds, got 1"
+        );
+        o.lease_ttl = Duration::from_millis(2500);
+        assert!(o.validate().unwrap_err().to_string().contains("got 2.5"));
+        o.lease_ttl = DEFAULT_LEASE_TTL;
+        o.prefix = "snowmint".into();
+        assert!(o.validate().unwrap_err().to_string().starts_with("etcd-prefix must start with '/'"));
+        o.prefix = "/snowmint".into();
+        o.endpoints = vec![];
+        assert!(o.validate().unwrap_err().to_string().starts_with("etcd must be"));
+    }
+
+    #[test]
+    fn backoff_grows_to_its_cap_with_jitter() {
+        let mut b = Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
+        let waits: Vec<Duration> = (0..12).map(|_| b.step()).collect();
+        assert!(waits[0] >= Duration::from_millis(150) && waits[0] <= Duration::from_millis(250));
+        assert!(waits.iter().all(|w| *w <= Duration::from_millis(12_500)));
+        assert!(waits[11] >= Duration::from_millis(7_500));
+        b.reset();
+        assert!(b.step() <= Duration::from_millis(250));
+    }
+}
