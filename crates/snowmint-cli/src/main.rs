@@ -1,2 +1,64 @@
-//! The `snowmint` command.
-fn main() {}
+//! The `snowmint` command: compose and decode Twitter-layout Snowflake IDs.
+//!
+//! # Layout
+//!
+//! `main` only parses the command line, dispatches, and turns the outcome
+//! into an exit status. Each subcommand lives in its own module with an
+//! `XxxArgs` struct (clap derive) and a `run(args, &GlobalArgs) ->
+//! Result<(), CliError>`; adding one is a `mod` line, an enum variant and a
+//! match arm. Errors become one line on stderr and exit status 2 (bad input)
+//! or 1 (runtime failure); see [`error`].
+
+mod compose;
+mod decode;
+mod error;
+mod render;
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::render::ColorChoice;
+
+/// Snowflake IDs: build one from its four values, or take one apart.
+#[derive(Debug, Parser)]
+#[command(name = "snowmint", version, about, propagate_version = true)]
+#[command(after_help = "\
+Examples:
+  snowmint compose --timestamp 1288834975657 --datacenter 1 --worker 1 --sequence 0
+  snowmint decode 4194439168 --json")]
+struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Flags every subcommand accepts.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// When to colour the output: auto (on a terminal, unless NO_COLOR is
+    /// set), always or never.
+    #[arg(long, value_name = "WHEN", default_value = "auto", global = true)]
+    pub color: ColorChoice,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Build an ID from a timestamp, datacenter, worker and sequence.
+    Compose(compose::ComposeArgs),
+    /// Take an existing ID apart.
+    Decode(decode::DecodeArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return error::clap_exit(e),
+    };
+    let outcome = match cli.command {
+        Command::Compose(args) => compose::run(args, &cli.global),
+        Command::Decode(args) => decode::run(args, &cli.global),
+    };
+    error::exit(outcome)
+}

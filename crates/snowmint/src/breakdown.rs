@@ -62,7 +62,8 @@ pub struct Breakdown {
     pub sequence: u64,
     /// All 64 bits, most significant first.
     pub binary: String,
-    /// The five segments, most significant first.
+    /// The five segments, most significant first. A custom layout's
+    /// zero-width fields have no bits to show and are left out.
     pub segments: Vec<Segment>,
 }
 
@@ -82,6 +83,9 @@ impl Layout {
         let mut start = 0u32;
         let segments = widths
             .into_iter()
+            // A zero-width field has no most significant bit; at the bottom
+            // of the word its position would underflow.
+            .filter(|&(_, bits, _)| bits > 0)
             .map(|(name, bits, value)| {
                 let seg = Segment {
                     name,
@@ -113,5 +117,24 @@ impl SnowflakeId {
     /// Takes the ID apart for display, in the Twitter layout.
     pub fn breakdown(self) -> Breakdown {
         Layout::TWITTER.breakdown(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_width_fields_are_left_out() {
+        let layout = Layout::new(0, 63, 0, 0, 0).unwrap();
+        let b = layout.breakdown(SnowflakeId::MAX);
+        let names: Vec<&str> = b.segments.iter().map(|s| s.name).collect();
+        assert_eq!(names, ["sign", "timestamp"]);
+        assert_eq!((b.segments[1].msb, b.segments[1].lsb), (62, 0));
+
+        let layout = Layout::new(0, 41, 0, 10, 12).unwrap();
+        let b = layout.breakdown(SnowflakeId::MAX);
+        let bits: Vec<(u32, u32)> = b.segments.iter().map(|s| (s.msb, s.lsb)).collect();
+        assert_eq!(bits, [(63, 63), (62, 22), (21, 12), (11, 0)]);
     }
 }

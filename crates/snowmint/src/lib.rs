@@ -23,6 +23,10 @@
 //! - To decode IDs from other systems: [`Layout::DISCORD`], or your own
 //!   [`Layout::new`].
 //! - For time-range queries: [`Layout::min_id_at`] and [`Layout::max_id_at`].
+//! - To mint IDs (feature `std`): [`Generator`], lock-free and shared by
+//!   `&self` across threads, with a [`Clock`] ([`SystemClock`], or
+//!   [`ManualClock`] in tests) and a [`ReservationStore`] ([`FileStore`]) for
+//!   crash-safe restarts.
 //!
 //! ```
 //! use snowmint::SnowflakeId;
@@ -56,24 +60,39 @@
 extern crate alloc;
 
 mod breakdown;
+#[cfg(feature = "std")]
+mod clock;
 mod encoding;
 mod error;
+#[cfg(feature = "std")]
+mod generator;
 mod id;
 mod layout;
 mod parse;
+#[cfg(feature = "std")]
+mod reservation;
 #[cfg(feature = "serde")]
 mod serde_impl;
 pub mod time;
 
 pub use breakdown::{Breakdown, Segment};
+#[cfg(feature = "std")]
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use encoding::{BASE32_LEN, Base32, Binary, Encoding, HEX_LEN, Hex, UnknownEncoding};
 pub use error::{Error, Field};
+#[cfg(feature = "std")]
+pub use generator::{
+    BuildError, DEFAULT_MAX_BORROW_MS, DEFAULT_MAX_WAIT, DEFAULT_RESERVE_WINDOW_MS, GenerateError,
+    Generator, GeneratorBuilder, GeneratorMetrics, IdRange, IdRangeIter,
+};
 pub use id::SnowflakeId;
 pub use layout::{
     DATACENTER_BITS, DATACENTER_SHIFT, Layout, MAX_DATACENTER, MAX_DELTA_MS, MAX_ID, MAX_SEQUENCE,
     MAX_TIMESTAMP_MS, MAX_WORKER, MIN_TIMESTAMP_MS, Parts, SEQUENCE_BITS, TIMESTAMP_BITS,
     TIMESTAMP_SHIFT, TWITTER_EPOCH_MS, WORKER_BITS, WORKER_SHIFT, compose, decode,
 };
+#[cfg(feature = "std")]
+pub use reservation::{FileStore, MemoryStore, ReservationStore, StoreError, StoreErrorKind};
 
 /// Parses a timestamp as people type it: `now` (the given `now_ms`), Unix
 /// milliseconds, or ISO-8601 / RFC 3339 text; then checks it against the

@@ -1,0 +1,164 @@
+//! How a run ends: one line on stderr and an exit status.
+//!
+//! Bad input (any flag or value a user can fix) exits with 2, a failure
+//! while running with 1; either way stdout stays empty of partial output and
+//! stderr gets exactly one line, `error: ...`.
+
+use std::fmt;
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use snowmint::{Field, Layout};
+
+/// Why a subcommand did not succeed.
+#[derive(Debug)]
+pub enum CliError {
+    /// The user's input cannot be used (exit status 2). The message names the
+    /// field, the value and the allowed range.
+    Usage(String),
+    /// Something failed while running (exit status 1).
+    Runtime(anyhow::Error),
+}
+
+impl CliError {
+    /// The exit status for this error.
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            CliError::Usage(_) => ExitCode::from(2),
+            CliError::Runtime(_) => ExitCode::from(1),
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Usage(msg) => f.write_str(msg),
+            // `{:#}` joins the chain of causes with ": ".
+            CliError::Runtime(e) => write!(f, "{e:#}"),
+        }
+    }
+}
+
+impl From<snowmint::Error> for CliError {
+    fn from(e: snowmint::Error) -> Self {
+        CliError::Usage(e.to_string())
+    }
+}
+
+impl From<anyhow::Error> for CliError {
+    fn from(e: anyhow::Error) -> Self {
+        CliError::Runtime(e)
+    }
+}
+
+/// Writes `text` to stdout. A closed pipe (`snowmint ... | head -1`) is not
+/// an error: the reader has what it wanted.
+pub fn print(text: &str) -> Result<(), CliError> {
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(CliError::Runtime(
+            anyhow::Error::new(e).context("cannot write to stdout"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Reports the outcome of a subcommand and returns its exit status.
+pub fn exit(outcome: Result<(), CliError>) -> ExitCode {
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprint_line(&e.to_string());
+            e.exit_code()
+        }
+    }
+}
+
+/// Handles a command line clap refused: `--help` and `--version` print as
+/// usual; every real error becomes one line and exit status 2.
+pub fn clap_exit(e: clap::Error) -> ExitCode {
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            // Help goes to stdout (stderr for the last kind); a closed pipe
+            // while printing help is not worth reporting.
+            let _ = e.print();
+            if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        _ => {
+            eprint_line(&clap_message(&e));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Prints `error: <message>` as one line, whatever the message holds.
+fn eprint_line(message: &str) {
+    let line = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    let _ = writeln!(io::stderr().lock(), "error: {line}");
+}
+
+/// Condenses clap's multi-paragraph error into one line: the message, the
+/// allowed values, and clap's tip, without the usage block.
+fn clap_message(e: &clap::Error) -> String {
+    if e.kind() == ErrorKind::MissingRequiredArgument {
+        if let Some(ContextValue::Strings(args)) = e.get(ContextKind::InvalidArg) {
+            let args: Vec<String> = args.iter().map(|a| with_range(a)).collect();
+            return format!("missing {}", args.join(", "));
+        }
+    }
+    let rendered = e.render().to_string();
+    let mut paragraphs = rendered.split("\n\n");
+    let mut msg = paragraphs
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("error:")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for p in paragraphs {
+        let p = p.trim();
+        if let Some(tip) = p.strip_prefix("tip:") {
+            msg.push_str(&format!(" (tip:{tip})"));
+        }
+    }
+    // `a value is required for '--datacenter <N>'`: say which values.
+    if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) {
+        if let Some(range) = with_range(arg).strip_prefix(arg.as_str()) {
+            msg.push_str(range);
+        }
+    }
+    msg
+}
+
+/// `--datacenter <N>` -> `--datacenter <N> (0..=31)` for the format's fields.
+fn with_range(arg: &str) -> String {
+    let name = arg
+        .trim_start_matches('-')
+        .split([' ', '=', '>'])
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches('<')
+        .to_ascii_lowercase();
+    let fields = [
+        Field::Timestamp,
+        Field::Datacenter,
+        Field::Worker,
+        Field::Sequence,
+        Field::Id,
+    ];
+    match fields.into_iter().find(|f| f.name() == name) {
+        Some(field) => {
+            let (min, max) = Layout::TWITTER.range(field);
+            format!("{arg} ({min}..={max})")
+        }
+        None => arg.to_string(),
+    }
+}

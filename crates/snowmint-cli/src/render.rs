@@ -1,0 +1,236 @@
+//! The two views of an ID: for people (aligned, coloured on a terminal) and
+//! for programs (the contract's JSON object).
+
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+
+use snowmint::time::Iso8601;
+use snowmint::{Breakdown, Layout, Segment};
+
+use crate::error::CliError;
+
+/// When to colour the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    // On a terminal, unless `NO_COLOR` is set to something or `TERM=dumb`.
+    Auto,
+    // Always, even into a pipe and despite `NO_COLOR` (an explicit flag
+    // beats the environment, as no-color.org asks).
+    Always,
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to colour what goes to stdout.
+    pub fn for_stdout(self) -> bool {
+        self.decide(
+            std::io::stdout().is_terminal(),
+            std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+            std::env::var_os("TERM").is_some_and(|t| t == "dumb"),
+        )
+    }
+
+    fn decide(self, terminal: bool, no_color: bool, dumb: bool) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => terminal && !no_color && !dumb,
+        }
+    }
+}
+
+/// A layout with the name a user picks it by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NamedLayout {
+    /// `twitter` or `discord`.
+    pub name: &'static str,
+    /// The bit layout.
+    pub layout: Layout,
+}
+
+impl NamedLayout {
+    /// The default, and the only layout `compose` builds.
+    pub const TWITTER: NamedLayout = NamedLayout {
+        name: "twitter",
+        layout: Layout::TWITTER,
+    };
+    /// The presets `--layout` accepts.
+    pub const PRESETS: [&'static str; 2] = ["twitter", "discord"];
+
+    /// Looks a preset up by name through the core.
+    pub fn by_name(name: &str) -> Option<NamedLayout> {
+        let layout = Layout::by_name(name)?;
+        let name = Self::PRESETS
+            .into_iter()
+            .find(|p| p.eq_ignore_ascii_case(name))?;
+        Some(NamedLayout { name, layout })
+    }
+}
+
+/// How one ID is shown.
+#[derive(Debug, Clone, Copy)]
+pub struct View {
+    /// The contract's JSON object instead of the human view.
+    pub json: bool,
+    /// ANSI colours in the human view.
+    pub color: bool,
+}
+
+/// Renders `b` (an ID read in `layout`) the way `view` asks, ending with a
+/// newline.
+pub fn render(b: &Breakdown, layout: NamedLayout, view: View) -> Result<String, CliError> {
+    if view.json {
+        let mut s = serde_json::to_string(b).map_err(|e| CliError::Runtime(e.into()))?;
+        s.push('\n');
+        Ok(s)
+    } else {
+        Ok(human(b, layout, view.color))
+    }
+}
+
+/// ANSI colour of each segment, in order sign .. sequence.
+const COLORS: [&str; 5] = ["90", "36", "33", "35", "32"];
+
+/// `text` wrapped in the colour of segment `i`, or as is.
+fn paint(text: &str, i: usize, color: bool) -> String {
+    if color {
+        format!("\x1b[{}m{text}\x1b[0m", COLORS[i])
+    } else {
+        text.to_string()
+    }
+}
+
+/// `text` padded to `width` columns, then painted (so escapes never count
+/// towards the width).
+fn cell(text: &str, width: usize, i: usize, color: bool) -> String {
+    let pad = width.saturating_sub(text.chars().count());
+    format!("{}{}", paint(text, i, color), " ".repeat(pad))
+}
+
+fn bit_range(s: &Segment) -> String {
+    if s.msb == s.lsb {
+        s.msb.to_string()
+    } else {
+        format!("{}..{}", s.msb, s.lsb)
+    }
+}
+
+/// The human view: the ID in each textual form, its time, its fields, and
+/// the 64 bits split by segment with their positions.
+///
+/// ```text
+/// id          4194439168
+/// hex         00000000fa021000
+/// ...
+/// bits    field       width  value  binary
+/// 63      sign        1      0      0
+/// 62..22  timestamp   41     1000   00000000000000000000000000000001111101000
+/// ...
+/// 0 | 00000000000000000000000000000001111101000 | 00001 | 00001 | 000000000000
+/// ```
+pub fn human(b: &Breakdown, layout: NamedLayout, color: bool) -> String {
+    let mut out = String::new();
+    let l = layout.layout;
+    let mut line = |label: &str, value: String| {
+        // Writing to a String cannot fail.
+        let _ = writeln!(out, "{label:<12}{value}");
+    };
+    line("id", b.id.to_string());
+    line("hex", b.id.hex().to_string());
+    line("base32", b.id.base32().to_string());
+    line("time", b.time.clone());
+    line("unix ms", b.timestamp_ms.to_string());
+    line(
+        "delta ms",
+        format!(
+            "{} since the {} epoch {} ({})",
+            paint(&b.delta_ms.to_string(), 1, color),
+            layout.name,
+            l.epoch_ms(),
+            Iso8601(l.epoch_ms() as i64)
+        ),
+    );
+    line("datacenter", paint(&b.datacenter.to_string(), 2, color));
+    line("worker", paint(&b.worker.to_string(), 3, color));
+    line("sequence", paint(&b.sequence.to_string(), 4, color));
+    out.push('\n');
+
+    let head = ["bits", "field", "width", "value", "binary"];
+    let rows: Vec<[String; 5]> = b
+        .segments
+        .iter()
+        .map(|s| {
+            [
+                bit_range(s),
+                s.name.to_string(),
+                s.bits.to_string(),
+                s.value.to_string(),
+                s.binary.clone(),
+            ]
+        })
+        .collect();
+    let mut widths = head.map(str::len);
+    for row in &rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let _ = writeln!(
+        out,
+        "{:<w0$}  {:<w1$}  {:<w2$}  {:<w3$}  {}",
+        head[0],
+        head[1],
+        head[2],
+        head[3],
+        head[4],
+        w0 = widths[0],
+        w1 = widths[1],
+        w2 = widths[2],
+        w3 = widths[3],
+    );
+    for (i, row) in rows.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "{:<w0$}  {}  {:<w2$}  {}  {}",
+            row[0],
+            cell(&row[1], widths[1], i, color),
+            row[2],
+            cell(&row[3], widths[3], i, color),
+            paint(&row[4], i, color),
+            w0 = widths[0],
+            w2 = widths[2],
+        );
+    }
+    out.push('\n');
+    let split: Vec<String> = b
+        .segments
+        .iter()
+        .enumerate()
+        .map(|(i, s)| paint(&s.binary, i, color))
+        .collect();
+    let _ = writeln!(out, "{}", split.join(" | "));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colour_decision() {
+        use ColorChoice::*;
+        assert!(Always.decide(false, true, true));
+        assert!(!Never.decide(true, false, false));
+        assert!(Auto.decide(true, false, false));
+        assert!(!Auto.decide(false, false, false));
+        assert!(!Auto.decide(true, true, false));
+        assert!(!Auto.decide(true, false, true));
+    }
+
+    #[test]
+    fn layouts_by_name() {
+        assert_eq!(NamedLayout::by_name("Discord").unwrap().name, "discord");
+        assert_eq!(NamedLayout::by_name("twitter"), Some(NamedLayout::TWITTER));
+        assert_eq!(NamedLayout::by_name("instagram"), None);
+    }
+}
