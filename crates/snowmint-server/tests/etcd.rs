@@ -411,3 +411,61 @@ async fn a_crashed_holder_is_taken_over_after_its_lease_expires_even_with_a_lagg
     let issued = check_log(&log);
     eprintln!("crash take-over: {issued} IDs, no duplicate; b started at {b_min} > a's {a_max}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_etcd_at_start_means_not_ready_until_it_answers() {
+    if !EtcdServer::available() {
+        return;
+    }
+    let port = support::etcd::free_port();
+    let log = Log::default();
+    let a = Instance::start("a", options(&format!("http://127.0.0.1:{port}"), "/late", 3), &log);
+    wait_until("a retried at least once", Duration::from_secs(10), || {
+        a.session.as_ref().unwrap().status().last_error.is_some()
+    })
+    .await;
+    assert!(!a.minter.is_ready());
+    assert_eq!(a.state(), LeaseState::Connecting);
+    assert!(a.minter.mint(1).is_err());
+
+    let Some(_etcd) = EtcdServer::start_on(port) else { return };
+    a.wait_ready(Duration::from_secs(30)).await;
+    assert_eq!(a.identity(), Some((0, 0)));
+    a.shutdown().await;
+    check_log(&log);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_identities_taken_means_not_ready_and_a_retry_when_one_frees() {
+    let Some(etcd) = EtcdServer::start() else { return };
+    let mut client = etcd_client::Client::connect([etcd.url()], None).await.unwrap();
+    let filler = client.lease_grant(60, None).await.unwrap().id();
+    for chunk in (0..1024u16).collect::<Vec<_>>().chunks(128) {
+        let puts: Vec<_> = chunk
+            .iter()
+            .map(|n| {
+                etcd_client::TxnOp::put(
+                    format!("/full/identities/{}/{}", n / 32, n % 32),
+                    "someone else",
+                    Some(etcd_client::PutOptions::new().with_lease(filler)),
+                )
+            })
+            .collect();
+        client.txn(etcd_client::Txn::new().and_then(puts)).await.unwrap();
+    }
+    let log = Log::default();
+    let a = Instance::start("a", options(&etcd.url(), "/full", 2), &log);
+    wait_until("a sees all taken", Duration::from_secs(10), || a.state() == LeaseState::AllTaken).await;
+    let status = a.session.as_ref().unwrap().status();
+    assert!(status.last_error.unwrap().contains("all 1024 worker identities"));
+    assert!(!a.minter.is_ready());
+    // Its lease for the failed claim was given back, not left to pile up.
+    let leases = client.leases().await.unwrap();
+    assert!(leases.leases().len() <= 2, "{} leases", leases.leases().len());
+
+    client.delete("/full/identities/7/7", None).await.unwrap();
+    a.wait_ready(Duration::from_secs(30)).await;
+    assert_eq!(a.identity(), Some((7, 7)));
+    a.shutdown().await;
+    check_log(&log);
+}

@@ -24,6 +24,7 @@
 
 mod bridge;
 pub mod keys;
+mod metrics;
 mod ops;
 mod session;
 mod store;
@@ -35,6 +36,7 @@ pub use session::{
     MAX_LEASE_TTL, MIN_LEASE_TTL, OptionsError, SpawnError, StatusReader, default_generator,
     fence_margin,
 };
+pub use metrics::EtcdCollector;
 pub use store::EtcdStore;
 
 #[cfg(test)]

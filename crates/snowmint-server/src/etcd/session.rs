@@ -208,59 +208,6 @@ impl EtcdStatus {
             last_error: None,
         }
     }
-
-    /// Appends the status in the Prometheus text format, each name
-    /// prefixed with `snowmint_etcd_`.
-    pub fn encode_prometheus(&self, out: &mut String) {
-        use std::fmt::Write as _;
-        let _ = writeln!(
-            out,
-            "# HELP snowmint_etcd_lease_state 1 for the lease session's current state.\n\
-             # TYPE snowmint_etcd_lease_state gauge"
-        );
-        for state in LeaseState::ALL {
-            let _ = writeln!(
-                out,
-                "snowmint_etcd_lease_state{{state=\"{state}\"}} {}",
-                u8::from(state == self.state)
-            );
-        }
-        if let (Some(identity), Some(lease)) = (self.identity, self.lease) {
-            let _ = writeln!(
-                out,
-                "# HELP snowmint_etcd_identity_info The identity and lease held (or last held).\n\
-                 # TYPE snowmint_etcd_identity_info gauge\n\
-                 snowmint_etcd_identity_info{{datacenter=\"{}\",worker=\"{}\",lease=\"{lease:x}\"}} 1",
-                identity.datacenter, identity.worker
-            );
-        }
-        if let Some(ttl) = self.granted_ttl {
-            let _ = writeln!(
-                out,
-                "# HELP snowmint_etcd_lease_ttl_seconds The lease TTL etcd granted.\n\
-                 # TYPE snowmint_etcd_lease_ttl_seconds gauge\n\
-                 snowmint_etcd_lease_ttl_seconds {}",
-                ttl.as_secs()
-            );
-        }
-        for (name, help, value) in [
-            ("claims", "Identities claimed.", self.claims),
-            ("renewals", "Successful lease keep-alives.", self.renewals),
-            (
-                "renewal_failures",
-                "Lease keep-alives that failed or timed out.",
-                self.renewal_failures,
-            ),
-            ("fenced", "Times minting was fenced off.", self.fenced),
-        ] {
-            let _ = writeln!(
-                out,
-                "# HELP snowmint_etcd_{name}_total {help}\n\
-                 # TYPE snowmint_etcd_{name}_total counter\n\
-                 snowmint_etcd_{name}_total {value}"
-            );
-        }
-    }
 }
 
 /// The status shared between the session task and its handle.

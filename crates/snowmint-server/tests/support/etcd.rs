@@ -25,7 +25,7 @@ fn etcd_binary() -> Option<String> {
 
 /// A free loopback port (the OS picks it; a tiny race with other processes
 /// is handled by retrying the start).
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -49,7 +49,7 @@ impl EtcdServer {
         };
         let mut last_error = String::new();
         for _ in 0..3 {
-            match EtcdServer::try_start(&binary) {
+            match EtcdServer::try_start(&binary, free_port()) {
                 Ok(server) => return Some(server),
                 Err(e) => last_error = e,
             }
@@ -57,9 +57,23 @@ impl EtcdServer {
         panic!("etcd did not start: {last_error}");
     }
 
-    fn try_start(binary: &str) -> Result<EtcdServer, String> {
+    /// Starts etcd listening for clients on `client_port` (for tests that
+    /// point an instance at a port before etcd is there).
+    pub fn start_on(client_port: u16) -> Option<EtcdServer> {
+        let Some(binary) = etcd_binary() else {
+            return super::skip("the `etcd` binary is not installed (apt-get install etcd-server)");
+        };
+        Some(EtcdServer::try_start(&binary, client_port).unwrap_or_else(|e| panic!("etcd did not start: {e}")))
+    }
+
+    /// Whether the etcd binary is there (or its absence is a failure).
+    pub fn available() -> bool {
+        etcd_binary().is_some() || super::skip::<()>("the `etcd` binary is not installed").is_some()
+    }
+
+    fn try_start(binary: &str, client: u16) -> Result<EtcdServer, String> {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let (client, peer) = (free_port(), free_port());
+        let peer = free_port();
         let client_url = format!("http://127.0.0.1:{client}");
         let peer_url = format!("http://127.0.0.1:{peer}");
         let log = File::create(dir.path().join("etcd.log")).map_err(|e| e.to_string())?;
