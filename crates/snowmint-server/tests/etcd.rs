@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use snowmint::{Clock, Generator, SnowflakeId, SystemClock};
 use snowmint_server::Minter;
-use snowmint_server::etcd::{EtcdIdentity, EtcdOptions, GeneratorFactory, LeaseState};
+use snowmint_server::etcd::{
+    EtcdCollector, EtcdIdentity, EtcdOptions, GeneratorFactory, LeaseState,
+};
 use support::etcd::EtcdServer;
 use support::proxy::Proxy;
 
@@ -77,6 +79,16 @@ impl Instance {
 
     fn identity(&self) -> Option<(u8, u8)> {
         self.minter.identity().map(|i| (i.datacenter, i.worker))
+    }
+
+    /// The session's metrics in the text format, as `/metrics` shows them.
+    fn metrics(&self) -> String {
+        let mut registry = prometheus_client::registry::Registry::with_prefix("snowmint");
+        let reader = self.session.as_ref().unwrap().status_reader();
+        registry.register_collector(Box::new(EtcdCollector(reader)));
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &registry).unwrap();
+        out
     }
 
     fn state(&self) -> LeaseState {
@@ -293,6 +305,15 @@ async fn frozen_etcd_fences_every_instance_within_the_ttl_and_they_recover() {
     })
     .await;
     assert!(a.minter.mint(1).is_err() && b.minter.mint(1).is_err());
+    // The session notices at its own timer, a moment after the fence closed.
+    wait_until("a's session sees the fence", Duration::from_secs(2), || {
+        a.state() == LeaseState::Fenced
+    })
+    .await;
+    let metrics = a.metrics();
+    assert!(metrics.contains("snowmint_etcd_lease_state{state=\"fenced\"} 1"), "{metrics}");
+    assert!(metrics.contains("snowmint_etcd_lease_state{state=\"held\"} 0"), "{metrics}");
+    assert!(metrics.contains("snowmint_etcd_fenced_total 1"), "{metrics}");
     // Stay frozen past the TTL: the leases expire on etcd's clock.
     tokio::time::sleep(Duration::from_secs(ttl + 1)).await;
     assert_eq!(a.state(), LeaseState::Fenced);
@@ -303,6 +324,14 @@ async fn frozen_etcd_fences_every_instance_within_the_ttl_and_they_recover() {
     assert_ne!(a.identity(), b.identity());
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(a.session.as_ref().unwrap().status().fenced >= 1);
+    let metrics = a.metrics();
+    let (dc, w) = a.identity().unwrap();
+    assert!(metrics.contains("snowmint_etcd_lease_state{state=\"held\"} 1"), "{metrics}");
+    assert!(
+        metrics.contains(&format!("snowmint_etcd_identity_info{{datacenter=\"{dc}\",worker=\"{w}\",lease=")),
+        "{metrics}"
+    );
+    assert!(metrics.contains("snowmint_etcd_lease_ttl_seconds 3"), "{metrics}");
     a.shutdown().await;
     b.shutdown().await;
     let issued = check_log(&log);

@@ -228,11 +228,13 @@ pub struct EtcdIdentity {
 }
 
 impl EtcdIdentity {
-    /// Starts the session on the current tokio runtime: it fills `minter`
+    /// Starts the session on the current tokio runtime (an error outside
+    /// one): it fills `minter`
     /// when it holds an identity and empties it when it may not issue.
     /// Returns at once; the minter stays not ready until an identity is held.
     pub fn spawn(options: EtcdOptions, minter: Arc<Minter>) -> Result<EtcdIdentity, SpawnError> {
         options.validate().map_err(SpawnError::Options)?;
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| SpawnError::NoRuntime)?;
         let timing = Timing::new(options.lease_ttl);
         let keys = Keys::new(&options.prefix);
         let bridge = Bridge::start(options.endpoints.clone(), keys.clone(), timing.request)
@@ -248,7 +250,7 @@ impl EtcdIdentity {
             status: Arc::clone(&status),
             current: Arc::new(Mutex::new(None)),
         };
-        let task = tokio::spawn(session.run(shutdown_rx));
+        let task = runtime.spawn(session.run(shutdown_rx));
         Ok(EtcdIdentity {
             status,
             shutdown,
@@ -311,6 +313,9 @@ pub enum SpawnError {
     /// An invalid option.
     #[error(transparent)]
     Options(OptionsError),
+    /// Called outside a tokio runtime.
+    #[error("the etcd session needs a tokio runtime")]
+    NoRuntime,
     /// The reservation thread could not be started.
     #[error("cannot start the etcd reservation thread: {0}")]
     Thread(String),
@@ -536,7 +541,8 @@ impl Session {
         );
         let Lost::Lease = self.hold(client, granted, identity, n, generator, fence).await;
         self.minter.clear();
-        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        // Usually gone already; if only the key was lost, free the lease too.
+        self.give_up(client, granted.id).await;
         tracing::warn!(%identity, "etcd lease lost; claiming again");
         Ok(n)
     }
