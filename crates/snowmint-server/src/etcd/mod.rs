@@ -39,5 +39,35 @@ pub use session::{
 pub use metrics::EtcdCollector;
 pub use store::EtcdStore;
 
+use std::sync::Arc;
+
+use crate::{AppState, Config, Metrics, Minter};
+
+impl EtcdOptions {
+    /// The options `snowmint serve` passes: endpoints, prefix and lease TTL
+    /// from `config`, the other defaults of [`EtcdOptions::new`].
+    pub fn from_config(config: &Config) -> EtcdOptions {
+        let mut options = EtcdOptions::new(config.etcd_endpoints.clone());
+        options.prefix = config.etcd_prefix.clone();
+        options.lease_ttl = config.lease_ttl;
+        options
+    }
+}
+
+/// Distributed mode for `snowmint serve --etcd`: an empty minter that a
+/// lease session (started here, on the current tokio runtime) fills, and
+/// the app state over it, whose `/metrics` include the session's.
+///
+/// The state is not ready until an identity is held. Call
+/// [`EtcdIdentity::shutdown`] after the server stops, to free the identity.
+pub fn etcd_state(config: &Config) -> Result<(AppState, EtcdIdentity), SpawnError> {
+    let minter = Minter::new();
+    let session = EtcdIdentity::spawn(EtcdOptions::from_config(config), Arc::clone(&minter))?;
+    let mut metrics = Metrics::new(Arc::clone(&minter));
+    metrics.register_collector(Box::new(EtcdCollector(session.status_reader())));
+    let state = AppState::new(minter).with_metrics(Arc::new(metrics));
+    Ok((state, session))
+}
+
 #[cfg(test)]
 mod tests;
