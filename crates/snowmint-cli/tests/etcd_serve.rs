@@ -58,12 +58,21 @@ impl Serve {
     /// Status and body of one HTTP/1.0 request.
     fn http(&self, method: &str, path: &str) -> (u16, String) {
         let mut stream = TcpStream::connect(self.addr).expect("connect");
-        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        write!(stream, "{method} {path} HTTP/1.0\r\nHost: x\r\nContent-Length: 0\r\n\r\n").unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        write!(
+            stream,
+            "{method} {path} HTTP/1.0\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+        )
+        .unwrap();
         let mut response = String::new();
         stream.read_to_string(&mut response).unwrap();
         let status = response[9..12].parse().unwrap();
-        let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_owned();
+        let body = response
+            .split_once("\r\n\r\n")
+            .map_or("", |(_, b)| b)
+            .to_owned();
         (status, body)
     }
 
@@ -74,9 +83,15 @@ impl Serve {
             let (status, body) = self.http("GET", "/readyz");
             if status == 200 {
                 let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-                return (v["datacenter"].as_u64().unwrap(), v["worker"].as_u64().unwrap());
+                return (
+                    v["datacenter"].as_u64().unwrap(),
+                    v["worker"].as_u64().unwrap(),
+                );
             }
-            assert!(start.elapsed() < Duration::from_secs(20), "not ready: {status} {body}");
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "not ready: {status} {body}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -85,7 +100,12 @@ impl Serve {
         let (status, body) = self.http("POST", &format!("/api/v1/ids?count={count}"));
         assert_eq!(status, 200, "{body}");
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-        v["ids"].as_array().unwrap().iter().map(|id| id.as_str().unwrap().parse().unwrap()).collect()
+        v["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|id| id.as_str().unwrap().parse().unwrap())
+            .collect()
     }
 
     fn signal(&mut self, signal: &str) {
@@ -117,7 +137,9 @@ fn etcdctl_get(etcd: &str, key: &str) -> String {
 
 #[test]
 fn serve_leases_frees_on_sigterm_and_is_taken_over_after_sigkill() {
-    let Some(etcd) = EtcdServer::start() else { return };
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
     if Command::new("etcdctl").arg("version").output().is_err() {
         support::skip::<()>("the `etcdctl` binary is not installed (apt-get install etcd-client)");
         return;
@@ -132,15 +154,27 @@ fn serve_leases_frees_on_sigterm_and_is_taken_over_after_sigkill() {
         issued.extend(a.mint(100));
         issued.extend(b.mint(100));
     }
-    let a_max = *issued.iter().filter(|id| (*id >> 12) & 0x3ff == 0).max().unwrap();
+    let a_max = *issued
+        .iter()
+        .filter(|id| (*id >> 12) & 0x3ff == 0)
+        .max()
+        .unwrap();
 
     // SIGTERM: graceful; the lease is revoked before the process exits.
     b.signal("-TERM");
-    assert_eq!(etcdctl_get(&url, "/cli/identities/0/1"), "", "b's identity is free at once");
+    assert_eq!(
+        etcdctl_get(&url, "/cli/identities/0/1"),
+        "",
+        "b's identity is free at once"
+    );
 
     // SIGKILL: a's identity stays held until its lease expires.
     a.signal("-KILL");
-    assert_ne!(etcdctl_get(&url, "/cli/identities/0/0"), "", "a's lease outlives it");
+    assert_ne!(
+        etcdctl_get(&url, "/cli/identities/0/0"),
+        "",
+        "a's lease outlives it"
+    );
     let mark: u64 = etcdctl_get(&url, "/cli/reserved/0/0").parse().unwrap();
     assert!(mark >= snowmint::SnowflakeId::new(a_max).unwrap().timestamp_ms());
 
@@ -149,13 +183,24 @@ fn serve_leases_frees_on_sigterm_and_is_taken_over_after_sigkill() {
     assert_eq!(c.wait_ready(), (0, 1));
     let start = Instant::now();
     while !etcdctl_get(&url, "/cli/identities/0/0").is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(10), "a's lease never expired");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "a's lease never expired"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     let d = Serve::start(&url, "/cli");
-    assert_eq!(d.wait_ready(), (0, 0), "d takes over the killed instance's identity");
+    assert_eq!(
+        d.wait_ready(),
+        (0, 0),
+        "d takes over the killed instance's identity"
+    );
     let d_ids = d.mint(500);
-    assert!(d_ids[0] > a_max, "d issued {} at or below a's {a_max}", d_ids[0]);
+    assert!(
+        d_ids[0] > a_max,
+        "d issued {} at or below a's {a_max}",
+        d_ids[0]
+    );
     issued.extend(d_ids);
     issued.extend(c.mint(500));
     let unique: HashSet<_> = issued.iter().collect();

@@ -50,8 +50,12 @@ impl Instance {
         let session = EtcdIdentity::spawn(options, Arc::clone(&minter)).expect("valid options");
         let stop = Arc::new(AtomicBool::new(false));
         let minting = {
-            let (minter, stop, log, name) =
-                (Arc::clone(&minter), Arc::clone(&stop), Arc::clone(log), name.to_owned());
+            let (minter, stop, log, name) = (
+                Arc::clone(&minter),
+                Arc::clone(&stop),
+                Arc::clone(log),
+                name.to_owned(),
+            );
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     let started = Instant::now();
@@ -92,7 +96,9 @@ impl Instance {
     }
 
     fn state(&self) -> LeaseState {
-        self.session.as_ref().map_or(LeaseState::Stopped, |s| s.status().state)
+        self.session
+            .as_ref()
+            .map_or(LeaseState::Stopped, |s| s.status().state)
     }
 
     async fn wait_ready(&self, limit: Duration) {
@@ -168,7 +174,11 @@ fn check_log(log: &Log) -> usize {
     let mut per_instance: BTreeMap<&str, Vec<&Batch>> = BTreeMap::new();
     for batch in log.iter() {
         for id in &batch.ids {
-            assert!(seen.insert(*id), "duplicate ID {id} (issued by {})", batch.instance);
+            assert!(
+                seen.insert(*id),
+                "duplicate ID {id} (issued by {})",
+                batch.instance
+            );
         }
         per_instance.entry(&batch.instance).or_default().push(batch);
     }
@@ -185,7 +195,10 @@ fn check_log(log: &Log) -> usize {
         // Within one identity an instance's IDs strictly increase.
         for (identity, bs) in &by_identity {
             let ids: Vec<SnowflakeId> = bs.iter().flat_map(|b| b.ids.iter().copied()).collect();
-            assert!(ids.windows(2).all(|w| w[0] < w[1]), "{instance} not increasing on {identity:?}");
+            assert!(
+                ids.windows(2).all(|w| w[0] < w[1]),
+                "{instance} not increasing on {identity:?}"
+            );
             tenures.entry(*identity).or_default().push(Tenure {
                 instance,
                 first_started: bs.first().unwrap().started,
@@ -203,7 +216,11 @@ fn check_log(log: &Log) -> usize {
                 if a.instance == b.instance {
                     continue;
                 }
-                let (earlier, later) = if a.first_started <= b.first_started { (a, b) } else { (b, a) };
+                let (earlier, later) = if a.first_started <= b.first_started {
+                    (a, b)
+                } else {
+                    (b, a)
+                };
                 assert!(
                     earlier.last_started <= later.first_ended,
                     "{} and {} issued as {identity:?} at the same time",
@@ -233,7 +250,9 @@ async fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool)
 }
 
 async fn key_exists(endpoint: &str, key: &str) -> bool {
-    let mut client = etcd_client::Client::connect([endpoint], None).await.unwrap();
+    let mut client = etcd_client::Client::connect([endpoint], None)
+        .await
+        .unwrap();
     !client.get(key, None).await.unwrap().kvs().is_empty()
 }
 
@@ -247,7 +266,9 @@ async fn wait_key_gone(endpoint: &str, key: &str, limit: Duration) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn instances_get_distinct_identities_and_a_graceful_stop_frees_one_at_once() {
-    let Some(etcd) = EtcdServer::start() else { return };
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
     let log = Log::default();
     // A long TTL: an identity that is free again soon was revoked, not expired.
     let opts = || options(&etcd.url(), "/distinct", 30);
@@ -267,15 +288,25 @@ async fn instances_get_distinct_identities_and_a_graceful_stop_frees_one_at_once
     }
     let identities: HashSet<_> = instances.iter().map(|i| i.identity().unwrap()).collect();
     assert_eq!(identities.len(), 10, "{identities:?}");
-    assert!(identities.iter().all(|&(dc, w)| dc == 0 && w < 10), "first free ones: {identities:?}");
+    assert!(
+        identities.iter().all(|&(dc, w)| dc == 0 && w < 10),
+        "first free ones: {identities:?}"
+    );
 
     // Stop the holder of (0, 3) gracefully: its key is gone when shutdown returns.
-    let pos = instances.iter().position(|i| i.identity() == Some((0, 3))).unwrap();
+    let pos = instances
+        .iter()
+        .position(|i| i.identity() == Some((0, 3)))
+        .unwrap();
     instances.remove(pos).shutdown().await;
     assert!(!key_exists(&etcd.url(), "/distinct/identities/0/3").await);
     let next = Instance::start("i10", opts(), &log);
     next.wait_ready(Duration::from_secs(10)).await;
-    assert_eq!(next.identity(), Some((0, 3)), "the freed identity, long before its TTL");
+    assert_eq!(
+        next.identity(),
+        Some((0, 3)),
+        "the freed identity, long before its TTL"
+    );
     instances.push(next);
 
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -288,7 +319,9 @@ async fn instances_get_distinct_identities_and_a_graceful_stop_frees_one_at_once
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frozen_etcd_fences_every_instance_within_the_ttl_and_they_recover() {
-    let Some(mut etcd) = EtcdServer::start() else { return };
+    let Some(mut etcd) = EtcdServer::start() else {
+        return;
+    };
     let log = Log::default();
     let ttl = 3;
     let a = Instance::start("a", options(&etcd.url(), "/frozen", ttl), &log);
@@ -311,9 +344,18 @@ async fn frozen_etcd_fences_every_instance_within_the_ttl_and_they_recover() {
     })
     .await;
     let metrics = a.metrics();
-    assert!(metrics.contains("snowmint_etcd_lease_state{state=\"fenced\"} 1"), "{metrics}");
-    assert!(metrics.contains("snowmint_etcd_lease_state{state=\"held\"} 0"), "{metrics}");
-    assert!(metrics.contains("snowmint_etcd_fenced_total 1"), "{metrics}");
+    assert!(
+        metrics.contains("snowmint_etcd_lease_state{state=\"fenced\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("snowmint_etcd_lease_state{state=\"held\"} 0"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("snowmint_etcd_fenced_total 1"),
+        "{metrics}"
+    );
     // Stay frozen past the TTL: the leases expire on etcd's clock.
     tokio::time::sleep(Duration::from_secs(ttl + 1)).await;
     assert_eq!(a.state(), LeaseState::Fenced);
@@ -326,12 +368,20 @@ async fn frozen_etcd_fences_every_instance_within_the_ttl_and_they_recover() {
     assert!(a.session.as_ref().unwrap().status().fenced >= 1);
     let metrics = a.metrics();
     let (dc, w) = a.identity().unwrap();
-    assert!(metrics.contains("snowmint_etcd_lease_state{state=\"held\"} 1"), "{metrics}");
     assert!(
-        metrics.contains(&format!("snowmint_etcd_identity_info{{datacenter=\"{dc}\",worker=\"{w}\",lease=")),
+        metrics.contains("snowmint_etcd_lease_state{state=\"held\"} 1"),
         "{metrics}"
     );
-    assert!(metrics.contains("snowmint_etcd_lease_ttl_seconds 3"), "{metrics}");
+    assert!(
+        metrics.contains(&format!(
+            "snowmint_etcd_identity_info{{datacenter=\"{dc}\",worker=\"{w}\",lease="
+        )),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("snowmint_etcd_lease_ttl_seconds 3"),
+        "{metrics}"
+    );
     a.shutdown().await;
     b.shutdown().await;
     let issued = check_log(&log);
@@ -340,7 +390,9 @@ async fn frozen_etcd_fences_every_instance_within_the_ttl_and_they_recover() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_instance_is_fenced_and_the_next_holder_never_overlaps_it() {
-    let Some(etcd) = EtcdServer::start() else { return };
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
     let proxy = Proxy::start(etcd.addr()).await;
     let log = Log::default();
     let ttl = 3;
@@ -352,10 +404,18 @@ async fn a_cut_instance_is_fenced_and_the_next_holder_never_overlaps_it() {
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     proxy.cut();
-    wait_until("a fenced", Duration::from_secs(ttl), || !a.minter.is_ready()).await;
+    wait_until("a fenced", Duration::from_secs(ttl), || {
+        !a.minter.is_ready()
+    })
+    .await;
     assert!(b.minter.is_ready(), "b is not behind the cut");
     // a's lease expires on the server; its identity becomes free.
-    wait_key_gone(&etcd.url(), "/cut/identities/0/0", Duration::from_secs(3 * ttl)).await;
+    wait_key_gone(
+        &etcd.url(),
+        "/cut/identities/0/0",
+        Duration::from_secs(3 * ttl),
+    )
+    .await;
     let c = Instance::start("c", options(&etcd.url(), "/cut", ttl), &log);
     c.wait_ready(Duration::from_secs(10)).await;
     assert_eq!(c.identity(), Some((0, 0)), "c takes over a's identity");
@@ -393,17 +453,33 @@ impl Clock for Behind {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_holder_is_taken_over_after_its_lease_expires_even_with_a_lagging_clock() {
-    let Some(etcd) = EtcdServer::start() else { return };
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
     let log = Log::default();
     let ttl = 2;
     let a = Instance::start("a", options(&etcd.url(), "/crash", ttl), &log);
     a.wait_ready(Duration::from_secs(10)).await;
-    wait_until("a issued", Duration::from_secs(10), || log.lock().unwrap().len() >= 200).await;
+    wait_until("a issued", Duration::from_secs(10), || {
+        log.lock().unwrap().len() >= 200
+    })
+    .await;
     a.kill();
-    let a_max = log.lock().unwrap().iter().flat_map(|b| b.ids.clone()).max().unwrap();
+    let a_max = log
+        .lock()
+        .unwrap()
+        .iter()
+        .flat_map(|b| b.ids.clone())
+        .max()
+        .unwrap();
     // Not revoked: the identity is free only once the lease expires.
     assert!(key_exists(&etcd.url(), "/crash/identities/0/0").await);
-    wait_key_gone(&etcd.url(), "/crash/identities/0/0", Duration::from_secs(3 * ttl)).await;
+    wait_key_gone(
+        &etcd.url(),
+        "/crash/identities/0/0",
+        Duration::from_secs(3 * ttl),
+    )
+    .await;
 
     // b's clock is 30 s behind: on its own clock it would issue IDs far
     // below a's. It may run ahead of its clock (a 60 s borrow), so it
@@ -422,9 +498,18 @@ async fn a_crashed_holder_is_taken_over_after_its_lease_expires_even_with_a_lagg
     lagging.generator = factory;
     let b = Instance::start("b", lagging, &log);
     b.wait_ready(Duration::from_secs(20)).await;
-    assert_eq!(b.identity(), Some((0, 0)), "b takes over the dead holder's identity");
+    assert_eq!(
+        b.identity(),
+        Some((0, 0)),
+        "b takes over the dead holder's identity"
+    );
     wait_until("b issued", Duration::from_secs(10), || {
-        log.lock().unwrap().iter().filter(|x| x.instance == "b").count() >= 100
+        log.lock()
+            .unwrap()
+            .iter()
+            .filter(|x| x.instance == "b")
+            .count()
+            >= 100
     })
     .await;
     b.shutdown().await;
@@ -436,7 +521,10 @@ async fn a_crashed_holder_is_taken_over_after_its_lease_expires_even_with_a_lagg
         .flat_map(|x| x.ids.clone())
         .min()
         .unwrap();
-    assert!(b_min > a_max, "b issued {b_min} at or below a's last {a_max}");
+    assert!(
+        b_min > a_max,
+        "b issued {b_min} at or below a's last {a_max}"
+    );
     let issued = check_log(&log);
     eprintln!("crash take-over: {issued} IDs, no duplicate; b started at {b_min} > a's {a_max}");
 }
@@ -448,7 +536,11 @@ async fn unreachable_etcd_at_start_means_not_ready_until_it_answers() {
     }
     let port = support::etcd::free_port();
     let log = Log::default();
-    let a = Instance::start("a", options(&format!("http://127.0.0.1:{port}"), "/late", 3), &log);
+    let a = Instance::start(
+        "a",
+        options(&format!("http://127.0.0.1:{port}"), "/late", 3),
+        &log,
+    );
     wait_until("a retried at least once", Duration::from_secs(10), || {
         a.session.as_ref().unwrap().status().last_error.is_some()
     })
@@ -457,7 +549,9 @@ async fn unreachable_etcd_at_start_means_not_ready_until_it_answers() {
     assert_eq!(a.state(), LeaseState::Connecting);
     assert!(a.minter.mint(1).is_err());
 
-    let Some(_etcd) = EtcdServer::start_on(port) else { return };
+    let Some(_etcd) = EtcdServer::start_on(port) else {
+        return;
+    };
     a.wait_ready(Duration::from_secs(30)).await;
     assert_eq!(a.identity(), Some((0, 0)));
     a.shutdown().await;
@@ -466,8 +560,12 @@ async fn unreachable_etcd_at_start_means_not_ready_until_it_answers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_identities_taken_means_not_ready_and_a_retry_when_one_frees() {
-    let Some(etcd) = EtcdServer::start() else { return };
-    let mut client = etcd_client::Client::connect([etcd.url()], None).await.unwrap();
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    let mut client = etcd_client::Client::connect([etcd.url()], None)
+        .await
+        .unwrap();
     let filler = client.lease_grant(60, None).await.unwrap().id();
     for chunk in (0..1024u16).collect::<Vec<_>>().chunks(128) {
         let puts: Vec<_> = chunk
@@ -480,17 +578,32 @@ async fn all_identities_taken_means_not_ready_and_a_retry_when_one_frees() {
                 )
             })
             .collect();
-        client.txn(etcd_client::Txn::new().and_then(puts)).await.unwrap();
+        client
+            .txn(etcd_client::Txn::new().and_then(puts))
+            .await
+            .unwrap();
     }
     let log = Log::default();
     let a = Instance::start("a", options(&etcd.url(), "/full", 2), &log);
-    wait_until("a sees all taken", Duration::from_secs(10), || a.state() == LeaseState::AllTaken).await;
+    wait_until("a sees all taken", Duration::from_secs(10), || {
+        a.state() == LeaseState::AllTaken
+    })
+    .await;
     let status = a.session.as_ref().unwrap().status();
-    assert!(status.last_error.unwrap().contains("all 1024 worker identities"));
+    assert!(
+        status
+            .last_error
+            .unwrap()
+            .contains("all 1024 worker identities")
+    );
     assert!(!a.minter.is_ready());
     // Its lease for the failed claim was given back, not left to pile up.
     let leases = client.leases().await.unwrap();
-    assert!(leases.leases().len() <= 2, "{} leases", leases.leases().len());
+    assert!(
+        leases.leases().len() <= 2,
+        "{} leases",
+        leases.leases().len()
+    );
 
     client.delete("/full/identities/7/7", None).await.unwrap();
     a.wait_ready(Duration::from_secs(30)).await;

@@ -42,8 +42,11 @@ impl Collector for EtcdCollector {
             ConstGauge::new(0i64).metric_type(),
         )?;
         for state in LeaseState::ALL {
-            ConstGauge::new(i64::from(state == status.state))
-                .encode(family.encode_family(&StateLabels { state: state.name() })?)?;
+            ConstGauge::new(i64::from(state == status.state)).encode(family.encode_family(
+                &StateLabels {
+                    state: state.name(),
+                },
+            )?)?;
         }
         if let (Some(identity), Some(lease)) = (status.identity, status.lease) {
             let mut family = encoder.encode_descriptor(
@@ -71,7 +74,11 @@ impl Collector for EtcdCollector {
         }
         for (name, help, value) in [
             ("etcd_claims", "Worker identities claimed", status.claims),
-            ("etcd_renewals", "Successful lease keep-alives", status.renewals),
+            (
+                "etcd_renewals",
+                "Successful lease keep-alives",
+                status.renewals,
+            ),
             (
                 "etcd_renewal_failures",
                 "Lease keep-alives that failed or got no answer in time",

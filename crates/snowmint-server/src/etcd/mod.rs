@@ -9,7 +9,7 @@
 //!    lease;
 //! 3. build the identity's generator over an [`EtcdStore`], which loads the
 //!    identity's "reserved until" mark (left by earlier holders) so nothing
-//!    at or below it is issued again, and install it in the [`Minter`](crate::Minter)
+//!    at or below it is issued again, and install it in the [`Minter`]
 //!    with a [`Fence`](crate::Fence);
 //! 4. keep the lease alive; each answer moves the fence to
 //!    *(when that keep-alive was sent) + TTL - margin*. When the fence
@@ -30,13 +30,13 @@ mod session;
 mod store;
 
 pub use keys::{DEFAULT_PREFIX, Keys};
+pub use metrics::EtcdCollector;
 pub use ops::EtcdError;
 pub use session::{
     DEFAULT_LEASE_TTL, EtcdIdentity, EtcdOptions, EtcdStatus, GeneratorFactory, LeaseState,
     MAX_LEASE_TTL, MIN_LEASE_TTL, OptionsError, SpawnError, StatusReader, default_generator,
     fence_margin,
 };
-pub use metrics::EtcdCollector;
 pub use store::EtcdStore;
 
 use std::sync::Arc;

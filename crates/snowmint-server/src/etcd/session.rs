@@ -302,7 +302,10 @@ pub struct StatusReader(SharedStatus);
 impl StatusReader {
     /// A snapshot of the session's state.
     pub fn get(&self) -> EtcdStatus {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }
 
@@ -423,8 +426,12 @@ impl Session {
             .take();
         if let Some((mut client, lease)) = current {
             match ops::revoke(&mut client, lease, self.timing.request).await {
-                Ok(()) => tracing::info!(lease = %format_args!("{lease:x}"), "etcd lease revoked; identity freed"),
-                Err(e) => tracing::warn!(error = %e, "could not revoke the etcd lease; it expires by itself"),
+                Ok(()) => {
+                    tracing::info!(lease = %format_args!("{lease:x}"), "etcd lease revoked; identity freed")
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not revoke the etcd lease; it expires by itself")
+                }
             }
         }
         update(&self.status, |s| s.state = LeaseState::Stopped);
@@ -494,7 +501,15 @@ impl Session {
             s.lease = Some(granted.id);
             s.granted_ttl = Some(granted.ttl);
         });
-        let claimed = ops::claim(client, &self.keys, granted.id, &self.options.holder, prefer, t).await;
+        let claimed = ops::claim(
+            client,
+            &self.keys,
+            granted.id,
+            &self.options.holder,
+            prefer,
+            t,
+        )
+        .await;
         let n = match claimed {
             Ok(Some(n)) => n,
             other => {
@@ -516,7 +531,9 @@ impl Session {
             Ok(Err(e)) => {
                 tracing::error!(%identity, error = %e, "cannot build the generator; releasing the identity");
                 self.give_up(client, granted.id).await;
-                return Err(EtcdError::Worker("the generator could not load its reservation"));
+                return Err(EtcdError::Worker(
+                    "the generator could not load its reservation",
+                ));
             }
             Err(_) => {
                 self.give_up(client, granted.id).await;
@@ -524,7 +541,8 @@ impl Session {
             }
         };
         let fence = Arc::new(Fence::until(Timing::deadline(granted.sent, granted.ttl)));
-        self.minter.install(identity, Arc::clone(&generator), Arc::clone(&fence));
+        self.minter
+            .install(identity, Arc::clone(&generator), Arc::clone(&fence));
         backoff.reset();
         update(&self.status, |s| {
             s.state = LeaseState::Held;
@@ -539,7 +557,9 @@ impl Session {
             reserved_until = ?generator.reserved_until_ms(),
             "holding worker identity"
         );
-        let Lost::Lease = self.hold(client, granted, identity, n, generator, fence).await;
+        let Lost::Lease = self
+            .hold(client, granted, identity, n, generator, fence)
+            .await;
         self.minter.clear();
         // Usually gone already; if only the key was lost, free the lease too.
         self.give_up(client, granted.id).await;
@@ -602,7 +622,11 @@ impl Session {
                         match ops::holds(client, &self.keys, n, lease, self.timing.request).await {
                             Ok(true) => {
                                 fence = Arc::new(Fence::until(deadline));
-                                self.minter.install(identity, Arc::clone(&generator), Arc::clone(&fence));
+                                self.minter.install(
+                                    identity,
+                                    Arc::clone(&generator),
+                                    Arc::clone(&fence),
+                                );
                                 installed = true;
                                 tracing::info!(%identity, "lease renewed again; issuing");
                             }
@@ -634,7 +658,8 @@ impl Session {
                         s.renewal_failures += 1;
                         s.last_error = Some(e.to_string());
                     });
-                    next = Instant::now() + (self.timing.renew_every / 3).max(Duration::from_millis(100));
+                    next = Instant::now()
+                        + (self.timing.renew_every / 3).max(Duration::from_millis(100));
                 }
             }
         }
@@ -659,8 +684,18 @@ impl Session {
             match tokio::time::timeout(t, client.lease_keep_alive(lease)).await {
                 Ok(Ok(opened)) => *stream = Some(opened),
                 Ok(Err(e)) if gone(&e) => return Err(EtcdError::LeaseGone { lease }),
-                Ok(Err(source)) => return Err(EtcdError::Request { op: "lease keep-alive", source }),
-                Err(_) => return Err(EtcdError::Timeout { op: "lease keep-alive", after: t }),
+                Ok(Err(source)) => {
+                    return Err(EtcdError::Request {
+                        op: "lease keep-alive",
+                        source,
+                    });
+                }
+                Err(_) => {
+                    return Err(EtcdError::Timeout {
+                        op: "lease keep-alive",
+                        after: t,
+                    });
+                }
             }
         }
         let (keeper, responses) = stream.as_mut().expect("opened above");
@@ -675,8 +710,14 @@ impl Session {
             Ok(Ok(Some(_))) => Err(EtcdError::LeaseGone { lease }),
             Ok(Ok(None)) => Err(EtcdError::Worker("the keep-alive stream ended")),
             Ok(Err(e)) if gone(&e) => Err(EtcdError::LeaseGone { lease }),
-            Ok(Err(source)) => Err(EtcdError::Request { op: "lease keep-alive", source }),
-            Err(_) => Err(EtcdError::Timeout { op: "lease keep-alive", after: t }),
+            Ok(Err(source)) => Err(EtcdError::Request {
+                op: "lease keep-alive",
+                source,
+            }),
+            Err(_) => Err(EtcdError::Timeout {
+                op: "lease keep-alive",
+                after: t,
+            }),
         }
     }
 }
@@ -713,10 +754,20 @@ mod tests {
         assert!(o.validate().unwrap_err().to_string().contains("got 2.5"));
         o.lease_ttl = DEFAULT_LEASE_TTL;
         o.prefix = "snowmint".into();
-        assert!(o.validate().unwrap_err().to_string().starts_with("etcd-prefix must start with '/'"));
+        assert!(
+            o.validate()
+                .unwrap_err()
+                .to_string()
+                .starts_with("etcd-prefix must start with '/'")
+        );
         o.prefix = "/snowmint".into();
         o.endpoints = vec![];
-        assert!(o.validate().unwrap_err().to_string().starts_with("etcd must be"));
+        assert!(
+            o.validate()
+                .unwrap_err()
+                .to_string()
+                .starts_with("etcd must be")
+        );
     }
 
     #[test]

@@ -63,7 +63,10 @@ impl EtcdServer {
         let Some(binary) = etcd_binary() else {
             return super::skip("the `etcd` binary is not installed (apt-get install etcd-server)");
         };
-        Some(EtcdServer::try_start(&binary, client_port).unwrap_or_else(|e| panic!("etcd did not start: {e}")))
+        Some(
+            EtcdServer::try_start(&binary, client_port)
+                .unwrap_or_else(|e| panic!("etcd did not start: {e}")),
+        )
     }
 
     /// Whether the etcd binary is there (or its absence is a failure).
