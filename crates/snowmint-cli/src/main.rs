@@ -13,6 +13,7 @@ mod compose;
 mod decode;
 mod error;
 mod render;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -49,6 +50,8 @@ enum Command {
     Compose(compose::ComposeArgs),
     /// Take an existing ID apart.
     Decode(decode::DecodeArgs),
+    /// Serve the explorer page and the JSON API (http://127.0.0.1:8080 by default).
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Compose(args) => compose::run(args, &cli.global),
         Command::Decode(args) => decode::run(args, &cli.global),
+        Command::Serve(args) => serve::run_cli(args),
     };
     error::exit(outcome)
 }

@@ -1,6 +1,274 @@
-//! The snowmint network service.
+//! The snowmint network service: the explorer page, the JSON API and the
+//! worker identity it mints as.
+//!
+//! # Layout
+//!
+//! - [`app`] builds the axum [`Router`] (tests drive it with
+//!   `tower::ServiceExt::oneshot`, no socket); [`run`] serves it on a
+//!   listener until a shutdown future resolves, then persists the
+//!   generator's reservation.
+//! - `api`: the JSON routes; [`ApiError`] is the one error shape,
+//!   `{"error": "...", "field": "..." | null}`.
+//! - `page`: the explorer page, server-rendered, with its CSS and JS embedded
+//!   in the binary; English and Norwegian Bokmål.
+//! - [`minter`]: the [`Minter`] slot the routes mint from, its [`Fence`] and
+//!   [`Identity`]; identity sources (static here, etcd behind the `etcd`
+//!   feature) fill and empty it.
+//! - [`metrics`]: Prometheus metrics.
+//!
+//! ```no_run
+//! # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = snowmint_server::Config::default();
+//! let state = snowmint_server::static_state(&config)?;
+//! let listener = tokio::net::TcpListener::bind(config.listen).await?;
+//! snowmint_server::run(listener, state, async {
+//!     let _ = tokio::signal::ctrl_c().await;
+//! })
+//! .await?;
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
 
-pub mod hostname;
-
+mod api;
+mod error;
 #[cfg(feature = "etcd")]
 pub mod etcd;
+pub mod generator;
+pub mod hostname;
+mod i18n;
+pub mod metrics;
+pub mod minter;
+mod openapi;
+mod page;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use axum::Router;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+
+pub use error::{ApiError, ErrorBody};
+pub use generator::StaticError;
+pub use metrics::Metrics;
+pub use minter::{Fence, Identity, MintError, Minter};
+
+/// Options of `snowmint serve`.
+///
+/// `#[non_exhaustive]`: build it with [`Config::default`] and set fields, so
+/// new options (etcd TLS, ...) do not break callers.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// Static identity: datacenter ID, 0..=31.
+    pub datacenter: u8,
+    /// Static identity: worker ID, 0..=31.
+    pub worker: u8,
+    /// Where the static identity's reservation file is kept.
+    pub state_dir: PathBuf,
+    /// etcd endpoints; empty means the static identity.
+    pub etcd_endpoints: Vec<String>,
+    /// TTL of an etcd identity lease.
+    pub lease_ttl: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            datacenter: 0,
+            worker: 0,
+            state_dir: default_state_dir(),
+            etcd_endpoints: Vec::new(),
+            lease_ttl: Duration::from_secs(10),
+        }
+    }
+}
+
+/// `$XDG_STATE_HOME/snowmint`, else `~/.local/state/snowmint`, else
+/// `./.snowmint-state`.
+pub fn default_state_dir() -> PathBuf {
+    let non_empty = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = non_empty("XDG_STATE_HOME") {
+        PathBuf::from(dir).join("snowmint")
+    } else if let Some(home) = non_empty("HOME") {
+        PathBuf::from(home).join(".local/state/snowmint")
+    } else {
+        PathBuf::from(".snowmint-state")
+    }
+}
+
+/// A source of Unix milliseconds (injected so tests can fix "now").
+pub type NowFn = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    /// The slot IDs are minted from.
+    pub minter: Arc<Minter>,
+    /// Prometheus metrics.
+    pub metrics: Arc<Metrics>,
+    now: NowFn,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("minter", &self.minter)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// State over `minter`, with the wall clock for "now".
+    pub fn new(minter: Arc<Minter>) -> AppState {
+        AppState {
+            metrics: Arc::new(Metrics::new(Arc::clone(&minter))),
+            minter,
+            now: Arc::new(|| {
+                SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64)
+            }),
+        }
+    }
+
+    /// Replaces the clock compose uses for a missing timestamp.
+    #[must_use]
+    pub fn with_now(mut self, now: NowFn) -> AppState {
+        self.now = now;
+        self
+    }
+
+    /// Unix milliseconds now.
+    pub fn now_ms(&self) -> u64 {
+        (self.now)()
+    }
+}
+
+/// The static identity: a generator for `config.datacenter`/`config.worker`
+/// with its reservation under `config.state_dir`, installed with
+/// [`Fence::never`].
+pub fn static_state(config: &Config) -> Result<AppState, StaticError> {
+    let generator =
+        generator::static_generator(config.datacenter, config.worker, &config.state_dir)?;
+    let minter = Minter::new();
+    minter.install(
+        Identity {
+            datacenter: config.datacenter,
+            worker: config.worker,
+        },
+        Arc::new(generator),
+        Arc::new(Fence::never()),
+    );
+    Ok(AppState::new(minter))
+}
+
+/// Routes that exist, as `&'static str` metric labels.
+const ROUTES: &[&str] = &[
+    "/",
+    "/assets/{file}",
+    "/api/v1/compose",
+    "/api/v1/decode/{id}",
+    "/api/v1/ids",
+    "/api/v1/openapi.json",
+    "/healthz",
+    "/readyz",
+    "/metrics",
+];
+
+/// The whole service as a router.
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(page::index))
+        .route("/assets/{file}", get(page::asset))
+        .route("/api/v1/compose", get(api::compose))
+        .route("/api/v1/decode/{id}", get(api::decode))
+        .route("/api/v1/ids", post(api::mint))
+        .route(
+            "/api/v1/openapi.json",
+            get(|| async {
+                (
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    openapi::document(),
+                )
+            }),
+        )
+        .route("/healthz", get(api::healthz))
+        .route("/readyz", get(api::readyz))
+        .route("/metrics", get(api::metrics))
+        .fallback(api::not_found)
+        .method_not_allowed_fallback(api::method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), track))
+        .layer(TraceLayer::new_for_http())
+        .layer(CatchPanicLayer::custom(|_| {
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, None, "internal error").into_response()
+        }))
+        .with_state(state)
+}
+
+/// Counts each request by route pattern, method and status, and times it.
+async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .and_then(|m| ROUTES.iter().copied().find(|r| *r == m.as_str()))
+        .unwrap_or("unmatched");
+    let method = match *request.method() {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::OPTIONS => "OPTIONS",
+        _ => "OTHER",
+    };
+    let response = next.run(request).await;
+    state
+        .metrics
+        .observe_request(route, method, response.status().as_u16(), started.elapsed());
+    response
+}
+
+/// Why [`run`] stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Serving failed.
+    #[error("serving failed: {0}")]
+    Io(#[from] std::io::Error),
+    /// The reservation could not be persisted at shutdown.
+    #[error("cannot persist the reservation at shutdown: {0}")]
+    Persist(generator::StoreError),
+}
+
+/// Serves [`app`] on `listener` until `shutdown` resolves, lets in-flight
+/// requests finish, then persists the generator's reservation.
+pub async fn run(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    let minter = Arc::clone(&state.minter);
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!(%addr, identity = ?minter.identity(), "listening");
+    }
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    tracing::info!("stopped accepting; persisting the reservation");
+    minter.persist_last_issued().map_err(RunError::Persist)?;
+    Ok(())
+}

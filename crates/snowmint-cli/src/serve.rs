@@ -1,0 +1,154 @@
+//! `snowmint serve`: the explorer page and the JSON API.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use snowmint_server::Config;
+
+use crate::error::CliError;
+
+/// Flags of `snowmint serve`; each can also come from the environment.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(
+        long,
+        env = "SNOWMINT_LISTEN",
+        default_value = "127.0.0.1:8080",
+        value_name = "ADDR"
+    )]
+    pub listen: SocketAddr,
+    /// Static identity: datacenter ID (0-31).
+    #[arg(long, env = "SNOWMINT_DATACENTER", default_value_t = 0, value_name = "N",
+          value_parser = clap::value_parser!(u8).range(0..=31))]
+    pub datacenter: u8,
+    /// Static identity: worker ID (0-31).
+    #[arg(long, env = "SNOWMINT_WORKER", default_value_t = 0, value_name = "N",
+          value_parser = clap::value_parser!(u8).range(0..=31))]
+    pub worker: u8,
+    /// Lease the identity from etcd instead (needs the `etcd` feature).
+    #[arg(
+        long,
+        env = "SNOWMINT_ETCD",
+        value_name = "URL[,URL...]",
+        value_delimiter = ','
+    )]
+    pub etcd: Vec<String>,
+    /// TTL of the etcd identity lease.
+    #[arg(long, env = "SNOWMINT_LEASE_TTL", default_value_t = 10, value_name = "SECONDS",
+          value_parser = clap::value_parser!(u64).range(2..=3600))]
+    pub lease_ttl: u64,
+    /// Where the static identity's reservation is kept
+    /// [default: $XDG_STATE_HOME/snowmint, ~/.local/state/snowmint or ./.snowmint-state].
+    #[arg(long, env = "SNOWMINT_STATE_DIR", value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+impl ServeArgs {
+    fn config(&self) -> Config {
+        let mut config = Config::default();
+        config.listen = self.listen;
+        config.datacenter = self.datacenter;
+        config.worker = self.worker;
+        config.etcd_endpoints = self
+            .etcd
+            .iter()
+            .filter(|e| !e.is_empty())
+            .cloned()
+            .collect();
+        config.lease_ttl = Duration::from_secs(self.lease_ttl);
+        if let Some(dir) = &self.state_dir {
+            config.state_dir = dir.clone();
+        }
+        config
+    }
+}
+
+/// A usage error: exit status 2 with one line on stderr.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// [`run`], reported like the other subcommands: a usage error exits 2.
+pub fn run_cli(args: ServeArgs) -> Result<(), CliError> {
+    run(args).map_err(|e| match e.downcast::<UsageError>() {
+        Ok(usage) => CliError::Usage(usage.0),
+        Err(e) => CliError::Runtime(e),
+    })
+}
+
+/// Runs the service until SIGINT or SIGTERM.
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let config = args.config();
+    if !config.etcd_endpoints.is_empty() && !cfg!(feature = "etcd") {
+        return Err(UsageError(
+            "--etcd needs a snowmint built with `--features etcd` \
+             (cargo run --release --features etcd -- serve --etcd URL)"
+                .to_owned(),
+        )
+        .into());
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let state = snowmint_server::static_state(&config).with_context(|| {
+            format!(
+                "cannot set up the state directory {}",
+                config.state_dir.display()
+            )
+        })?;
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", config.listen))?;
+        eprintln!(
+            "snowmint: serving the explorer on http://{}/ (datacenter {}, worker {}, state in {})",
+            listener.local_addr().unwrap_or(config.listen),
+            config.datacenter,
+            config.worker,
+            config.state_dir.display()
+        );
+        snowmint_server::run(listener, state, shutdown_signal()).await?;
+        Ok(())
+    })
+}
+
+/// Resolves on ctrl-c (SIGINT) or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}

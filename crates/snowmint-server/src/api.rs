@@ -1,0 +1,348 @@
+//! The JSON API: compose, decode, mint, health, readiness, metrics.
+
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::{Json, extract::Query};
+use serde::Deserialize;
+use snowmint::{Encoding, Field, Layout, SnowflakeId};
+
+use crate::AppState;
+use crate::error::{ApiError, ErrorBody};
+use crate::generator::IdRange;
+use crate::minter::MAX_BATCH;
+
+/// A query string read into `T`, whose rejection answers in the API's error
+/// shape instead of axum's plain text.
+#[derive(Debug)]
+pub(crate) struct ApiQuery<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiQuery<T>
+where
+    T: serde::de::DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(v)) => Ok(ApiQuery(v)),
+            Err(rejection) => Err(ApiError::bad_request(
+                None,
+                format!("the query string cannot be read: {}", rejection.body_text()),
+            )),
+        }
+    }
+}
+
+/// Keeps echoed input short, like the core's messages do.
+pub(crate) fn echo(input: &str) -> String {
+    const MAX: usize = 40;
+    let mut out: String = input.chars().take(MAX).collect();
+    if input.chars().nth(MAX).is_some() {
+        out.push('…');
+    }
+    format!("{out:?}")
+}
+
+/// Query of `GET /api/v1/compose`. Values are text, as typed.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ComposeQuery {
+    /// Unix milliseconds or ISO-8601 (`2010-11-04T01:42:55.657Z`); missing or empty means now.
+    #[param(example = "1288834975657")]
+    pub timestamp: Option<String>,
+    /// Datacenter ID, 0..=31.
+    #[param(example = "1")]
+    pub datacenter: Option<String>,
+    /// Worker ID, 0..=31.
+    #[param(example = "1")]
+    pub worker: Option<String>,
+    /// Sequence, 0..=4095.
+    #[param(example = "0")]
+    pub sequence: Option<String>,
+}
+
+/// Reads one of the three small fields; a missing one is an error naming it.
+pub(crate) fn field(field: Field, input: Option<&str>) -> Result<u64, snowmint::Error> {
+    Layout::TWITTER.parse_field(field, input.unwrap_or(""))
+}
+
+/// Reads the timestamp: missing, empty or `now` is `now_ms`.
+pub(crate) fn timestamp(input: Option<&str>, now_ms: u64) -> Result<u64, snowmint::Error> {
+    match input.map(str::trim) {
+        None | Some("") => snowmint::parse_timestamp("now", now_ms),
+        Some(text) => snowmint::parse_timestamp(text, now_ms),
+    }
+}
+
+/// Validates a compose query, reporting the first bad field in form order.
+pub(crate) fn compose_query(q: &ComposeQuery, now_ms: u64) -> Result<SnowflakeId, ApiError> {
+    let t = timestamp(q.timestamp.as_deref(), now_ms)?;
+    let c = field(Field::Datacenter, q.datacenter.as_deref())?;
+    let m = field(Field::Worker, q.worker.as_deref())?;
+    let s = field(Field::Sequence, q.sequence.as_deref())?;
+    Ok(snowmint::compose(t, c, m, s)?)
+}
+
+/// Compose an ID from its four values.
+#[utoipa::path(
+    get,
+    path = "/api/v1/compose",
+    params(ComposeQuery),
+    responses(
+        (status = 200, description = "The ID and its breakdown", body = crate::openapi::BreakdownDoc),
+        (status = 400, description = "A value is out of range or not a number", body = ErrorBody),
+    )
+)]
+pub(crate) async fn compose(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<ComposeQuery>,
+) -> Result<Response, ApiError> {
+    let id = compose_query(&q, state.now_ms())?;
+    Ok(Json(id.breakdown()).into_response())
+}
+
+/// Query of `GET /api/v1/decode/{id}`.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DecodeQuery {
+    /// The form of `id`: `decimal` (default), `hex` or `base32`.
+    #[param(example = "decimal")]
+    pub from: Option<String>,
+}
+
+/// Reads the `from` parameter.
+pub(crate) fn encoding(from: Option<&str>) -> Result<Encoding, ApiError> {
+    match from.map(str::trim) {
+        None | Some("") => Ok(Encoding::Decimal),
+        Some(name) => name
+            .parse::<Encoding>()
+            .map_err(|e| ApiError::bad_request(Some("from"), format!("{e}, got {}", echo(name)))),
+    }
+}
+
+/// Decode an ID into its four values.
+#[utoipa::path(
+    get,
+    path = "/api/v1/decode/{id}",
+    params(
+        ("id" = String, Path, description = "The ID: an integer 0..=9223372036854775807 (decimal unless `from` says otherwise)", example = "4194439168"),
+        DecodeQuery,
+    ),
+    responses(
+        (status = 200, description = "The ID's breakdown", body = crate::openapi::BreakdownDoc),
+        (status = 400, description = "Not an ID", body = ErrorBody),
+    )
+)]
+pub(crate) async fn decode(
+    path: Result<Path<String>, axum::extract::rejection::PathRejection>,
+    ApiQuery(q): ApiQuery<DecodeQuery>,
+) -> Result<Response, ApiError> {
+    let Path(id) = path.map_err(|e| {
+        ApiError::bad_request(
+            Some("id"),
+            format!("the id cannot be read: {}", e.body_text()),
+        )
+    })?;
+    let encoding = encoding(q.from.as_deref())?;
+    let id = encoding.parse(&id)?;
+    Ok(Json(id.breakdown()).into_response())
+}
+
+/// Query of `POST /api/v1/ids`.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct MintQuery {
+    /// How many IDs, 1..=4096 (default 1).
+    #[param(example = "3")]
+    pub count: Option<String>,
+}
+
+/// Reads `count`.
+pub(crate) fn count(input: Option<&str>) -> Result<usize, ApiError> {
+    let Some(text) = input.map(str::trim) else {
+        return Ok(1);
+    };
+    match text.parse::<i128>() {
+        Ok(n) if (1..=MAX_BATCH as i128).contains(&n) => Ok(n as usize),
+        Ok(n) => Err(ApiError::bad_request(
+            Some("count"),
+            format!("count must be 1..={MAX_BATCH}, got {n}"),
+        )),
+        Err(_) => Err(ApiError::bad_request(
+            Some("count"),
+            format!(
+                "count must be a decimal integer 1..={MAX_BATCH}, got {}",
+                echo(text)
+            ),
+        )),
+    }
+}
+
+/// Mint fresh IDs from this instance's generator.
+#[utoipa::path(
+    post,
+    path = "/api/v1/ids",
+    params(MintQuery),
+    responses(
+        (status = 200, description = "Fresh IDs, strictly increasing, as decimal strings", body = crate::openapi::IdsDoc),
+        (status = 400, description = "count out of range", body = ErrorBody),
+        (status = 503, description = "This instance cannot issue safely right now", body = ErrorBody),
+    )
+)]
+pub(crate) async fn mint(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<MintQuery>,
+) -> Result<Response, ApiError> {
+    let n = count(q.count.as_deref())?;
+    // `"9223372036854775807",` is 22 bytes.
+    let mut body = Vec::with_capacity(10 + 22 * n);
+    body.extend_from_slice(b"{\"ids\":[");
+    state
+        .minter
+        .mint_ranges(n, |range| write_range(&mut body, range))?;
+    if body.last() == Some(&b',') {
+        body.pop();
+    }
+    body.extend_from_slice(b"]}");
+    state.metrics.add_ids_issued(n as u64);
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response())
+}
+
+/// Writes `"id",` for each ID of a run of consecutive IDs: formats the first
+/// and then counts up in ASCII, so a batch of 4096 costs no allocation and
+/// almost no arithmetic per ID.
+fn write_range(out: &mut Vec<u8>, range: IdRange) {
+    let mut digits = [0u8; 20];
+    let first = range.first().get();
+    let mut start = format_u64(first, &mut digits);
+    for i in 0..range.len() {
+        if i > 0 && !increment(&mut digits[start..]) {
+            // 99..9 + 1 needs one more digit.
+            start = format_u64(first + i as u64, &mut digits);
+        }
+        out.push(b'"');
+        out.extend_from_slice(&digits[start..]);
+        out.extend_from_slice(b"\",");
+    }
+}
+
+/// Writes `v` right-aligned into `buf`; returns where the digits start.
+fn format_u64(mut v: u64, buf: &mut [u8; 20]) -> usize {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            return i;
+        }
+    }
+}
+
+/// Adds one to ASCII decimal digits in place; false if it carried out of them.
+fn increment(digits: &mut [u8]) -> bool {
+    for d in digits.iter_mut().rev() {
+        if *d == b'9' {
+            *d = b'0';
+        } else {
+            *d += 1;
+            return true;
+        }
+    }
+    false
+}
+
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/healthz", responses((status = 200, description = "Alive", body = crate::openapi::StatusDoc)))]
+pub(crate) async fn healthz() -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        "{\"status\":\"ok\"}",
+    )
+}
+
+/// Readiness: holds a valid worker identity.
+#[utoipa::path(get, path = "/readyz", responses(
+    (status = 200, description = "Ready to mint", body = crate::openapi::ReadyDoc),
+    (status = 503, description = "No valid worker identity", body = ErrorBody),
+))]
+pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, ApiError> {
+    match state.minter.identity() {
+        Some(identity) if state.minter.is_ready() => Ok(Json(serde_json::json!({
+            "status": "ready",
+            "datacenter": identity.datacenter,
+            "worker": identity.worker,
+        }))
+        .into_response()),
+        _ => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            "not ready: this instance holds no valid worker identity",
+        )),
+    }
+}
+
+/// Prometheus metrics.
+#[utoipa::path(get, path = "/metrics", responses((status = 200, description = "OpenMetrics text", content_type = "application/openmetrics-text", body = String)))]
+pub(crate) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+        )],
+        state.metrics.render(),
+    )
+}
+
+/// Unknown paths.
+pub(crate) async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        None,
+        format!("no such route: {}", echo(uri.path())),
+    )
+}
+
+/// Known paths, wrong method.
+pub(crate) async fn method_not_allowed(method: axum::http::Method) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        None,
+        format!(
+            "method {} is not allowed on this route",
+            echo(method.as_str()).trim_matches('"')
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ascii_counting_matches_formatting() {
+        for start in [0u64, 7, 95, 998, 9_999_999_990, 4194439168] {
+            let mut digits = [0u8; 20];
+            let mut s = format_u64(start, &mut digits);
+            for v in start..start + 30 {
+                assert_eq!(std::str::from_utf8(&digits[s..]).unwrap(), v.to_string());
+                if !increment(&mut digits[s..]) {
+                    s = format_u64(v + 1, &mut digits);
+                }
+            }
+        }
+    }
+}

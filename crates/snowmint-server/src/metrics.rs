@@ -1,0 +1,187 @@
+//! Prometheus metrics: HTTP requests and latency by route, IDs issued, the
+//! generator's own counters and the worker identity, in the text format.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::generator::Kind;
+use crate::minter::Minter;
+
+/// Labels of one HTTP request.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RequestLabels {
+    /// The route pattern (`/api/v1/decode/{id}`), never the raw path, so a
+    /// scanner cannot blow up the number of series.
+    route: &'static str,
+    method: &'static str,
+    status: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RouteLabels {
+    route: &'static str,
+}
+
+type HistogramFamily = Family<RouteLabels, Histogram, fn() -> Histogram>;
+
+/// The server's metrics; `Metrics::new` registers them.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    latency: HistogramFamily,
+    ids_issued: Counter,
+}
+
+fn latency_histogram() -> Histogram {
+    // 25 µs .. ~0.8 s.
+    Histogram::new(exponential_buckets(0.000_025, 2.0, 16))
+}
+
+impl Metrics {
+    /// Registers every metric; the generator's counters and the identity are
+    /// read from `minter` at each scrape.
+    pub fn new(minter: Arc<Minter>) -> Metrics {
+        let mut registry = Registry::with_prefix("snowmint");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests answered, by route, method and status",
+            requests.clone(),
+        );
+        let latency: HistogramFamily = Family::new_with_constructor(latency_histogram);
+        registry.register(
+            "http_request_duration_seconds",
+            "Time to answer an HTTP request, by route",
+            latency.clone(),
+        );
+        let ids_issued = Counter::default();
+        registry.register(
+            "ids_issued",
+            "IDs handed out by POST /api/v1/ids",
+            ids_issued.clone(),
+        );
+        registry.register_collector(Box::new(GeneratorCollector { minter }));
+        Metrics {
+            registry,
+            requests,
+            latency,
+            ids_issued,
+        }
+    }
+
+    /// Counts one answered request.
+    pub fn observe_request(
+        &self,
+        route: &'static str,
+        method: &'static str,
+        status: u16,
+        elapsed: Duration,
+    ) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                route,
+                method,
+                status,
+            })
+            .inc();
+        self.latency
+            .get_or_create(&RouteLabels { route })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts IDs handed out.
+    pub fn add_ids_issued(&self, n: u64) {
+        self.ids_issued.inc_by(n);
+    }
+
+    /// The text exposition format.
+    pub fn render(&self) -> String {
+        let mut out = String::with_capacity(8 * 1024);
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// Reads the installed generator's counters and the identity at scrape time.
+#[derive(Debug)]
+struct GeneratorCollector {
+    minter: Arc<Minter>,
+}
+
+fn counter(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    value: u64,
+) -> Result<(), std::fmt::Error> {
+    let c = ConstCounter::new(value);
+    let e = encoder.encode_descriptor(name, help, None, c.metric_type())?;
+    c.encode(e)
+}
+
+fn gauge(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    value: i64,
+) -> Result<(), std::fmt::Error> {
+    let g = ConstGauge::new(value);
+    let e = encoder.encode_descriptor(name, help, None, g.metric_type())?;
+    g.encode(e)
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct IdentityLabels {
+    datacenter: u8,
+    worker: u8,
+}
+
+impl Collector for GeneratorCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        gauge(
+            &mut encoder,
+            "ready",
+            "1 while this instance holds a valid worker identity",
+            i64::from(self.minter.is_ready()),
+        )?;
+        if let Some(identity) = self.minter.identity() {
+            let g = ConstGauge::new(1i64);
+            let mut family = encoder.encode_descriptor(
+                "identity",
+                "The worker identity this instance issues as",
+                None,
+                g.metric_type(),
+            )?;
+            let labels = IdentityLabels {
+                datacenter: identity.datacenter,
+                worker: identity.worker,
+            };
+            g.encode(family.encode_family(&labels)?)?;
+        }
+        if let Some(generator) = self.minter.generator() {
+            let m = generator.metrics();
+            for (kind, name, help, value) in crate::generator::metric_rows(&m) {
+                match kind {
+                    Kind::Counter => counter(&mut encoder, name, help, value)?,
+                    Kind::Gauge => gauge(
+                        &mut encoder,
+                        name,
+                        help,
+                        i64::try_from(value).unwrap_or(i64::MAX),
+                    )?,
+                }
+            }
+        }
+        Ok(())
+    }
+}

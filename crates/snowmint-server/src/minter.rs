@@ -1,0 +1,372 @@
+//! The fenced slot the routes mint from.
+//!
+//! The routes never hold a [`Generator`] directly: an identity source (the
+//! static identity of `--datacenter/--worker`, or an etcd lease) installs one
+//! into the [`Minter`] together with the [`Identity`] it was built for and a
+//! [`Fence`], and empties the slot when it may no longer issue. Every mint
+//! checks the fence first, without a lock, so an instance whose lease may have
+//! expired stops issuing at once, even if the identity source is slow to
+//! notice.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+use snowmint::SnowflakeId;
+
+use crate::generator::{GenerateError, Generator, IdRange, StoreError};
+
+/// Most IDs one mint may ask for: one per sequence value of a millisecond.
+pub const MAX_BATCH: usize = 4096;
+
+/// A worker identity: the (datacenter, worker) pair this instance issues as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Identity {
+    /// Datacenter ID, 0..=31.
+    pub datacenter: u8,
+    /// Worker ID, 0..=31.
+    pub worker: u8,
+}
+
+impl fmt::Display for Identity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "datacenter {}, worker {}", self.datacenter, self.worker)
+    }
+}
+
+/// The process-wide origin of the monotonic clock fences count from.
+fn monotonic_ns(at: Instant) -> u64 {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    let origin = *ORIGIN.get_or_init(Instant::now);
+    // An `Instant` before the origin is in the past: 0 reads as expired.
+    u64::try_from(at.saturating_duration_since(origin).as_nanos())
+        .unwrap_or(u64::MAX - 1)
+        // Leave 0 for "expired by hand" and MAX for "never".
+        .clamp(1, u64::MAX - 1)
+}
+
+/// A deadline on the monotonic clock after which the minter must not issue.
+///
+/// One `AtomicU64`, checked on every mint without a lock. The static identity
+/// uses [`Fence::never`]; a leased identity sets the deadline to the moment
+/// the lease could have expired (minus a margin) and [`extend`](Fence::extend)s
+/// it on each successful keep-alive.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use snowmint_server::Fence;
+///
+/// let fence = Fence::until(Instant::now() + Duration::from_secs(10));
+/// assert!(fence.is_open());
+/// fence.expire();
+/// assert!(!fence.is_open());
+/// fence.extend(Instant::now() + Duration::from_secs(10));
+/// assert!(!fence.is_open(), "an expired fence stays expired");
+/// assert!(Fence::never().is_open());
+/// ```
+#[derive(Debug)]
+pub struct Fence {
+    /// Nanoseconds since the process's monotonic origin; 0 = expired by hand,
+    /// `u64::MAX` = never expires.
+    deadline_ns: AtomicU64,
+}
+
+impl Fence {
+    const EXPIRED: u64 = 0;
+    const NEVER: u64 = u64::MAX;
+
+    /// A fence that never closes (static identities).
+    pub fn never() -> Fence {
+        Fence {
+            deadline_ns: AtomicU64::new(Self::NEVER),
+        }
+    }
+
+    /// A fence open until `deadline`.
+    pub fn until(deadline: Instant) -> Fence {
+        Fence {
+            deadline_ns: AtomicU64::new(monotonic_ns(deadline)),
+        }
+    }
+
+    /// Moves the deadline forward to `deadline` (never backward). A fence that
+    /// was [`expire`](Fence::expire)d stays expired: install a new one.
+    pub fn extend(&self, deadline: Instant) {
+        let new = monotonic_ns(deadline);
+        let _ = self
+            .deadline_ns
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| {
+                (old != Self::EXPIRED && old != Self::NEVER && new > old).then_some(new)
+            });
+    }
+
+    /// Closes the fence now, for good.
+    pub fn expire(&self) {
+        self.deadline_ns.store(Self::EXPIRED, Ordering::Release);
+    }
+
+    /// Whether minting is still allowed.
+    pub fn is_open(&self) -> bool {
+        match self.deadline_ns.load(Ordering::Acquire) {
+            Self::NEVER => true,
+            Self::EXPIRED => false,
+            deadline => monotonic_ns(Instant::now()) < deadline,
+        }
+    }
+
+    /// Time left before the fence closes; `None` if it never does.
+    pub fn remaining(&self) -> Option<Duration> {
+        match self.deadline_ns.load(Ordering::Acquire) {
+            Self::NEVER => None,
+            deadline => Some(Duration::from_nanos(
+                deadline.saturating_sub(monotonic_ns(Instant::now())),
+            )),
+        }
+    }
+}
+
+/// Why a mint issued nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MintError {
+    /// No identity is installed (starting up, or the lease was lost).
+    NotReady,
+    /// The identity's fence has closed: its lease may have expired.
+    Fenced,
+    /// `count` outside `1..=4096`.
+    Count(usize),
+    /// The generator refused (clock far behind, end of the timestamp range,
+    /// reservation store failure).
+    Generate(GenerateError),
+}
+
+impl MintError {
+    /// A message safe to show to a client: no paths, no internals.
+    pub fn public_message(&self) -> String {
+        match self {
+            MintError::NotReady => {
+                "this instance holds no worker identity right now; try again later".to_owned()
+            }
+            MintError::Fenced => "this instance's worker identity lease may have expired; \
+                 it issues no IDs until the lease is renewed"
+                .to_owned(),
+            MintError::Count(n) => format!("count must be 1..={MAX_BATCH}, got {n}"),
+            MintError::Generate(e) => match e {
+                // The clock's and the format's limits are worth telling.
+                GenerateError::ClockBehind { .. }
+                | GenerateError::ClockStalled { .. }
+                | GenerateError::Timestamp(_) => format!("{e}; try again later"),
+                // Store messages name paths: keep them in the log.
+                GenerateError::Reservation(_) => {
+                    "the reservation could not be saved, so no ID was issued; try again later"
+                        .to_owned()
+                }
+                _ => "the generator cannot issue IDs safely right now; try again later".to_owned(),
+            },
+        }
+    }
+}
+
+impl fmt::Display for MintError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MintError::Generate(e) => write!(f, "generator: {e}"),
+            other => f.write_str(&other.public_message()),
+        }
+    }
+}
+
+impl std::error::Error for MintError {}
+
+impl From<GenerateError> for MintError {
+    fn from(e: GenerateError) -> MintError {
+        MintError::Generate(e)
+    }
+}
+
+/// What an identity source installs.
+#[derive(Debug)]
+struct Slot {
+    identity: Identity,
+    generator: Arc<Generator>,
+    fence: Arc<Fence>,
+}
+
+/// The slot the routes mint from; see the [module docs](self).
+///
+/// ```
+/// use std::sync::Arc;
+/// use snowmint_server::{Fence, Identity, Minter, MintError};
+///
+/// let minter = Minter::new();
+/// assert!(!minter.is_ready());
+/// assert_eq!(minter.mint(1), Err(MintError::NotReady));
+///
+/// let generator = Arc::new(snowmint_server::generator::Generator::new(1, 2)?);
+/// minter.install(Identity { datacenter: 1, worker: 2 }, generator, Arc::new(Fence::never()));
+/// let ids = minter.mint(3).unwrap();
+/// assert_eq!(ids.len(), 3);
+/// assert!(ids[0] < ids[1] && ids[1] < ids[2]);
+/// assert_eq!((ids[0].datacenter(), ids[0].worker()), (1, 2));
+/// # Ok::<(), snowmint::Error>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct Minter {
+    // A read lock per mint: uncontended reads are one atomic add, and the
+    // slot changes only when an identity is won or lost.
+    slot: RwLock<Option<Arc<Slot>>>,
+}
+
+impl Minter {
+    /// An empty minter: not ready, every mint answers [`MintError::NotReady`].
+    pub fn new() -> Arc<Minter> {
+        Arc::new(Minter::default())
+    }
+
+    /// Starts issuing as `identity` from `generator` while `fence` is open.
+    /// Replaces whatever was installed.
+    pub fn install(&self, identity: Identity, generator: Arc<Generator>, fence: Arc<Fence>) {
+        *self.slot.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(Slot {
+            identity,
+            generator,
+            fence,
+        }));
+    }
+
+    /// Stops issuing now.
+    pub fn clear(&self) {
+        *self.slot.write().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    fn current(&self) -> Option<Arc<Slot>> {
+        self.slot
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Mints `n` (1..=4096) fresh IDs, strictly increasing.
+    pub fn mint(&self, n: usize) -> Result<Vec<SnowflakeId>, MintError> {
+        let mut ids = Vec::with_capacity(n.min(MAX_BATCH));
+        self.mint_ranges(n, |range| ids.extend(range))?;
+        Ok(ids)
+    }
+
+    /// Mints `n` (1..=4096) fresh IDs as consecutive runs, handing each run
+    /// to `sink` as it is reserved: the batch route writes them out without
+    /// collecting them. On an error, runs already handed over stay issued
+    /// (they are never issued again) but the caller should not use them.
+    pub fn mint_ranges(&self, n: usize, mut sink: impl FnMut(IdRange)) -> Result<(), MintError> {
+        if !(1..=MAX_BATCH).contains(&n) {
+            return Err(MintError::Count(n));
+        }
+        let slot = self.current().ok_or(MintError::NotReady)?;
+        let mut left = n;
+        while left > 0 {
+            if !slot.fence.is_open() {
+                return Err(MintError::Fenced);
+            }
+            let range = slot.generator.next_ids(left)?;
+            left -= range.len().min(left);
+            sink(range);
+        }
+        Ok(())
+    }
+
+    /// The installed identity, if any.
+    pub fn identity(&self) -> Option<Identity> {
+        self.current().map(|s| s.identity)
+    }
+
+    /// The installed generator, if any (for metrics and shutdown).
+    pub fn generator(&self) -> Option<Arc<Generator>> {
+        self.current().map(|s| Arc::clone(&s.generator))
+    }
+
+    /// Installed and the fence still open.
+    pub fn is_ready(&self) -> bool {
+        self.current().is_some_and(|s| s.fence.is_open())
+    }
+
+    /// Graceful shutdown: persists the installed generator's last issued
+    /// timestamp as its reservation mark. Nothing installed: nothing to do.
+    pub fn persist_last_issued(&self) -> Result<(), StoreError> {
+        match self.current() {
+            Some(slot) => slot.generator.persist_last_issued(),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn installed(fence: Fence) -> Arc<Minter> {
+        let minter = Minter::new();
+        minter.install(
+            Identity {
+                datacenter: 3,
+                worker: 4,
+            },
+            Arc::new(Generator::new(3, 4).unwrap()),
+            Arc::new(fence),
+        );
+        minter
+    }
+
+    #[test]
+    fn mints_across_milliseconds_in_order() {
+        let minter = installed(Fence::never());
+        let ids = minter.mint(4096).unwrap();
+        assert_eq!(ids.len(), 4096);
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        let more = minter.mint(4096).unwrap();
+        assert!(ids[4095] < more[0]);
+        assert!(
+            ids.iter()
+                .all(|id| (id.datacenter(), id.worker()) == (3, 4))
+        );
+    }
+
+    #[test]
+    fn refuses_bad_counts_and_closed_fences() {
+        let minter = installed(Fence::never());
+        assert_eq!(minter.mint(0), Err(MintError::Count(0)));
+        assert_eq!(minter.mint(4097), Err(MintError::Count(4097)));
+
+        let fence = Arc::new(Fence::until(Instant::now() + Duration::from_secs(60)));
+        minter.install(
+            Identity {
+                datacenter: 3,
+                worker: 4,
+            },
+            Arc::new(Generator::new(3, 4).unwrap()),
+            Arc::clone(&fence),
+        );
+        assert!(minter.is_ready());
+        assert_eq!(minter.mint(1).unwrap().len(), 1);
+        fence.expire();
+        assert!(!minter.is_ready());
+        assert_eq!(minter.mint(1), Err(MintError::Fenced));
+        minter.clear();
+        assert_eq!(minter.identity(), None);
+        assert_eq!(minter.mint(1), Err(MintError::NotReady));
+    }
+
+    #[test]
+    fn fence_deadlines() {
+        let past = Fence::until(Instant::now() - Duration::from_millis(1));
+        assert!(!past.is_open());
+        let fence = Fence::until(Instant::now() + Duration::from_secs(5));
+        fence.extend(Instant::now() + Duration::from_secs(1));
+        assert!(
+            fence.remaining().unwrap() > Duration::from_secs(2),
+            "never backward"
+        );
+        fence.extend(Instant::now() + Duration::from_secs(50));
+        assert!(fence.remaining().unwrap() > Duration::from_secs(10));
+        assert_eq!(Fence::never().remaining(), None);
+    }
+}

@@ -1,0 +1,120 @@
+//! The OpenAPI 3 description, generated from the handlers' annotations.
+
+use utoipa::{OpenApi, ToSchema};
+
+/// One segment of the 64 bits (documentation of the core's `Segment`).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(crate) struct SegmentDoc {
+    /// `sign`, `timestamp`, `datacenter`, `worker` or `sequence`.
+    #[schema(example = "timestamp")]
+    name: String,
+    /// Width in bits.
+    #[schema(example = 41)]
+    bits: u32,
+    /// The segment's value (the timestamp as ms since the epoch).
+    #[schema(example = 1000)]
+    value: u64,
+    /// The segment's bits.
+    #[schema(example = "00000000000000000000000000000001111101000")]
+    binary: String,
+}
+
+/// The JSON object for one ID (documentation of the core's `Breakdown`).
+#[derive(ToSchema)]
+#[schema(as = Breakdown)]
+#[allow(dead_code)]
+pub(crate) struct BreakdownDoc {
+    /// The ID as a decimal string (JavaScript numbers lose precision above 2^53).
+    #[schema(example = "4194439168")]
+    id: String,
+    /// Unix milliseconds.
+    #[schema(example = 1288834975657u64)]
+    timestamp_ms: u64,
+    /// Milliseconds since the Twitter epoch 1288834974657.
+    #[schema(example = 1000)]
+    delta_ms: u64,
+    /// ISO-8601 UTC.
+    #[schema(example = "2010-11-04T01:42:55.657Z")]
+    time: String,
+    /// Datacenter ID, 0..=31.
+    #[schema(example = 1)]
+    datacenter: u8,
+    /// Worker ID, 0..=31.
+    #[schema(example = 1)]
+    worker: u8,
+    /// Sequence, 0..=4095.
+    #[schema(example = 0)]
+    sequence: u16,
+    /// All 64 bits, most significant first.
+    #[schema(example = "0000000000000000000000000000000011111010000000100001000000000000")]
+    binary: String,
+    /// sign, timestamp, datacenter, worker, sequence.
+    segments: Vec<SegmentDoc>,
+}
+
+/// `POST /api/v1/ids` answers.
+#[derive(ToSchema)]
+#[schema(as = Ids)]
+#[allow(dead_code)]
+pub(crate) struct IdsDoc {
+    /// Fresh IDs as decimal strings, strictly increasing.
+    #[schema(example = json!(["7003029213290274816", "7003029213290274817"]))]
+    ids: Vec<String>,
+}
+
+/// `/healthz` answers.
+#[derive(ToSchema)]
+#[schema(as = Status)]
+#[allow(dead_code)]
+pub(crate) struct StatusDoc {
+    /// Always `ok`.
+    #[schema(example = "ok")]
+    status: String,
+}
+
+/// `/readyz` answers while ready.
+#[derive(ToSchema)]
+#[schema(as = Ready)]
+#[allow(dead_code)]
+pub(crate) struct ReadyDoc {
+    /// Always `ready`.
+    #[schema(example = "ready")]
+    status: String,
+    /// The identity's datacenter ID.
+    datacenter: u8,
+    /// The identity's worker ID.
+    worker: u8,
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "snowmint",
+        description = "Twitter-layout Snowflake IDs: compose, decode and mint. IDs travel as decimal strings. Every error answers `{\"error\": message, \"field\": name or null}`."
+    ),
+    paths(
+        crate::api::compose,
+        crate::api::decode,
+        crate::api::mint,
+        crate::api::healthz,
+        crate::api::readyz,
+        crate::api::metrics,
+    ),
+    components(schemas(
+        crate::error::ErrorBody,
+        BreakdownDoc,
+        SegmentDoc,
+        IdsDoc,
+        StatusDoc,
+        ReadyDoc
+    ))
+)]
+struct ApiDoc;
+
+/// The OpenAPI document as JSON.
+pub(crate) fn document() -> String {
+    ApiDoc::openapi()
+        .to_pretty_json()
+        .unwrap_or_else(|_| "{}".to_owned())
+}

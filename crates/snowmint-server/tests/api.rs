@@ -1,0 +1,850 @@
+//! The HTTP contract, through the router (no socket) and over a real socket.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use serde_json::{Value, json};
+use snowmint_server::generator::Generator;
+use snowmint_server::{AppState, Config, Fence, Identity, Minter, app, static_state};
+use tower::ServiceExt;
+
+const REFERENCE_MS: u64 = 1288834975657;
+
+struct Harness {
+    state: AppState,
+    _dir: tempfile::TempDir,
+}
+
+/// The static identity (datacenter 1, worker 2) with "now" fixed at the
+/// reference time.
+fn harness() -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::default();
+    config.datacenter = 1;
+    config.worker = 2;
+    config.state_dir = dir.path().to_owned();
+    let state = static_state(&config)
+        .unwrap()
+        .with_now(Arc::new(|| REFERENCE_MS));
+    Harness { state, _dir: dir }
+}
+
+async fn send(
+    state: &AppState,
+    method: &str,
+    uri: &str,
+    headers: &[(&str, &str)],
+) -> (StatusCode, String) {
+    let mut request = Request::builder().method(method).uri(uri);
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let response = app(state.clone())
+        .oneshot(request.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (status, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+async fn json(state: &AppState, method: &str, uri: &str) -> (StatusCode, Value) {
+    let (status, body) = send(state, method, uri, &[]).await;
+    let value = serde_json::from_str(&body)
+        .unwrap_or_else(|e| panic!("{method} {uri}: not JSON ({e}): {body}"));
+    (status, value)
+}
+
+/// Asserts the contract's error shape and returns the message.
+async fn error(
+    state: &AppState,
+    method: &str,
+    uri: &str,
+    status: StatusCode,
+    field: Option<&str>,
+) -> String {
+    let (got, body) = json(state, method, uri).await;
+    assert_eq!(got, status, "{method} {uri}: {body}");
+    let obj = body.as_object().unwrap();
+    assert_eq!(obj.len(), 2, "{body}");
+    assert_eq!(body["field"], json!(field), "{method} {uri}: {body}");
+    body["error"].as_str().unwrap().to_owned()
+}
+
+fn reference_object() -> Value {
+    json!({"id": "4194439168", "timestamp_ms": 1288834975657u64, "delta_ms": 1000,
+        "time": "2010-11-04T01:42:55.657Z", "datacenter": 1, "worker": 1, "sequence": 0,
+        "binary": "0000000000000000000000000000000011111010000000100001000000000000",
+        "segments": [
+            {"name": "sign", "bits": 1, "value": 0, "binary": "0"},
+            {"name": "timestamp", "bits": 41, "value": 1000, "binary": "00000000000000000000000000000001111101000"},
+            {"name": "datacenter", "bits": 5, "value": 1, "binary": "00001"},
+            {"name": "worker", "bits": 5, "value": 1, "binary": "00001"},
+            {"name": "sequence", "bits": 12, "value": 0, "binary": "000000000000"}]})
+}
+
+#[tokio::test]
+async fn compose_answers_the_contracts_object() {
+    let h = harness();
+    let (status, body) = json(
+        &h.state,
+        "GET",
+        "/api/v1/compose?timestamp=1288834975657&datacenter=1&worker=1&sequence=0",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, reference_object());
+    // ISO-8601, whitespace, and a missing timestamp meaning now.
+    for uri in [
+        "/api/v1/compose?timestamp=2010-11-04T01:42:55.657Z&datacenter=1&worker=1&sequence=0",
+        "/api/v1/compose?timestamp=%201288834975657%20&datacenter=%2B1&worker=01&sequence=0",
+        "/api/v1/compose?datacenter=1&worker=1&sequence=0",
+        "/api/v1/compose?timestamp=&datacenter=1&worker=1&sequence=0",
+        "/api/v1/compose?timestamp=now&datacenter=1&worker=1&sequence=0",
+    ] {
+        let (status, body) = json(&h.state, "GET", uri).await;
+        assert_eq!(
+            (status, body),
+            (StatusCode::OK, reference_object()),
+            "{uri}"
+        );
+    }
+    let (_, last) = json(
+        &h.state,
+        "GET",
+        "/api/v1/compose?timestamp=3487858230208&datacenter=31&worker=31&sequence=4095",
+    )
+    .await;
+    assert_eq!(last["id"], "9223372036854775807");
+}
+
+#[tokio::test]
+async fn compose_errors_name_the_field_and_range() {
+    let h = harness();
+    let s = &h.state;
+    let base = "/api/v1/compose?timestamp=1288834975657";
+    let bad = StatusCode::BAD_REQUEST;
+    assert_eq!(
+        error(
+            s,
+            "GET",
+            &format!("{base}&datacenter=32&worker=1&sequence=0"),
+            bad,
+            Some("datacenter")
+        )
+        .await,
+        "datacenter must be 0..=31, got 32"
+    );
+    assert_eq!(
+        error(
+            s,
+            "GET",
+            &format!("{base}&datacenter=1&worker=-1&sequence=0"),
+            bad,
+            Some("worker")
+        )
+        .await,
+        "worker must be 0..=31, got -1"
+    );
+    assert_eq!(
+        error(
+            s,
+            "GET",
+            &format!("{base}&datacenter=1&worker=1&sequence=4096"),
+            bad,
+            Some("sequence")
+        )
+        .await,
+        "sequence must be 0..=4095, got 4096"
+    );
+    assert_eq!(
+        error(
+            s,
+            "GET",
+            &format!("{base}&datacenter=x&worker=1&sequence=0"),
+            bad,
+            Some("datacenter")
+        )
+        .await,
+        r#"datacenter must be a decimal integer 0..=31, got "x""#
+    );
+    let missing = error(
+        s,
+        "GET",
+        &format!("{base}&worker=1&sequence=0"),
+        bad,
+        Some("datacenter"),
+    )
+    .await;
+    assert!(missing.contains("0..=31"), "{missing}");
+    let early = error(
+        s,
+        "GET",
+        "/api/v1/compose?timestamp=1288834974656&datacenter=1&worker=1&sequence=0",
+        bad,
+        Some("timestamp"),
+    )
+    .await;
+    assert!(
+        early.contains("1288834974657..=3487858230208") && early.contains("before the epoch"),
+        "{early}"
+    );
+    let late = error(
+        s,
+        "GET",
+        "/api/v1/compose?timestamp=2080-07-10T17:30:30.209Z&datacenter=1&worker=1&sequence=0",
+        bad,
+        Some("timestamp"),
+    )
+    .await;
+    assert!(late.contains("2080-07-10T17:30:30.208Z"), "{late}");
+    let wide = error(
+        s,
+        "GET",
+        &format!(
+            "/api/v1/compose?timestamp={}&datacenter=1&worker=1&sequence=0",
+            "9".repeat(80)
+        ),
+        bad,
+        Some("timestamp"),
+    )
+    .await;
+    assert!(wide.len() < 300, "long input is not echoed whole: {wide}");
+    // A query string axum itself cannot read still answers in the contract's shape.
+    let dup = error(
+        s,
+        "GET",
+        "/api/v1/compose?datacenter=1&datacenter=2",
+        bad,
+        None,
+    )
+    .await;
+    assert!(dup.contains("query string"), "{dup}");
+}
+
+#[tokio::test]
+async fn decode_reads_decimal_hex_and_base32() {
+    let h = harness();
+    for uri in [
+        "/api/v1/decode/4194439168",
+        "/api/v1/decode/fa021000?from=hex",
+        "/api/v1/decode/0xFA021000?from=HEX",
+        "/api/v1/decode/0000003x04400?from=base32",
+        "/api/v1/decode/4194439168?from=decimal",
+    ] {
+        let (status, body) = json(&h.state, "GET", uri).await;
+        assert_eq!(
+            (status, body),
+            (StatusCode::OK, reference_object()),
+            "{uri}"
+        );
+    }
+    let (_, max) = json(&h.state, "GET", "/api/v1/decode/9223372036854775807").await;
+    assert_eq!(max["timestamp_ms"], 3487858230208u64);
+}
+
+#[tokio::test]
+async fn decode_errors() {
+    let h = harness();
+    let s = &h.state;
+    let bad = StatusCode::BAD_REQUEST;
+    assert_eq!(
+        error(s, "GET", "/api/v1/decode/-1", bad, Some("id")).await,
+        "id must be 0..=9223372036854775807, got -1"
+    );
+    assert!(
+        error(
+            s,
+            "GET",
+            "/api/v1/decode/9223372036854775808",
+            bad,
+            Some("id")
+        )
+        .await
+        .ends_with("the sign bit is set")
+    );
+    assert!(
+        error(
+            s,
+            "GET",
+            "/api/v1/decode/18446744073709551616",
+            bad,
+            Some("id")
+        )
+        .await
+        .ends_with("more than 64 bits")
+    );
+    assert_eq!(
+        error(s, "GET", "/api/v1/decode/abc", bad, Some("id")).await,
+        r#"id must be a decimal integer 0..=9223372036854775807, got "abc""#
+    );
+    assert!(
+        error(s, "GET", "/api/v1/decode/xyz?from=hex", bad, Some("id"))
+            .await
+            .contains("hexadecimal")
+    );
+    assert_eq!(
+        error(s, "GET", "/api/v1/decode/1?from=octal", bad, Some("from")).await,
+        r#"encoding must be one of decimal, hex, base32, got "octal""#
+    );
+    // Percent-encoding that is not UTF-8.
+    error(s, "GET", "/api/v1/decode/%FF%FE", bad, Some("id")).await;
+    error(s, "GET", "/api/v1/decode/", StatusCode::NOT_FOUND, None).await;
+}
+
+#[tokio::test]
+async fn mint_issues_fresh_increasing_ids() {
+    let h = harness();
+    let s = &h.state;
+    let (status, one) = json(s, "POST", "/api/v1/ids").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(one["ids"].as_array().unwrap().len(), 1);
+    let mut all: Vec<u64> = Vec::new();
+    for count in [3, 4096, 1, 4096] {
+        let (status, body) = json(s, "POST", &format!("/api/v1/ids?count={count}")).await;
+        assert_eq!(status, StatusCode::OK);
+        let ids: Vec<u64> = body["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().expect("IDs are strings").parse().unwrap())
+            .collect();
+        assert_eq!(ids.len(), count);
+        all.extend(ids);
+    }
+    assert!(
+        all.windows(2).all(|w| w[0] < w[1]),
+        "strictly increasing, hence distinct"
+    );
+    for id in &all {
+        let id = snowmint::SnowflakeId::new(*id).unwrap();
+        assert_eq!((id.datacenter(), id.worker()), (1, 2));
+    }
+    let (_, metrics) = send(s, "GET", "/metrics", &[]).await;
+    assert!(
+        metrics.contains(&format!("snowmint_ids_issued_total {}", all.len() + 1)),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn mint_errors() {
+    let h = harness();
+    let bad = StatusCode::BAD_REQUEST;
+    assert_eq!(
+        error(&h.state, "POST", "/api/v1/ids?count=0", bad, Some("count")).await,
+        "count must be 1..=4096, got 0"
+    );
+    assert_eq!(
+        error(
+            &h.state,
+            "POST",
+            "/api/v1/ids?count=4097",
+            bad,
+            Some("count")
+        )
+        .await,
+        "count must be 1..=4096, got 4097"
+    );
+    assert_eq!(
+        error(&h.state, "POST", "/api/v1/ids?count=-3", bad, Some("count")).await,
+        "count must be 1..=4096, got -3"
+    );
+    assert_eq!(
+        error(
+            &h.state,
+            "POST",
+            "/api/v1/ids?count=lots",
+            bad,
+            Some("count")
+        )
+        .await,
+        r#"count must be a decimal integer 1..=4096, got "lots""#
+    );
+    let wrong = error(
+        &h.state,
+        "GET",
+        "/api/v1/ids?count=1",
+        StatusCode::METHOD_NOT_ALLOWED,
+        None,
+    )
+    .await;
+    assert!(wrong.contains("GET"), "{wrong}");
+
+    // No identity installed: 503, and not ready.
+    let empty = AppState::new(Minter::new());
+    let msg = error(
+        &empty,
+        "POST",
+        "/api/v1/ids?count=1",
+        StatusCode::SERVICE_UNAVAILABLE,
+        None,
+    )
+    .await;
+    assert!(msg.contains("no worker identity"), "{msg}");
+    error(
+        &empty,
+        "GET",
+        "/readyz",
+        StatusCode::SERVICE_UNAVAILABLE,
+        None,
+    )
+    .await;
+
+    // A fence that closes (a lease that may have expired): 503, not ready.
+    let minter = Minter::new();
+    let fence = Arc::new(Fence::until(Instant::now() + Duration::from_secs(60)));
+    minter.install(
+        Identity {
+            datacenter: 5,
+            worker: 6,
+        },
+        Arc::new(Generator::new(5, 6).unwrap()),
+        Arc::clone(&fence),
+    );
+    let leased = AppState::new(minter);
+    assert_eq!(json(&leased, "GET", "/readyz").await.0, StatusCode::OK);
+    assert_eq!(
+        json(&leased, "POST", "/api/v1/ids?count=2").await.0,
+        StatusCode::OK
+    );
+    fence.expire();
+    let msg = error(
+        &leased,
+        "POST",
+        "/api/v1/ids?count=2",
+        StatusCode::SERVICE_UNAVAILABLE,
+        None,
+    )
+    .await;
+    assert!(msg.contains("lease"), "{msg}");
+    error(
+        &leased,
+        "GET",
+        "/readyz",
+        StatusCode::SERVICE_UNAVAILABLE,
+        None,
+    )
+    .await;
+    let (_, metrics) = send(&leased, "GET", "/metrics", &[]).await;
+    assert!(metrics.contains("snowmint_ready 0"), "{metrics}");
+}
+
+#[tokio::test]
+async fn health_readiness_metrics_openapi() {
+    let h = harness();
+    let s = &h.state;
+    assert_eq!(
+        json(s, "GET", "/healthz").await,
+        (StatusCode::OK, json!({"status": "ok"}))
+    );
+    assert_eq!(
+        json(s, "GET", "/readyz").await,
+        (
+            StatusCode::OK,
+            json!({"status": "ready", "datacenter": 1, "worker": 2})
+        )
+    );
+    json(s, "POST", "/api/v1/ids?count=7").await;
+    json(s, "GET", "/api/v1/decode/nope").await;
+    let (status, metrics) = send(s, "GET", "/metrics", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    for needle in [
+        r#"snowmint_http_requests_total{route="/api/v1/ids",method="POST",status="200"} 1"#,
+        r#"snowmint_http_requests_total{route="/api/v1/decode/{id}",method="GET",status="400"} 1"#,
+        r#"snowmint_http_request_duration_seconds_count{route="/healthz"} 1"#,
+        "snowmint_ids_issued_total 7",
+        r#"snowmint_identity{datacenter="1",worker="2"} 1"#,
+        "snowmint_ready 1",
+        "snowmint_generator_",
+        "# EOF",
+    ] {
+        assert!(metrics.contains(needle), "missing {needle}:\n{metrics}");
+    }
+    let (status, doc) = json(s, "GET", "/api/v1/openapi.json").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    for path in [
+        "/api/v1/compose",
+        "/api/v1/decode/{id}",
+        "/api/v1/ids",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+    ] {
+        assert!(
+            doc["paths"][path].is_object(),
+            "{path} missing from the OpenAPI document"
+        );
+    }
+    assert!(doc["paths"]["/api/v1/ids"]["post"]["responses"]["503"].is_object());
+    assert!(doc["components"]["schemas"]["Breakdown"].is_object());
+}
+
+#[tokio::test]
+async fn unknown_routes_and_methods_answer_json() {
+    let h = harness();
+    error(&h.state, "GET", "/nope", StatusCode::NOT_FOUND, None).await;
+    error(
+        &h.state,
+        "GET",
+        "/api/v1/decode",
+        StatusCode::NOT_FOUND,
+        None,
+    )
+    .await;
+    error(
+        &h.state,
+        "DELETE",
+        "/api/v1/compose",
+        StatusCode::METHOD_NOT_ALLOWED,
+        None,
+    )
+    .await;
+    error(
+        &h.state,
+        "POST",
+        "/healthz",
+        StatusCode::METHOD_NOT_ALLOWED,
+        None,
+    )
+    .await;
+    error(
+        &h.state,
+        "GET",
+        "/assets/secret.txt",
+        StatusCode::NOT_FOUND,
+        None,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_page_renders_without_javascript() {
+    let h = harness();
+    let s = &h.state;
+    let (status, html) = send(
+        s,
+        "GET",
+        "/?timestamp=1288834975657&datacenter=1&worker=1&sequence=0",
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains(r#"<output id="id-value" class="id">4194439168</output>"#));
+    assert!(html.contains("= (1000 &lt;&lt; 22) | (1 &lt;&lt; 17) | (1 &lt;&lt; 12) | 0"));
+    assert!(html.contains("= 4194304000 | 131072 | 4096 | 0"));
+    assert!(html.contains(r#"aria-label="Timestamp: 00000000000000000000000000000001111101000""#));
+    assert!(html.contains(r#"<html lang="en">"#));
+    let (_, decoded) = send(s, "GET", "/?id=fa021000&from=hex", &[]).await;
+    assert!(decoded.contains(">4194439168</output>"));
+
+    // Inline error naming the range; the rest of the page still renders.
+    let (status, html) = send(
+        s,
+        "GET",
+        "/?timestamp=1288834975657&datacenter=32&worker=1&sequence=0",
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        html.contains(
+            r#"<p class="error" id="datacenter-error">datacenter must be 0..=31, got 32</p>"#
+        ),
+        "{html}"
+    );
+    assert!(html.contains(r#"id="datacenter" name="datacenter" value="32""#));
+    assert!(html.contains(r#"aria-invalid="true""#));
+    assert!(html.contains("Limits of the format"));
+
+    // User input is escaped everywhere.
+    let (_, html) = send(
+        s,
+        "GET",
+        "/?timestamp=%3Cscript%3Ealert(1)%3C/script%3E&datacenter=%22%3E",
+        &[],
+    )
+    .await;
+    assert!(!html.contains("<script>alert"), "unescaped input");
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+}
+
+#[tokio::test]
+async fn the_page_speaks_bokmal() {
+    let h = harness();
+    let s = &h.state;
+    for (uri, headers) in [
+        ("/?lang=nb", vec![]),
+        ("/", vec![("accept-language", "nb-NO,nb;q=0.9,en;q=0.8")]),
+        ("/", vec![("accept-language", "no")]),
+    ] {
+        let (_, html) = send(s, "GET", uri, &headers).await;
+        assert!(html.contains(r#"<html lang="nb">"#), "{uri} {headers:?}");
+        assert!(html.contains("Formatets grenser"));
+        assert!(html.contains(">English</a>"));
+    }
+    let (_, html) = send(s, "GET", "/?lang=en", &[("accept-language", "nb")]).await;
+    assert!(html.contains(r#"<html lang="en">"#));
+    let (_, html) = send(s, "GET", "/?lang=nb&datacenter=32", &[]).await;
+    assert!(
+        html.contains("Datasenter-ID-en må være et heltall i 0..=31, fikk «32»"),
+        "{html}"
+    );
+    assert!(html.contains(r#"<input type="hidden" name="lang" value="nb">"#));
+    assert!(html.contains(r#"href="/?lang=en&amp;datacenter=32""#));
+}
+
+#[tokio::test]
+async fn assets_are_embedded() {
+    let h = harness();
+    let (status, css) = send(&h.state, "GET", "/assets/app.css", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(css.contains("prefers-color-scheme: dark"));
+    let response = app(h.state.clone())
+        .oneshot(Request::get("/assets/app.js").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        response.headers()[header::CONTENT_TYPE],
+        "text/javascript; charset=utf-8"
+    );
+}
+
+/// A small deterministic generator of awkward inputs.
+fn nasty_inputs() -> Vec<String> {
+    let mut inputs: Vec<String> = [
+        "",
+        " ",
+        "0",
+        "-0",
+        "+",
+        "-",
+        "1e3",
+        "0x10",
+        "١٢",
+        "%",
+        "%%",
+        "%zz",
+        "%00",
+        "%FF",
+        "%C3%28",
+        "9223372036854775807",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "340282366920938463463374607431768211456",
+        "nan",
+        "inf",
+        "null",
+        "true",
+        "[]",
+        "{}",
+        "%3Cscript%3E",
+        "'%22",
+        "..%2F..%2Fetc%2Fpasswd",
+        "now",
+        "NOW",
+        "2080-07-10T17:30:30.208Z",
+        "2010-02-30",
+        "9999-12-31T23:59:59.999+23:59",
+        "T",
+        "--",
+        "::",
+        "1%2C2",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    inputs.push("9".repeat(5000));
+    inputs.push("%41".repeat(3000));
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for _ in 0..40 {
+        let mut s = String::new();
+        for _ in 0..(x % 24) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let b = (x % 94 + 33) as u8;
+            // Keep the URI parseable: escape what would end or break it.
+            match b {
+                b'#' | b'?' | b'/' | b'&' | b'=' | b'%' | b'+' | b'\\' | b'"' | b'<' | b'>'
+                | b'^' | b'`' | b'{' | b'|' | b'}' => {
+                    s.push_str(&format!("%{b:02X}"));
+                }
+                _ => s.push(b as char),
+            }
+        }
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        inputs.push(s);
+    }
+    inputs
+}
+
+#[tokio::test]
+async fn no_input_yields_a_server_error() {
+    let h = harness();
+    let templates = [
+        (
+            "GET",
+            "/api/v1/compose?timestamp={}&datacenter=1&worker=1&sequence=0",
+        ),
+        (
+            "GET",
+            "/api/v1/compose?timestamp=1288834975657&datacenter={}&worker={}&sequence={}",
+        ),
+        ("GET", "/api/v1/compose?{}"),
+        ("GET", "/api/v1/decode/{}"),
+        ("GET", "/api/v1/decode/1?from={}"),
+        ("GET", "/api/v1/decode/{}?from=base32"),
+        ("POST", "/api/v1/ids?count={}"),
+        ("POST", "/api/v1/ids?{}"),
+        (
+            "GET",
+            "/?timestamp={}&datacenter={}&worker=0&sequence={}&lang={}",
+        ),
+        ("GET", "/?id={}&from={}"),
+        ("GET", "/?at={}"),
+        ("GET", "/{}"),
+        ("PUT", "/api/v1/ids?count={}"),
+    ];
+    let mut checked = 0;
+    for (method, template) in templates {
+        for input in nasty_inputs() {
+            let uri = template.replace("{}", &input);
+            if Request::builder().uri(&uri).body(()).is_err() {
+                continue; // not a URI at all: never reaches the server
+            }
+            let (status, body) = send(&h.state, method, &uri, &[]).await;
+            assert!(
+                !status.is_server_error(),
+                "{method} {uri} -> {status}: {body}"
+            );
+            if status.is_client_error() {
+                let v: Value = serde_json::from_str(&body)
+                    .unwrap_or_else(|_| panic!("{method} {uri}: {body}"));
+                assert!(
+                    v["error"].is_string() && (v["field"].is_string() || v["field"].is_null()),
+                    "{body}"
+                );
+                assert!(
+                    !body.contains("rejection") && !body.contains("panicked"),
+                    "{body}"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 500, "only {checked} inputs were valid URIs");
+}
+
+#[tokio::test]
+async fn serves_over_a_real_socket_and_persists_on_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::default();
+    config.state_dir = dir.path().join("state");
+    let state = static_state(&config).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(snowmint_server::run(listener, state, async {
+        let _ = stopped.await;
+    }));
+
+    let client = reqwest::Client::new();
+    let base = format!("http://{addr}");
+    let body: Value = client
+        .get(format!(
+            "{base}/api/v1/compose?timestamp=1288834975657&datacenter=1&worker=1&sequence=0"
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body, reference_object());
+    let response = client
+        .post(format!("{base}/api/v1/ids?count=4096"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/json");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["ids"].as_array().unwrap().len(), 4096);
+    let page = client
+        .get(format!("{base}/?id=4194439168"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("4194439168"));
+
+    stop.send(()).unwrap();
+    server.await.unwrap().expect("clean shutdown");
+    let kept: Vec<_> = std::fs::read_dir(dir.path().join("state"))
+        .unwrap()
+        .collect();
+    assert!(
+        !kept.is_empty(),
+        "the reservation is persisted under --state-dir"
+    );
+    assert!(
+        client.get(format!("{base}/healthz")).send().await.is_err(),
+        "stopped listening"
+    );
+}
+
+/// A reservation store whose disk is gone.
+struct BrokenStore;
+
+impl snowmint::ReservationStore for BrokenStore {
+    fn load(&self) -> Result<Option<u64>, snowmint::StoreError> {
+        Ok(None)
+    }
+
+    fn store(&self, _until_ms: u64) -> Result<(), snowmint::StoreError> {
+        Err(snowmint::StoreError::new(
+            snowmint::StoreErrorKind::Io,
+            "cannot write /secret/path/snowmint-7-7.reservation: No space left on device",
+        ))
+    }
+}
+
+#[tokio::test]
+async fn a_failing_reservation_answers_503_without_internals() {
+    let minter = Minter::new();
+    let generator = Generator::builder(7, 7).store(BrokenStore).build().unwrap();
+    minter.install(
+        Identity {
+            datacenter: 7,
+            worker: 7,
+        },
+        Arc::new(generator),
+        Arc::new(Fence::never()),
+    );
+    let state = AppState::new(minter);
+    let msg = error(
+        &state,
+        "POST",
+        "/api/v1/ids?count=10",
+        StatusCode::SERVICE_UNAVAILABLE,
+        None,
+    )
+    .await;
+    assert!(msg.contains("reservation could not be saved"), "{msg}");
+    assert!(
+        !msg.contains("secret") && !msg.contains("No space"),
+        "leaks internals: {msg}"
+    );
+    let (_, metrics) = send(&state, "GET", "/metrics", &[]).await;
+    assert!(metrics.contains("snowmint_ids_issued_total 0"), "{metrics}");
+    assert!(
+        !metrics.contains("snowmint_generator_reservation_failures_total 0\n"),
+        "{metrics}"
+    );
+}

@@ -1,0 +1,485 @@
+//! The explorer page in real headless Chromium, driven through chromedriver
+//! by fantoccini. One chromedriver per test binary; each test has its own
+//! browser session and its own server on 127.0.0.1:0.
+//!
+//! Without `chromium`/`chromedriver` the tests skip with a reason, unless
+//! `SNOWMINT_REQUIRE_SERVICES=1`, which makes a missing browser a failure.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use fantoccini::key::Key;
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+use serde_json::json;
+use snowmint_server::{Config, static_state};
+use tokio::sync::oneshot;
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const TIMESTAMP_SEGMENT: &str = "00000000000000000000000000000001111101000";
+
+/// Runs one browser at a time: two cores are shared with other work.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+struct Driver {
+    port: u16,
+    _child: Mutex<Child>,
+}
+
+fn find(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|dir| Path::new(dir).join(program))
+        .find(|p| p.is_file())
+}
+
+/// Starts chromedriver once per test binary. It runs under a small shell
+/// that kills it and its browsers when this process's end of the pipe
+/// closes (when the test binary exits), so nothing outlives the tests.
+fn driver() -> Option<&'static Driver> {
+    static DRIVER: OnceLock<Option<Driver>> = OnceLock::new();
+    DRIVER
+        .get_or_init(|| {
+            let required = std::env::var("SNOWMINT_REQUIRE_SERVICES").as_deref() == Ok("1");
+            let chromedriver = find("chromedriver");
+            let missing = match (&chromedriver, Path::new(CHROMIUM).is_file()) {
+                (None, _) => Some("chromedriver is not installed (Debian: chromium-driver)"),
+                (_, false) => Some("/usr/bin/chromium is not installed (Debian: chromium)"),
+                _ => None,
+            };
+            if let Some(reason) = missing {
+                assert!(!required, "SNOWMINT_REQUIRE_SERVICES=1 but {reason}");
+                eprintln!("skipping the browser tests: {reason}");
+                return None;
+            }
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map(|a| a.port())
+                .expect("a free port");
+            // `setsid` gives the shell its own process group, so killing the
+            // group at the end also ends browsers a failed test left open.
+            let mut child = Command::new("setsid")
+                .arg("sh")
+                .arg("-c")
+                .arg(r#""$1" --port="$2" 2>&1 & cat >/dev/null; kill -- -$$"#)
+                .arg("sh")
+                .arg(chromedriver.unwrap())
+                .arg(port.to_string())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("start chromedriver");
+            let stdout = child.stdout.take().unwrap();
+            let mut lines = BufReader::new(stdout).lines();
+            for line in lines.by_ref() {
+                let line = line.unwrap_or_default();
+                if line.contains("started successfully") {
+                    break;
+                }
+            }
+            // Keep draining its output so it never blocks on a full pipe.
+            std::thread::spawn(move || for _ in lines {});
+            Some(Driver {
+                port,
+                _child: Mutex::new(child),
+            })
+        })
+        .as_ref()
+}
+
+struct Session {
+    client: Client,
+    base: String,
+    stop: Option<oneshot::Sender<()>>,
+    _dir: tempfile::TempDir,
+    _profile: tempfile::TempDir,
+}
+
+impl Session {
+    async fn start(javascript: bool) -> Option<Session> {
+        let driver = driver()?;
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::default();
+        config.state_dir = dir.path().to_owned();
+        let state = static_state(&config).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr: SocketAddr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(snowmint_server::run(listener, state, async {
+            let _ = stopped.await;
+        }));
+
+        let profile = tempfile::tempdir().unwrap();
+        let mut options = json!({
+            "binary": CHROMIUM,
+            "args": ["--headless", "--no-sandbox", "--disable-gpu",
+                "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run", "--disable-quic",
+                "--window-size=1280,1800",
+                format!("--user-data-dir={}", profile.path().display())],
+        });
+        if !javascript {
+            options["prefs"] = json!({"profile.managed_default_content_settings.javascript": 2});
+        }
+        let mut caps = serde_json::Map::new();
+        caps.insert("goog:chromeOptions".into(), options);
+        let client = ClientBuilder::new(HttpConnector::new())
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{}", driver.port))
+            .await
+            .expect("a chromium session");
+        Some(Session {
+            client,
+            base: format!("http://{addr}"),
+            stop: Some(stop),
+            _dir: dir,
+            _profile: profile,
+        })
+    }
+
+    async fn goto(&self, path: &str) {
+        self.client
+            .goto(&format!("{}{path}", self.base))
+            .await
+            .unwrap();
+    }
+
+    /// The element's `textContent` (its cells' digits, without layout).
+    async fn content(&self, css: &str) -> String {
+        let el = self.client.find(Locator::Css(css)).await.unwrap();
+        el.prop("textContent").await.unwrap().unwrap_or_default()
+    }
+
+    async fn text(&self, css: &str) -> String {
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
+    /// Waits (bounded) until the element's text satisfies `ok`.
+    async fn wait_text(&self, css: &str, ok: impl Fn(&str) -> bool) -> String {
+        let mut last = String::new();
+        for _ in 0..200 {
+            if let Ok(el) = self.client.find(Locator::Css(css)).await {
+                if let Ok(text) = el.text().await {
+                    if ok(&text) {
+                        return text;
+                    }
+                    last = text;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("{css} never got the expected text; last: {last:?}");
+    }
+
+    async fn active_id(&self) -> String {
+        let el = self.client.active_element().await.unwrap();
+        el.attr("id").await.unwrap().unwrap_or_default()
+    }
+
+    /// Presses Tab until the element `id` has focus.
+    async fn tab_to(&self, id: &str) {
+        for _ in 0..30 {
+            if self.active_id().await == id {
+                return;
+            }
+            let active = self.client.active_element().await.unwrap();
+            active.send_keys(&Key::Tab.to_string()).await.unwrap();
+        }
+        panic!("Tab never reached #{id}");
+    }
+
+    async fn type_active(&self, text: &str) {
+        let active = self.client.active_element().await.unwrap();
+        active.send_keys(text).await.unwrap();
+    }
+
+    async fn screenshot(&self, name: &str) {
+        let png = self.client.screenshot().await.unwrap();
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../artifacts");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(name), png).unwrap();
+    }
+
+    async fn close(mut self) {
+        if let Err(e) = self.client.clone().close().await {
+            eprintln!("closing the browser session: {e}");
+        }
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+#[tokio::test]
+async fn reference_case_by_keyboard_inline_error_and_screenshot() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(s) = Session::start(true).await else {
+        return;
+    };
+    s.goto("/").await;
+    // The script has run once the "Now" button is shown.
+    s.client
+        .wait()
+        .for_element(Locator::Css("#now:not([hidden])"))
+        .await
+        .unwrap();
+
+    // Keyboard only: Tab to each field (Tab selects its text), type, Enter.
+    s.tab_to("timestamp").await;
+    s.type_active("1288834975657").await;
+    s.tab_to("datacenter").await;
+    s.type_active("1").await;
+    s.tab_to("worker").await;
+    s.type_active("1").await;
+    s.tab_to("sequence").await;
+    s.type_active(&format!("0{}", Key::Enter)).await;
+    s.wait_text("#id-value", |t| t == "4194439168").await;
+    assert_eq!(
+        s.content(r#".cells[data-segment="timestamp"]"#).await,
+        TIMESTAMP_SEGMENT
+    );
+    let formula = s.text("#formula").await;
+    assert!(
+        formula.contains("= (1000 << 22) | (1 << 17) | (1 << 12) | 0"),
+        "{formula}"
+    );
+    assert!(
+        formula.contains("= 4194304000 | 131072 | 4096 | 0"),
+        "{formula}"
+    );
+    let url = s.client.current_url().await.unwrap();
+    assert!(
+        url.as_str()
+            .contains("timestamp=1288834975657&datacenter=1&worker=1&sequence=0"),
+        "{url}"
+    );
+    s.screenshot("explorer.png").await;
+
+    // Typing an out-of-range datacenter shows the error next to the field.
+    let datacenter = s.client.find(Locator::Id("datacenter")).await.unwrap();
+    datacenter.click().await.unwrap();
+    datacenter
+        .send_keys(&format!("{}2", Key::Backspace))
+        .await
+        .unwrap();
+    datacenter
+        .send_keys(&format!("{}{}32", Key::End, Key::Backspace))
+        .await
+        .unwrap();
+    let error = s.wait_text("#datacenter-error", |t| !t.is_empty()).await;
+    assert!(
+        error.contains("datacenter must be 0..=31, got 32"),
+        "{error}"
+    );
+    assert_eq!(
+        datacenter.attr("aria-invalid").await.unwrap().as_deref(),
+        Some("true")
+    );
+    s.wait_text("#result", |t| t.contains("Fix the marked field"))
+        .await;
+    s.screenshot("explorer-error.png").await;
+    // Nothing else broke: fixing it brings the ID back.
+    datacenter
+        .send_keys(&format!("{}{}1", Key::Backspace, Key::Backspace))
+        .await
+        .unwrap();
+    s.wait_text("#id-value", |t| t == "4194439168").await;
+    assert!(
+        !s.client
+            .find(Locator::Id("datacenter-error"))
+            .await
+            .unwrap()
+            .is_displayed()
+            .await
+            .unwrap()
+    );
+
+    // A phone-sized window still shows everything.
+    s.client.set_window_size(390, 1400).await.unwrap();
+    s.screenshot("explorer-phone.png").await;
+    s.close().await;
+}
+
+#[tokio::test]
+async fn decode_switch_to_norwegian_and_mint_live() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(s) = Session::start(true).await else {
+        return;
+    };
+    s.goto("/").await;
+    s.client
+        .wait()
+        .for_element(Locator::Css("#now:not([hidden])"))
+        .await
+        .unwrap();
+
+    let id = s.client.find(Locator::Id("id")).await.unwrap();
+    id.send_keys("4194439168").await.unwrap();
+    s.wait_text("#id-value", |t| t == "4194439168").await;
+    assert_eq!(
+        s.content(r#".cells[data-segment="timestamp"]"#).await,
+        TIMESTAMP_SEGMENT
+    );
+    assert_eq!(s.text("#time-value").await, "2010-11-04T01:42:55.657Z");
+    // Another form: hexadecimal.
+    s.client
+        .find(Locator::Id("from"))
+        .await
+        .unwrap()
+        .select_by_value("hex")
+        .await
+        .unwrap();
+    id.clear().await.unwrap();
+    id.send_keys("7fffffffffffffff").await.unwrap();
+    s.wait_text("#id-value", |t| t == "9223372036854775807")
+        .await;
+    // A bad ID: inline error naming the range.
+    id.clear().await.unwrap();
+    id.send_keys("zz").await.unwrap();
+    let error = s.wait_text("#id-error", |t| !t.is_empty()).await;
+    assert!(error.contains("0..=9223372036854775807"), "{error}");
+    s.client
+        .find(Locator::Id("from"))
+        .await
+        .unwrap()
+        .select_by_value("decimal")
+        .await
+        .unwrap();
+    id.clear().await.unwrap();
+    id.send_keys("4194439168").await.unwrap();
+    s.wait_text("#id-value", |t| t == "4194439168").await;
+
+    // Switch to Norwegian: the same result, every heading in Bokmål.
+    s.client
+        .find(Locator::Id("lang-switch"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    s.wait_text("#decode-h", |t| t == "Dekod en ID").await;
+    let lang = s
+        .client
+        .find(Locator::Css("html"))
+        .await
+        .unwrap()
+        .attr("lang")
+        .await
+        .unwrap();
+    assert_eq!(lang.as_deref(), Some("nb"));
+    assert_eq!(s.text("#id-value").await, "4194439168");
+    assert_eq!(s.text("#compose-h").await, "Lag en ID");
+    assert_eq!(s.text("#lang-switch").await, "English");
+    s.screenshot("explorer-nb.png").await;
+
+    // Live mode: IDs minted by this server, listed as strings.
+    s.client
+        .find(Locator::Css("#live-form button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    s.wait_text("#live-list", |t| t.lines().count() >= 5).await;
+    let links = s
+        .client
+        .find_all(Locator::Css("#live-list li a"))
+        .await
+        .unwrap();
+    let mut ids = Vec::new();
+    for link in links {
+        ids.push(link.text().await.unwrap().parse::<u64>().unwrap());
+    }
+    assert_eq!(ids.len(), 5);
+    assert!(
+        ids.windows(2).all(|w| w[0] > w[1]),
+        "newest first, strictly decreasing: {ids:?}"
+    );
+    let meta = s.text("#live-list li .meta").await;
+    assert!(meta.contains("sekvens"), "{meta}");
+    s.close().await;
+}
+
+#[tokio::test]
+async fn works_without_javascript() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(s) = Session::start(false).await else {
+        return;
+    };
+    s.goto("/").await;
+    assert!(
+        !s.client
+            .find(Locator::Id("now"))
+            .await
+            .unwrap()
+            .is_displayed()
+            .await
+            .unwrap()
+    );
+    for (field, value) in [
+        ("timestamp", "1288834975657"),
+        ("datacenter", "1"),
+        ("worker", "1"),
+        ("sequence", "0"),
+    ] {
+        let input = s.client.find(Locator::Id(field)).await.unwrap();
+        input.clear().await.unwrap();
+        input.send_keys(value).await.unwrap();
+    }
+    s.client
+        .find(Locator::Css("#compose-form button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    s.wait_text("#id-value", |t| t == "4194439168").await;
+    let url = s.client.current_url().await.unwrap();
+    assert!(
+        url.as_str().contains("datacenter=1"),
+        "the result has a URL: {url}"
+    );
+    assert_eq!(
+        s.content(r#".cells[data-segment="timestamp"]"#).await,
+        TIMESTAMP_SEGMENT
+    );
+
+    let datacenter = s.client.find(Locator::Id("datacenter")).await.unwrap();
+    datacenter.clear().await.unwrap();
+    datacenter
+        .send_keys(&format!("32{}", Key::Enter))
+        .await
+        .unwrap();
+    let error = s.wait_text("#datacenter-error", |t| !t.is_empty()).await;
+    assert!(
+        error.contains("datacenter must be 0..=31, got 32"),
+        "{error}"
+    );
+
+    // Decode by form, too.
+    let id = s.client.find(Locator::Id("id")).await.unwrap();
+    id.send_keys(&format!("4194439168{}", Key::Enter))
+        .await
+        .unwrap();
+    s.wait_text("#id-value", |t| t == "4194439168").await;
+    assert!(
+        s.client
+            .current_url()
+            .await
+            .unwrap()
+            .as_str()
+            .contains("id=4194439168")
+    );
+    s.close().await;
+}
