@@ -611,3 +611,35 @@ async fn all_identities_taken_means_not_ready_and_a_retry_when_one_frees() {
     a.shutdown().await;
     check_log(&log);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_shorter_than_the_lease_fences_then_resumes_on_the_same_lease() {
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    let proxy = Proxy::start(etcd.addr()).await;
+    let log = Log::default();
+    // TTL 10 s: the fence closes 2 s (the margin) before the lease can
+    // expire, which leaves time to restore the line in between.
+    let a = Instance::start("a", options(&proxy.url(), "/short", 10), &log);
+    a.wait_ready(Duration::from_secs(10)).await;
+    let lease = a.session.as_ref().unwrap().status().lease;
+
+    proxy.cut();
+    wait_until("a fenced", Duration::from_secs(10), || {
+        a.state() == LeaseState::Fenced
+    })
+    .await;
+    assert!(!a.minter.is_ready());
+    proxy.restore();
+    a.wait_ready(Duration::from_secs(10)).await;
+
+    let status = a.session.as_ref().unwrap().status();
+    assert_eq!(status.lease, lease, "the same lease, renewed in time");
+    assert_eq!(status.claims, 1, "no second claim");
+    assert_eq!(status.fenced, 1);
+    assert_eq!(a.identity(), Some((0, 0)));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    a.shutdown().await;
+    check_log(&log);
+}
