@@ -6,7 +6,7 @@ use clap::Args;
 use snowmint::{Field, Layout};
 
 use crate::GlobalArgs;
-use crate::error::{self, CliError};
+use crate::error::CliError;
 use crate::render::{self, NamedLayout, View};
 
 /// Build a Twitter-layout ID and show how its values fill the 64 bits.
@@ -53,7 +53,7 @@ pub fn run(args: ComposeArgs, global: &GlobalArgs) -> Result<(), CliError> {
         json: args.json,
         color: global.color.for_stdout(),
     };
-    error::print(&render::render(
+    render::print(&render::render(
         &id.breakdown(),
         NamedLayout::TWITTER,
         view,

@@ -5,7 +5,7 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use snowmint::Encoding;
 
 use crate::GlobalArgs;
-use crate::error::{self, CliError};
+use crate::error::CliError;
 use crate::render::{self, NamedLayout, View};
 
 /// Show the time, fields and bits of an existing ID.
@@ -54,7 +54,7 @@ pub fn run(args: DecodeArgs, global: &GlobalArgs) -> Result<(), CliError> {
         json: args.json,
         color: global.color.for_stdout(),
     };
-    error::print(&render::render(
+    render::print(&render::render(
         &args.layout.layout.breakdown(id),
         args.layout,
         view,

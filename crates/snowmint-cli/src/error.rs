@@ -53,18 +53,6 @@ impl From<anyhow::Error> for CliError {
     }
 }
 
-/// Writes `text` to stdout. A closed pipe (`snowmint ... | head -1`) is not
-/// an error: the reader has what it wanted.
-pub fn print(text: &str) -> Result<(), CliError> {
-    let mut out = io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(CliError::Runtime(
-            anyhow::Error::new(e).context("cannot write to stdout"),
-        )),
-        _ => Ok(()),
-    }
-}
-
 /// Reports the outcome of a subcommand and returns its exit status.
 pub fn exit(outcome: Result<(), CliError>) -> ExitCode {
     match outcome {
@@ -131,8 +119,8 @@ fn clap_message(e: &clap::Error) -> String {
     }
     // `a value is required for '--datacenter <N>'`: say which values.
     if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) {
-        if let Some(range) = with_range(arg).strip_prefix(arg.as_str()) {
-            msg.push_str(range);
+        if let Some(range) = field_range(arg).filter(|r| !msg.contains(r.as_str())) {
+            msg.push_str(&format!(" ({range})"));
         }
     }
     msg
@@ -140,6 +128,15 @@ fn clap_message(e: &clap::Error) -> String {
 
 /// `--datacenter <N>` -> `--datacenter <N> (0..=31)` for the format's fields.
 fn with_range(arg: &str) -> String {
+    match field_range(arg) {
+        Some(range) => format!("{arg} ({range})"),
+        None => arg.to_string(),
+    }
+}
+
+/// The allowed range of the format field an argument (`--datacenter <N>`,
+/// `<ID>`) is for, as `0..=31`.
+fn field_range(arg: &str) -> Option<String> {
     let name = arg
         .trim_start_matches('-')
         .split([' ', '=', '>'])
@@ -154,11 +151,7 @@ fn with_range(arg: &str) -> String {
         Field::Sequence,
         Field::Id,
     ];
-    match fields.into_iter().find(|f| f.name() == name) {
-        Some(field) => {
-            let (min, max) = Layout::TWITTER.range(field);
-            format!("{arg} ({min}..={max})")
-        }
-        None => arg.to_string(),
-    }
+    let field = fields.into_iter().find(|f| f.name() == name)?;
+    let (min, max) = Layout::TWITTER.range(field);
+    Some(format!("{min}..={max}"))
 }

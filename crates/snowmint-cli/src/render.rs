@@ -2,7 +2,7 @@
 //! for programs (the contract's JSON object).
 
 use std::fmt::Write as _;
-use std::io::IsTerminal;
+use std::io::{self, IsTerminal, Write as _};
 
 use snowmint::time::Iso8601;
 use snowmint::{Breakdown, Layout, Segment};
@@ -85,6 +85,18 @@ pub fn render(b: &Breakdown, layout: NamedLayout, view: View) -> Result<String, 
         Ok(s)
     } else {
         Ok(human(b, layout, view.color))
+    }
+}
+
+/// Writes `text` to stdout. A closed pipe (`snowmint ... | head -1`) is not
+/// an error: the reader has what it wanted.
+pub fn print(text: &str) -> Result<(), CliError> {
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(CliError::Runtime(
+            anyhow::Error::new(e).context("cannot write to stdout"),
+        )),
+        _ => Ok(()),
     }
 }
 

@@ -573,3 +573,24 @@ fn help_has_examples() {
     let out = ok(&["--help"]);
     assert!(out.contains("compose") && out.contains("decode"), "{out}");
 }
+
+#[test]
+fn a_failed_write_is_a_runtime_error() {
+    let full = std::path::Path::new("/dev/full");
+    if !full.exists() {
+        eprintln!("skipping: no /dev/full on this system to make stdout fail");
+        return;
+    }
+    let out = Command::new(cargo_bin!("snowmint"))
+        .args(["decode", "4194439168"])
+        .stdout(std::fs::File::create(full).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("error: cannot write to stdout"),
+        "{stderr}"
+    );
+}

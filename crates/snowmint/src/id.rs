@@ -56,6 +56,7 @@ impl SnowflakeId {
     }
 
     /// Builds an ID from its four values; see [`compose`](crate::compose).
+    #[inline]
     pub const fn from_parts(
         timestamp_ms: u64,
         datacenter: u64,
@@ -101,6 +102,7 @@ impl SnowflakeId {
     }
 
     /// All four values at once.
+    #[inline]
     pub const fn parts(self) -> Parts {
         Layout::TWITTER.decode(self)
     }

@@ -223,6 +223,7 @@ impl Layout {
     }
 
     /// The allowed range of a field, inclusive.
+    #[inline]
     pub const fn range(&self, field: Field) -> (u64, u64) {
         match field {
             Field::Timestamp => (self.min_timestamp_ms(), self.max_timestamp_ms()),
@@ -234,6 +235,7 @@ impl Layout {
     }
 
     /// Whether `value` is in the range of `field`.
+    #[inline]
     pub const fn contains(&self, field: Field, value: u64) -> bool {
         let (min, max) = self.range(field);
         value >= min && value <= max
@@ -301,6 +303,7 @@ impl Layout {
     /// Builds an ID from its four values, checking each against its range.
     ///
     /// `timestamp_ms` is Unix milliseconds; the epoch is subtracted here.
+    #[inline]
     pub const fn compose(
         &self,
         timestamp_ms: u64,
@@ -339,6 +342,7 @@ impl Layout {
     }
 
     /// Takes an ID apart. Every 63-bit value is a valid ID, so this cannot fail.
+    #[inline]
     pub const fn decode(&self, id: SnowflakeId) -> Parts {
         let v = id.get();
         Parts {
@@ -393,6 +397,7 @@ const fn mask(bits: u32) -> u64 {
 /// assert_eq!(last.get(), 9223372036854775807);
 /// # Ok::<(), snowmint::Error>(())
 /// ```
+#[inline]
 pub const fn compose(
     timestamp_ms: u64,
     datacenter: u64,
@@ -412,6 +417,7 @@ pub const fn compose(
 /// assert!(snowmint::decode(1 << 63).is_err());
 /// # Ok::<(), snowmint::Error>(())
 /// ```
+#[inline]
 pub const fn decode(id: u64) -> Result<Parts, Error> {
     if id > MAX_ID {
         return Err(Error::out_of_range(Field::Id, id as i128, 0, MAX_ID));
