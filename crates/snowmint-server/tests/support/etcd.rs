@@ -9,18 +9,16 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-/// The etcd binary: `$SNOWMINT_ETCD` or `etcd` on the `PATH`.
+/// The etcd binary, `$SNOWMINT_ETCD` or else `etcd` on the `PATH`, if it runs.
 fn etcd_binary() -> Option<String> {
-    if let Ok(path) = std::env::var("SNOWMINT_ETCD") {
-        return Some(path);
-    }
-    let found = Command::new("etcd")
+    let binary = std::env::var("SNOWMINT_ETCD").unwrap_or_else(|_| "etcd".to_owned());
+    let runs = Command::new(&binary)
         .arg("--version")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    found.then(|| "etcd".to_owned())
+    runs.then_some(binary)
 }
 
 /// A free loopback port (the OS picks it; a tiny race with other processes
