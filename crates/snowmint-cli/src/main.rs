@@ -12,6 +12,7 @@
 mod compose;
 mod decode;
 mod error;
+mod next;
 mod render;
 mod serve;
 
@@ -50,6 +51,8 @@ enum Command {
     Compose(compose::ComposeArgs),
     /// Take an existing ID apart.
     Decode(decode::DecodeArgs),
+    /// Mint fresh IDs from a live generator, one a line.
+    Next(next::NextArgs),
     /// Serve the explorer page and the JSON API (http://127.0.0.1:8080 by default).
     Serve(serve::ServeArgs),
 }
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Compose(args) => compose::run(args, &cli.global),
         Command::Decode(args) => decode::run(args, &cli.global),
+        Command::Next(args) => next::run(args, &cli.global),
         Command::Serve(args) => serve::run_cli(args),
     };
     error::exit(outcome)

@@ -134,6 +134,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         return runtime.block_on(serve_etcd(config));
     }
     runtime.block_on(async move {
+        // The etcd identity source (feature `etcd`) plugs in here; until it
+        // does, refuse rather than silently serving a static identity.
+        anyhow::ensure!(
+            config.etcd_endpoints.is_empty(),
+            "leasing the identity from etcd is not available in this build yet"
+        );
         let state = snowmint_server::static_state(&config).with_context(|| {
             format!(
                 "cannot set up the state directory {}",

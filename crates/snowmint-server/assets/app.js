@@ -14,7 +14,10 @@
 
   function query(form) {
     const params = new URLSearchParams();
-    for (const [k, v] of new FormData(form)) {
+    const data = new FormData(form);
+    // The picker only matters when no timestamp is typed: keep URLs short.
+    if ((data.get("timestamp") || "").trim() !== "") data.delete("at");
+    for (const [k, v] of data) {
       if (v !== "") params.append(k, v);
     }
     return params.toString();
@@ -75,6 +78,15 @@
     $("timestamp").value = String(Date.now());
     $("at").value = "";
     update($("compose-form"));
+  });
+
+  // Keeps the picker showing the typed timestamp (UTC).
+  $("timestamp").addEventListener("input", () => {
+    const v = $("timestamp").value.trim();
+    if (/^\d{13}$/.test(v)) {
+      const d = new Date(Number(v));
+      if (!isNaN(d)) $("at").value = d.toISOString().slice(0, 23);
+    }
   });
 
   $("at").addEventListener("change", () => {
@@ -145,7 +157,16 @@
   }
   $("live-form").addEventListener("submit", (e) => {
     e.preventDefault();
-    mint($("count").value.trim() || "1");
+    const count = $("count").value.trim() || "1";
+    // Checked here too so the message is in the page's language.
+    if (!/^\d{1,4}$/.test(count) || Number(count) < 1 || Number(count) > 4096) {
+      const err = $("count-error");
+      err.textContent = body.dataset.countError + " " + JSON.stringify(count.slice(0, 40));
+      err.hidden = false;
+      $("count").setAttribute("aria-invalid", "true");
+      return;
+    }
+    mint(count);
   });
   let auto = null;
   $("auto").addEventListener("change", (e) => {

@@ -275,10 +275,13 @@ pub async fn run(
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, identity = ?minter.identity(), "listening");
     }
-    axum::serve(listener, app(state))
+    let served = axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown)
-        .await?;
-    tracing::info!("stopped accepting; persisting the reservation");
-    minter.persist_last_issued().map_err(RunError::Persist)?;
-    Ok(())
+        .await;
+    // Persist even if serving failed: the mark is what keeps a restart with
+    // the clock set back from reissuing.
+    tracing::info!("stopped serving; persisting the reservation");
+    let persisted = minter.persist_last_issued();
+    served?;
+    persisted.map_err(RunError::Persist)
 }

@@ -164,6 +164,18 @@ pub(crate) async fn index(
                 header::CONTENT_LANGUAGE,
                 HeaderValue::from_static(lang.code()),
             ),
+            // Everything the page needs comes from this server; no inline
+            // script or style, so a reflected value could never run.
+            (
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(
+                    "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+                ),
+            ),
+            (
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            ),
         ],
         Html(page.render()),
     )
@@ -309,11 +321,11 @@ impl Page<'_> {
 <link rel="stylesheet" href="/assets/app.css">
 <script src="/assets/app.js" defer></script>
 </head>
-<body data-copied="{copied}" data-live-failed="{failed}" data-live-seq="{seq}">
+<body data-copied="{copied}" data-live-failed="{failed}" data-live-seq="{seq}" data-count-error="{count_error}">
 <a class="skip" href="#result">{skip}</a>
 <header class="top">
 <div><h1>snowmint</h1><p class="tagline">{tagline}</p></div>
-<nav aria-label="Language"><a id="lang-switch" href="{switch_href}" hreflang="{other}" lang="{other}">{switch}</a></nav>
+<nav aria-label="{language}"><a id="lang-switch" href="{switch_href}" hreflang="{other}" lang="{other}">{switch}</a></nav>
 </header>
 <main>
 <div class="forms">
@@ -323,11 +335,13 @@ impl Page<'_> {
             copied = esc(t.copied),
             failed = esc(t.live_failed),
             seq = esc(t.live_seq),
+            count_error = esc(t.live_count_error),
             skip = esc(t.skip),
             tagline = esc(t.tagline),
             switch_href = esc(&self.switch_href()),
             other = self.lang.other().code(),
             switch = esc(t.switch),
+            language = esc(t.language),
         );
         self.compose_form(&mut o);
         self.decode_form(&mut o);
@@ -501,13 +515,14 @@ impl Page<'_> {
         let _ = write!(
             o,
             r#"<div class="id-row"><span class="label">{result_id}</span><output id="id-value" class="id">{id_s}</output><button type="button" id="copy" class="secondary" data-id="{id_s}" hidden>{copy}</button><span id="copy-status" role="status"></span></div>
-<dl class="facts"><dt>{time}</dt><dd id="time-value">{time_v}</dd><dt>Unix ms</dt><dd>{ts}</dd><dt>{hex}</dt><dd><code>{hex_v}</code></dd><dt>{base32}</dt><dd><code>{b32_v}</code></dd><dt>{share}</dt><dd><a id="share" href="{share_href}">{share_link}</a></dd></dl>
+<dl class="facts"><dt>{time}</dt><dd id="time-value">{time_v}</dd><dt>{unix_ms}</dt><dd>{ts}</dd><dt>{hex}</dt><dd><code>{hex_v}</code></dd><dt>{base32}</dt><dd><code>{b32_v}</code></dd><dt>{share}</dt><dd><a id="share" href="{share_href}">{share_link}</a></dd></dl>
 <h3>{bits_heading}</h3><p class="hint">{bits_intro}</p>
 <div class="bits" id="bits">"#,
             result_id = esc(t.result_id),
             copy = esc(t.copy),
             time = esc(t.time_utc),
             time_v = esc(&b.time),
+            unix_ms = esc(t.unix_ms),
             ts = b.timestamp_ms,
             hex = esc(t.hex),
             hex_v = id.hex(),
@@ -534,7 +549,7 @@ impl Page<'_> {
             };
             let _ = write!(
                 o,
-                r#"<div class="seg seg-{name}"><div class="cells" data-segment="{name}" aria-label="{label}: {binary}">"#,
+                r#"<div class="seg seg-{name}"><div class="cells" data-segment="{name}" role="img" aria-label="{label}: {binary}">"#,
                 name = seg.name,
                 label = esc(label),
                 binary = seg.binary,

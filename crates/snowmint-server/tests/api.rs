@@ -540,6 +540,10 @@ async fn the_page_renders_without_javascript() {
     assert!(html.contains("= 4194304000 | 131072 | 4096 | 0"));
     assert!(html.contains(r#"aria-label="Timestamp: 00000000000000000000000000000001111101000""#));
     assert!(html.contains(r#"<html lang="en">"#));
+    assert!(
+        !html.contains("style=\"") && !html.contains("<script>"),
+        "no inline style or script (CSP)"
+    );
     let (_, decoded) = send(s, "GET", "/?id=fa021000&from=hex", &[]).await;
     assert!(decoded.contains(">4194439168</output>"));
 

@@ -265,6 +265,14 @@ async fn reference_case_by_keyboard_inline_error_and_screenshot() {
         "{url}"
     );
     s.screenshot("explorer.png").await;
+    s.client
+        .find(Locator::Id("copy"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    s.wait_text("#copy-status", |t| t == "Copied").await;
 
     // Typing an out-of-range datacenter shows the error next to the field.
     let datacenter = s.client.find(Locator::Id("datacenter")).await.unwrap();
@@ -383,6 +391,20 @@ async fn decode_switch_to_norwegian_and_mint_live() {
     assert_eq!(s.text("#lang-switch").await, "English");
     s.screenshot("explorer-nb.png").await;
 
+    // "Nå" fills in the current time and composes it.
+    s.client
+        .find(Locator::Id("now"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let now = s.client.find(Locator::Id("timestamp")).await.unwrap();
+    let typed = now.prop("value").await.unwrap().unwrap_or_default();
+    let ms: u64 = typed.parse().expect("Now fills in Unix ms");
+    s.wait_text("#result", |t| t.contains(&ms.to_string()))
+        .await;
+
     // Live mode: IDs minted by this server, listed as strings.
     s.client
         .find(Locator::Css("#live-form button[type=submit]"))
@@ -408,6 +430,26 @@ async fn decode_switch_to_norwegian_and_mint_live() {
     );
     let meta = s.text("#live-list li .meta").await;
     assert!(meta.contains("sekvens"), "{meta}");
+    // A bad count: an inline error in Bokmål, and nothing minted.
+    let count = s.client.find(Locator::Id("count")).await.unwrap();
+    count.clear().await.unwrap();
+    count
+        .send_keys(&format!("5000{}", Key::Enter))
+        .await
+        .unwrap();
+    let error = s.wait_text("#count-error", |t| !t.is_empty()).await;
+    assert!(
+        error.contains("1..=4096") && error.contains("fikk"),
+        "{error}"
+    );
+    assert_eq!(
+        s.client
+            .find_all(Locator::Css("#live-list li"))
+            .await
+            .unwrap()
+            .len(),
+        5
+    );
     s.close().await;
 }
 

@@ -102,9 +102,21 @@ impl SystemClock {
     /// Anchors a new clock at the current wall-clock time.
     pub fn new() -> SystemClock {
         let origin = Instant::now();
+        // Take the tightest of a few samples, so that a thread preempted
+        // between the two reads does not anchor the clock ahead.
+        let (mut offset, mut width) = sample_offset(origin);
+        for _ in 0..4 {
+            if width <= TIGHT_SAMPLE_NS {
+                break;
+            }
+            let (o, w) = sample_offset(origin);
+            if w < width {
+                (offset, width) = (o, w);
+            }
+        }
         SystemClock {
             origin,
-            offset_ns: AtomicU64::new(wall_ns()),
+            offset_ns: AtomicU64::new(offset),
             next_check_ns: AtomicU64::new(duration_ns(RECHECK_EVERY)),
         }
     }
@@ -122,12 +134,17 @@ impl SystemClock {
     /// Jumps forward if the wall clock is ahead; never back.
     #[cold]
     fn reanchor(&self, elapsed: u64) {
+        let (offset, width) = sample_offset(self.origin);
+        if width > TIGHT_SAMPLE_NS {
+            // Preempted while sampling: the sample could move the clock
+            // ahead of the wall clock. Try again shortly.
+            self.next_check_ns
+                .store(elapsed + RETRY_SAMPLE_NS, Ordering::Relaxed);
+            return;
+        }
         self.next_check_ns
             .store(elapsed + duration_ns(RECHECK_EVERY), Ordering::Relaxed);
-        let wall = wall_ns();
-        if let Some(offset) = wall.checked_sub(elapsed) {
-            self.offset_ns.fetch_max(offset, Ordering::Relaxed);
-        }
+        self.offset_ns.fetch_max(offset, Ordering::Relaxed);
     }
 }
 
@@ -154,6 +171,25 @@ impl Clock for SystemClock {
             }
         }
     }
+}
+
+/// A wall-clock sample wider than this (a preemption between its reads) is
+/// not trusted to move the clock.
+const TIGHT_SAMPLE_NS: u64 = 50_000;
+/// When to sample again after an untrusted sample.
+const RETRY_SAMPLE_NS: u64 = 10_000_000;
+
+/// The wall clock's Unix nanoseconds at `origin`, from one wall-clock read
+/// between two monotonic reads, and the width of that bracket.
+///
+/// The offset is computed against the later monotonic read, so it errs low
+/// (by at most the width): a clock anchored on it is never ahead of the wall
+/// clock because of how it was sampled.
+fn sample_offset(origin: Instant) -> (u64, u64) {
+    let before = duration_ns(origin.elapsed());
+    let wall = wall_ns();
+    let after = duration_ns(origin.elapsed());
+    (wall.saturating_sub(after), after - before)
 }
 
 /// Nanoseconds in a duration, saturating (584 years fit).
@@ -288,8 +324,15 @@ mod tests {
         clock
             .offset_ns
             .fetch_sub(3_600 * 1_000 * NANOS_PER_MS, Ordering::Relaxed);
-        clock.next_check_ns.store(0, Ordering::Relaxed);
-        let after = clock.now_ns();
+        // (A sample taken across a preemption is skipped, so allow retries.)
+        let mut after = 0;
+        for _ in 0..100 {
+            clock.next_check_ns.store(0, Ordering::Relaxed);
+            after = clock.now_ns();
+            if after >= before {
+                break;
+            }
+        }
         assert!(after >= before, "jumped forward to the wall clock");
         // Pretend it was anchored an hour late (the wall clock was stepped
         // back): the check must not move it back.

@@ -1,0 +1,185 @@
+//! `snowmint next`: mint fresh IDs from a live generator, one a line.
+
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use snowmint::{Field, FileStore, Generator, Layout};
+
+use crate::GlobalArgs;
+use crate::error::CliError;
+
+/// The most IDs one run prints (about four minutes at the format's limit).
+const MAX_COUNT: u64 = 1_000_000_000;
+
+/// Mint N fresh IDs from a live generator and print them, one a line, in
+/// increasing order.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  snowmint next
+  snowmint next --count 5 --datacenter 1 --worker 2
+  snowmint next --count 1000 --state-dir /var/lib/snowmint
+
+One generator mints at most 4096 IDs per millisecond. Without --state-dir, two
+runs on a machine whose clock was set back in between can repeat an ID; with
+it, the last reserved millisecond is kept in DIR and never reused.")]
+pub struct NextArgs {
+    /// How many IDs to print, 1..=1000000000
+    #[arg(
+        long,
+        value_name = "N",
+        default_value = "1",
+        allow_negative_numbers = true
+    )]
+    pub count: String,
+    /// Datacenter ID, 0..=31
+    #[arg(
+        long,
+        value_name = "N",
+        default_value = "0",
+        allow_negative_numbers = true
+    )]
+    pub datacenter: String,
+    /// Worker ("machine") ID, 0..=31
+    #[arg(
+        long,
+        value_name = "N",
+        default_value = "0",
+        allow_negative_numbers = true
+    )]
+    pub worker: String,
+    /// Keep the crash-safe reservation of this identity in DIR (created if
+    /// missing), so no later run can repeat an ID even if the clock goes back
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+/// Runs `snowmint next`.
+pub fn run(args: NextArgs, _global: &GlobalArgs) -> Result<(), CliError> {
+    let count = parse_count(&args.count)?;
+    let layout = Layout::TWITTER;
+    let datacenter = layout.parse_field(Field::Datacenter, &args.datacenter)?;
+    let worker = layout.parse_field(Field::Worker, &args.worker)?;
+
+    let mut builder = Generator::builder(datacenter, worker);
+    if let Some(dir) = &args.state_dir {
+        // In range: checked just above.
+        builder = builder.store(FileStore::in_dir(dir, datacenter as u8, worker as u8));
+    }
+    let generator = builder.build().context("cannot start the generator")?;
+
+    let minted = print_ids(&generator, count);
+    // Lower the mark to what was issued, so the next run can start at once.
+    let persisted = generator
+        .persist_last_issued()
+        .context("cannot record the last issued ID");
+    minted?;
+    persisted?;
+    Ok(())
+}
+
+/// Mints `count` IDs in batches and streams them to stdout. A closed pipe
+/// (`snowmint next --count 1000 | head`) ends the run without an error.
+fn print_ids(generator: &Generator, count: u64) -> Result<(), CliError> {
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut left = count;
+    let mut line = String::with_capacity(24);
+    while left > 0 {
+        let want = usize::try_from(left.min(4096)).unwrap_or(4096);
+        let range = generator.next_ids(want).context("cannot mint an ID")?;
+        for id in range {
+            line.clear();
+            use std::fmt::Write as _;
+            let _ = writeln!(line, "{id}");
+            if !write_or_pipe_closed(&mut out, line.as_bytes())? {
+                return Ok(());
+            }
+        }
+        left -= range.len() as u64;
+    }
+    match out.flush() {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(stdout_error(e)),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `bytes`; `Ok(false)` when the reader has gone away.
+fn write_or_pipe_closed(out: &mut impl Write, bytes: &[u8]) -> Result<bool, CliError> {
+    match out.write_all(bytes) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(stdout_error(e)),
+    }
+}
+
+fn stdout_error(e: io::Error) -> CliError {
+    CliError::Runtime(anyhow::Error::new(e).context("cannot write to stdout"))
+}
+
+/// `count` as typed: a decimal integer 1..=MAX_COUNT.
+fn parse_count(input: &str) -> Result<u64, CliError> {
+    let trimmed = input.trim();
+    let digits = trimmed.strip_prefix('+').unwrap_or(trimmed);
+    let shown = if input.len() > 40 {
+        format!("{:?}…", input.chars().take(40).collect::<String>())
+    } else {
+        format!("{input:?}")
+    };
+    let refuse =
+        |found: String| CliError::Usage(format!("count must be 1..={MAX_COUNT}, got {found}"));
+    if let Some(neg) = digits.strip_prefix('-') {
+        if !neg.is_empty() && neg.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(refuse(trimmed.to_string()));
+        }
+    }
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(CliError::Usage(format!(
+            "count must be a decimal integer 1..={MAX_COUNT}, got {shown}"
+        )));
+    }
+    match digits.parse::<u64>() {
+        Ok(n) if (1..=MAX_COUNT).contains(&n) => Ok(n),
+        Ok(n) => Err(refuse(n.to_string())),
+        Err(_) => Err(refuse(digits.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(input: &str) -> String {
+        match parse_count(input) {
+            Err(CliError::Usage(m)) => m,
+            other => panic!("{input:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn counts_are_checked() {
+        assert_eq!(parse_count("1").unwrap(), 1);
+        assert_eq!(parse_count(" 4096 ").unwrap(), 4096);
+        assert_eq!(parse_count("1000000000").unwrap(), MAX_COUNT);
+        assert_eq!(msg("0"), "count must be 1..=1000000000, got 0");
+        assert_eq!(msg("-3"), "count must be 1..=1000000000, got -3");
+        assert_eq!(
+            msg("1000000001"),
+            "count must be 1..=1000000000, got 1000000001"
+        );
+        assert_eq!(
+            msg("99999999999999999999999"),
+            "count must be 1..=1000000000, got 99999999999999999999999"
+        );
+        assert_eq!(
+            msg("ten"),
+            r#"count must be a decimal integer 1..=1000000000, got "ten""#
+        );
+        assert_eq!(
+            msg(""),
+            r#"count must be a decimal integer 1..=1000000000, got """#
+        );
+    }
+}

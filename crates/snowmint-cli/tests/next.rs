@@ -1,0 +1,133 @@
+//! `snowmint next`, run as a user runs it.
+
+use std::process::Command;
+
+use assert_cmd::cargo::cargo_bin;
+use snowmint::SnowflakeId;
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(args: &[&str]) -> Run {
+    let out = Command::new(cargo_bin!("snowmint"))
+        .args(args)
+        .output()
+        .expect("run snowmint");
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
+    }
+}
+
+/// Runs `snowmint next ARGS`, which must succeed; returns the IDs printed.
+fn next(args: &[&str]) -> Vec<SnowflakeId> {
+    let mut all = vec!["next"];
+    all.extend_from_slice(args);
+    let r = run(&all);
+    assert_eq!(r.code, Some(0), "{args:?}: {}", r.stderr);
+    assert_eq!(r.stderr, "");
+    r.stdout
+        .lines()
+        .map(|l| l.parse().unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        .collect()
+}
+
+/// A run that must fail with `code`: nothing on stdout, one line on stderr.
+/// Returns the message after `error: `.
+fn refused(args: &[&str], code: i32) -> String {
+    let mut all = vec!["next"];
+    all.extend_from_slice(args);
+    let r = run(&all);
+    assert_eq!(r.code, Some(code), "{args:?}: {:?}", r.stderr);
+    assert_eq!(r.stdout, "", "{args:?} wrote to stdout");
+    assert_eq!(r.stderr.lines().count(), 1, "{:?}", r.stderr);
+    r.stderr
+        .trim_end()
+        .strip_prefix("error: ")
+        .expect("error: prefix")
+        .to_string()
+}
+
+#[test]
+fn prints_count_ids_unique_and_increasing() {
+    let ids = next(&["--count", "10000", "--datacenter", "3", "--worker", "17"]);
+    assert_eq!(ids.len(), 10_000);
+    assert!(
+        ids.windows(2).all(|w| w[0] < w[1]),
+        "strictly increasing, so unique"
+    );
+    assert!(
+        ids.iter()
+            .all(|id| (id.datacenter(), id.worker()) == (3, 17))
+    );
+}
+
+#[test]
+fn defaults_to_one_id_of_identity_0_0() {
+    let ids = next(&[]);
+    assert_eq!(ids.len(), 1);
+    assert_eq!((ids[0].datacenter(), ids[0].worker()), (0, 0));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert!(ids[0].timestamp_ms().abs_diff(now) < 60_000, "minted now");
+}
+
+#[test]
+fn bad_input_names_the_field_and_range() {
+    assert_eq!(
+        refused(&["--count", "0"], 2),
+        "count must be 1..=1000000000, got 0"
+    );
+    assert_eq!(
+        refused(&["--count", "-5"], 2),
+        "count must be 1..=1000000000, got -5"
+    );
+    assert_eq!(
+        refused(&["--count", "many"], 2),
+        r#"count must be a decimal integer 1..=1000000000, got "many""#
+    );
+    assert_eq!(
+        refused(&["--count", "2", "--datacenter", "32"], 2),
+        "datacenter must be 0..=31, got 32"
+    );
+    assert_eq!(
+        refused(&["--worker", "-1"], 2),
+        "worker must be 0..=31, got -1"
+    );
+}
+
+#[test]
+fn a_state_dir_carries_the_reservation_across_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let state_arg = state.to_str().unwrap();
+    let first = next(&["--count", "5000", "--worker", "4", "--state-dir", state_arg]);
+    let file = state.join("snowmint-0-4.reservation");
+    let text = std::fs::read_to_string(&file).unwrap();
+    // On exit the mark is lowered to the last issued millisecond.
+    assert_eq!(
+        text,
+        format!(
+            "reserved_until_ms={}\n",
+            first.last().unwrap().timestamp_ms()
+        )
+    );
+    let second = next(&["--count", "5000", "--worker", "4", "--state-dir", state_arg]);
+    assert!(second[0] > *first.last().unwrap());
+    assert!(second[0].timestamp_ms() > first.last().unwrap().timestamp_ms());
+
+    // A damaged state file stops the run: exit 1, the path in the message.
+    std::fs::write(&file, "garbage").unwrap();
+    let msg = refused(&["--worker", "4", "--state-dir", state_arg], 1);
+    assert!(
+        msg.starts_with("cannot start the generator: reservation file "),
+        "{msg}"
+    );
+    assert!(msg.contains("snowmint-0-4.reservation is damaged"), "{msg}");
+}
