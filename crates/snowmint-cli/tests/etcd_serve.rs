@@ -137,7 +137,7 @@ fn etcdctl_get(etcd: &str, key: &str) -> String {
 
 #[test]
 fn serve_leases_frees_on_sigterm_and_is_taken_over_after_sigkill() {
-    let Some(etcd) = EtcdServer::start() else {
+    let Some(mut etcd) = EtcdServer::start() else {
         return;
     };
     if Command::new("etcdctl").arg("version").output().is_err() {
@@ -151,6 +151,34 @@ fn serve_leases_frees_on_sigterm_and_is_taken_over_after_sigkill() {
     assert_eq!(b.wait_ready(), (0, 1));
     let mut issued: Vec<u64> = Vec::new();
     for _ in 0..20 {
+        issued.extend(a.mint(100));
+        issued.extend(b.mint(100));
+    }
+
+    // etcd frozen: within the TTL both answer 503 to mints and /readyz, in
+    // the contract's error shape; when it thaws they are ready again, each
+    // with its old identity (a re-claim tries that one first).
+    etcd.freeze();
+    let start = Instant::now();
+    while a.http("GET", "/readyz").0 != 503 || b.http("GET", "/readyz").0 != 503 {
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "not fenced within the 2 s TTL"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (status, body) = a.http("POST", "/api/v1/ids?count=1");
+    assert_eq!(status, 503, "{body}");
+    let error: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert!(
+        error["error"].as_str().unwrap().contains("identity"),
+        "{body}"
+    );
+    assert!(error["field"].is_null(), "{body}");
+    etcd.thaw();
+    assert_eq!(a.wait_ready(), (0, 0));
+    assert_eq!(b.wait_ready(), (0, 1));
+    for _ in 0..5 {
         issued.extend(a.mint(100));
         issued.extend(b.mint(100));
     }
