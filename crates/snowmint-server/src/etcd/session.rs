@@ -474,7 +474,7 @@ impl Session {
 
     async fn unreachable(&self, e: &EtcdError, backoff: &mut Backoff) {
         let wait = backoff.step();
-        tracing::warn!(error = %e, retry_in = ?wait, "etcd unreachable; not ready");
+        tracing::warn!(error = %e, retry_in = ?wait, "no identity yet (etcd unreachable or failing); not ready");
         update(&self.status, |s| {
             if s.state != LeaseState::Fenced {
                 s.state = LeaseState::Connecting;
