@@ -5,7 +5,7 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetri
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 
-use super::session::{LeaseState, StatusReader};
+use super::status::{LeaseState, StatusReader};
 
 /// Exports an [`EtcdIdentity`](super::EtcdIdentity)'s status at each scrape:
 ///

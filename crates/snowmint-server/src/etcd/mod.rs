@@ -26,17 +26,20 @@ mod bridge;
 pub mod keys;
 mod metrics;
 mod ops;
+mod options;
 mod session;
+mod status;
 mod store;
 
 pub use keys::{DEFAULT_PREFIX, Keys};
 pub use metrics::EtcdCollector;
 pub use ops::EtcdError;
-pub use session::{
-    DEFAULT_LEASE_TTL, EtcdIdentity, EtcdOptions, EtcdStatus, GeneratorFactory, LeaseState,
-    MAX_LEASE_TTL, MIN_LEASE_TTL, OptionsError, SpawnError, StatusReader, default_generator,
-    fence_margin,
+pub use options::{
+    DEFAULT_LEASE_TTL, EtcdOptions, GeneratorFactory, MAX_LEASE_TTL, MIN_LEASE_TTL, OptionsError,
+    default_generator, fence_margin,
 };
+pub use session::{EtcdIdentity, SpawnError};
+pub use status::{EtcdStatus, LeaseState, StatusReader};
 pub use store::EtcdStore;
 
 use std::sync::Arc;

@@ -1,7 +1,6 @@
 //! The lease session: claim an identity, keep its lease alive, fence the
 //! minter when renewals stop, re-claim, and revoke on shutdown.
 
-use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -13,209 +12,11 @@ use tokio::task::JoinHandle;
 use super::bridge::Bridge;
 use super::keys::Keys;
 use super::ops::{self, EtcdError, Granted};
+use super::options::{EtcdOptions, OptionsError, fence_margin};
+use super::status::{EtcdStatus, LeaseState, SharedStatus, StatusReader, update};
 use super::store::EtcdStore;
 use crate::hostname::identity_of_ordinal;
 use crate::{Fence, Identity, Minter};
-
-/// Shortest lease etcd grants in its default configuration.
-pub const MIN_LEASE_TTL: Duration = Duration::from_secs(2);
-/// Longest lease accepted (an hour: a dead instance's identity stays
-/// unusable that long).
-pub const MAX_LEASE_TTL: Duration = Duration::from_secs(3600);
-/// Default `--lease-ttl`.
-pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
-
-/// Builds the generator for a newly claimed identity over its etcd store.
-/// The default is [`default_generator`]; tests inject clocks here.
-pub type GeneratorFactory =
-    Arc<dyn Fn(Identity, EtcdStore) -> Result<Generator, snowmint::BuildError> + Send + Sync>;
-
-/// `Generator::builder(dc, w).store(store).build()` with the system clock.
-pub fn default_generator(
-    identity: Identity,
-    store: EtcdStore,
-) -> Result<Generator, snowmint::BuildError> {
-    Generator::builder(u64::from(identity.datacenter), u64::from(identity.worker))
-        .store(store)
-        .build()
-}
-
-/// Options of distributed mode (`snowmint serve --etcd ...`).
-#[derive(Clone)]
-#[non_exhaustive]
-pub struct EtcdOptions {
-    /// etcd client URLs, e.g. `http://10.0.0.1:2379`.
-    pub endpoints: Vec<String>,
-    /// Key prefix; clusters with different prefixes share one etcd
-    /// without sharing identities.
-    pub prefix: String,
-    /// Lease TTL, whole seconds in 2..=3600.
-    pub lease_ttl: Duration,
-    /// What the identity key says about its holder (for operators reading etcd).
-    pub holder: String,
-    /// Builds each identity's generator.
-    pub generator: GeneratorFactory,
-}
-
-impl fmt::Debug for EtcdOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EtcdOptions")
-            .field("endpoints", &self.endpoints)
-            .field("prefix", &self.prefix)
-            .field("lease_ttl", &self.lease_ttl)
-            .field("holder", &self.holder)
-            .finish_non_exhaustive()
-    }
-}
-
-impl EtcdOptions {
-    /// Options for `endpoints` with the defaults: prefix `/snowmint`, a
-    /// 10 s lease, this host and process as the holder, the system clock.
-    pub fn new(endpoints: Vec<String>) -> EtcdOptions {
-        let host = crate::hostname::current_hostname().unwrap_or_else(|_| "unknown".to_owned());
-        EtcdOptions {
-            endpoints,
-            prefix: super::DEFAULT_PREFIX.to_owned(),
-            lease_ttl: DEFAULT_LEASE_TTL,
-            holder: format!("{host} pid {}", std::process::id()),
-            generator: Arc::new(default_generator),
-        }
-    }
-
-    /// Checks the options; the error names the flag, the value and what is
-    /// allowed.
-    pub fn validate(&self) -> Result<(), OptionsError> {
-        if self.endpoints.is_empty() || self.endpoints.iter().any(|e| e.trim().is_empty()) {
-            return Err(OptionsError(format!(
-                "etcd must be one or more URLs separated by commas, got {:?}",
-                self.endpoints.join(",")
-            )));
-        }
-        let secs = self.lease_ttl.as_secs();
-        if self.lease_ttl.subsec_nanos() != 0
-            || !(MIN_LEASE_TTL.as_secs()..=MAX_LEASE_TTL.as_secs()).contains(&secs)
-        {
-            return Err(OptionsError(format!(
-                "lease-ttl must be {}..={} whole seconds, got {}",
-                MIN_LEASE_TTL.as_secs(),
-                MAX_LEASE_TTL.as_secs(),
-                self.lease_ttl.as_secs_f64()
-            )));
-        }
-        if !self.prefix.starts_with('/') || self.prefix.chars().any(char::is_whitespace) {
-            return Err(OptionsError(format!(
-                "etcd-prefix must start with '/' and contain no spaces, got {:?}",
-                self.prefix
-            )));
-        }
-        Ok(())
-    }
-}
-
-/// An invalid [`EtcdOptions`] value; the message names the flag.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct OptionsError(String);
-
-/// The safety margin subtracted from the lease TTL: the fence closes this
-/// long before the lease could expire on the server. `max(1 s, TTL / 5)`.
-pub fn fence_margin(ttl: Duration) -> Duration {
-    (ttl / 5).max(Duration::from_secs(1))
-}
-
-/// Where the session is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum LeaseState {
-    /// Connecting to etcd or granting a lease (etcd unreachable so far).
-    Connecting,
-    /// Looking for a free identity.
-    Claiming,
-    /// All 1024 identities are held by others; retrying with backoff.
-    AllTaken,
-    /// Holding an identity; minting.
-    Held,
-    /// Renewals stopped answering: the fence closed, minting stopped.
-    Fenced,
-    /// Shut down; the lease was revoked.
-    Stopped,
-}
-
-impl LeaseState {
-    /// Every state, for metrics.
-    pub const ALL: [LeaseState; 6] = [
-        LeaseState::Connecting,
-        LeaseState::Claiming,
-        LeaseState::AllTaken,
-        LeaseState::Held,
-        LeaseState::Fenced,
-        LeaseState::Stopped,
-    ];
-
-    /// The state's name in metrics and logs.
-    pub const fn name(self) -> &'static str {
-        match self {
-            LeaseState::Connecting => "connecting",
-            LeaseState::Claiming => "claiming",
-            LeaseState::AllTaken => "all_taken",
-            LeaseState::Held => "held",
-            LeaseState::Fenced => "fenced",
-            LeaseState::Stopped => "stopped",
-        }
-    }
-}
-
-impl fmt::Display for LeaseState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A snapshot of the session, for `/metrics` and logs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EtcdStatus {
-    /// Where the session is.
-    pub state: LeaseState,
-    /// The identity held (or last held while fenced).
-    pub identity: Option<Identity>,
-    /// The current lease ID.
-    pub lease: Option<i64>,
-    /// The lease TTL etcd granted.
-    pub granted_ttl: Option<Duration>,
-    /// Identities claimed so far (more than one means the lease was lost).
-    pub claims: u64,
-    /// Successful keep-alives.
-    pub renewals: u64,
-    /// Keep-alives that failed or got no answer in time.
-    pub renewal_failures: u64,
-    /// Times the fence closed.
-    pub fenced: u64,
-    /// The last failure, for operators (never shown to HTTP clients).
-    pub last_error: Option<String>,
-}
-
-impl EtcdStatus {
-    fn new() -> EtcdStatus {
-        EtcdStatus {
-            state: LeaseState::Connecting,
-            identity: None,
-            lease: None,
-            granted_ttl: None,
-            claims: 0,
-            renewals: 0,
-            renewal_failures: 0,
-            fenced: 0,
-            last_error: None,
-        }
-    }
-}
-
-/// The status shared between the session task and its handle.
-type SharedStatus = Arc<Mutex<EtcdStatus>>;
-
-fn update(status: &SharedStatus, f: impl FnOnce(&mut EtcdStatus)) {
-    f(&mut status.lock().unwrap_or_else(PoisonError::into_inner));
-}
 
 /// A running lease session; see [`EtcdIdentity::spawn`].
 #[derive(Debug)]
@@ -270,7 +71,7 @@ impl EtcdIdentity {
 
     /// A cheap handle that reads the status, for `/metrics`.
     pub fn status_reader(&self) -> StatusReader {
-        StatusReader(Arc::clone(&self.status))
+        StatusReader::new(Arc::clone(&self.status))
     }
 
     /// Graceful shutdown: stops minting, then revokes the lease so the
@@ -292,20 +93,6 @@ impl EtcdIdentity {
     pub fn abandon(self) {
         self.task.abort();
         self.minter.clear();
-    }
-}
-
-/// Reads an [`EtcdIdentity`]'s status from anywhere.
-#[derive(Debug, Clone)]
-pub struct StatusReader(SharedStatus);
-
-impl StatusReader {
-    /// A snapshot of the session's state.
-    pub fn get(&self) -> EtcdStatus {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
     }
 }
 
@@ -739,35 +526,6 @@ mod tests {
             assert!(timing.renew_every * 3 <= ttl - margin, "{secs}");
             assert!(timing.request <= timing.renew_every);
         }
-    }
-
-    #[test]
-    fn options_are_checked_with_the_flag_name() {
-        let mut o = EtcdOptions::new(vec!["http://127.0.0.1:2379".into()]);
-        assert_eq!(o.validate(), Ok(()));
-        o.lease_ttl = Duration::from_secs(1);
-        assert_eq!(
-            o.validate().unwrap_err().to_string(),
-            "lease-ttl must be 2..=3600 whole seconds, got 1"
-        );
-        o.lease_ttl = Duration::from_millis(2500);
-        assert!(o.validate().unwrap_err().to_string().contains("got 2.5"));
-        o.lease_ttl = DEFAULT_LEASE_TTL;
-        o.prefix = "snowmint".into();
-        assert!(
-            o.validate()
-                .unwrap_err()
-                .to_string()
-                .starts_with("etcd-prefix must start with '/'")
-        );
-        o.prefix = "/snowmint".into();
-        o.endpoints = vec![];
-        assert!(
-            o.validate()
-                .unwrap_err()
-                .to_string()
-                .starts_with("etcd must be")
-        );
     }
 
     #[test]
