@@ -643,3 +643,58 @@ async fn a_cut_shorter_than_the_lease_fences_then_resumes_on_the_same_lease() {
     a.shutdown().await;
     check_log(&log);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_mark_is_never_issued_over_and_its_identity_is_skipped() {
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    let mut client = etcd_client::Client::connect([etcd.url()], None)
+        .await
+        .unwrap();
+    client
+        .put("/damaged/reserved/0/0", "not a number", None)
+        .await
+        .unwrap();
+    let log = Log::default();
+    let a = Instance::start("a", options(&etcd.url(), "/damaged", 2), &log);
+    a.wait_ready(Duration::from_secs(20)).await;
+    assert_eq!(
+        a.identity(),
+        Some((0, 1)),
+        "identity 0's mark cannot be trusted"
+    );
+    assert!(
+        !key_exists(&etcd.url(), "/damaged/identities/0/0").await,
+        "released"
+    );
+    let mark = client.get("/damaged/reserved/0/0", None).await.unwrap();
+    assert_eq!(
+        mark.kvs()[0].value(),
+        b"not a number",
+        "left for an operator"
+    );
+    a.shutdown().await;
+    check_log(&log);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_endpoint_in_the_list_is_routed_around() {
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    let dead = format!("http://127.0.0.1:{}", support::etcd::free_port());
+    let mut o = options(&dead, "/endpoints", 2);
+    o.endpoints.push(etcd.url());
+    let log = Log::default();
+    let a = Instance::start("a", o, &log);
+    a.wait_ready(Duration::from_secs(20)).await;
+    assert_eq!(a.identity(), Some((0, 0)));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        a.minter.is_ready(),
+        "renewals keep going through the live endpoint"
+    );
+    a.shutdown().await;
+    check_log(&log);
+}

@@ -13,7 +13,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::keys::Keys;
-use super::ops::{self, EtcdError};
+use super::ops::{self, Conn, EtcdError};
 
 /// Jobs waiting for the thread; more means etcd is far behind.
 const QUEUE: usize = 16;
@@ -109,7 +109,8 @@ fn serve(
     keys: Keys,
     timeout: Duration,
 ) {
-    let mut client = None;
+    // One endpoint at a time, the next after a failure (see `ops::Conn`).
+    let mut conn = Conn::new(&endpoints, timeout);
     while let Ok(job) = jobs.recv() {
         let deadline = match &job {
             Job::Load { deadline, .. } | Job::Store { deadline, .. } => *deadline,
@@ -121,19 +122,19 @@ fn serve(
         // The whole job, however many requests it makes, within its deadline.
         let job_done = async {
             let work = async {
-                let client = match &mut client {
-                    Some(client) => client,
-                    None => match ops::connect(&endpoints, timeout).await {
-                        Ok(c) => client.insert(c),
-                        Err(e) => {
-                            reply_err(job, e);
-                            return;
-                        }
-                    },
+                let client = match conn.client().await {
+                    Ok(client) => client,
+                    Err(e) => {
+                        reply_err(job, e);
+                        return false;
+                    }
                 };
                 match job {
                     Job::Load { n, reply, .. } => {
-                        let _ = reply.send(ops::load_mark(client, &keys, n, left).await);
+                        let result = ops::load_mark(client, &keys, n, left).await;
+                        let reached = reached_etcd(&result);
+                        let _ = reply.send(result);
+                        reached
                     }
                     Job::Store {
                         n,
@@ -142,17 +143,30 @@ fn serve(
                         reply,
                         ..
                     } => {
-                        let _ = reply
-                            .send(ops::store_mark(client, &keys, n, lease, until_ms, left).await);
+                        let result = ops::store_mark(client, &keys, n, lease, until_ms, left).await;
+                        let reached = reached_etcd(&result);
+                        let _ = reply.send(result);
+                        reached
                     }
                 }
             };
-            let _ = tokio::time::timeout(left, work).await;
+            tokio::time::timeout(left, work).await.unwrap_or(false)
         };
         // On a timeout the caller gets `Timeout` from its own wait: the job
         // (and its reply channel) is dropped here.
-        runtime.block_on(job_done);
+        if !runtime.block_on(job_done) {
+            conn.failed();
+        }
     }
+}
+
+/// Whether a request got an answer from etcd (a refusal counts: the
+/// endpoint works).
+fn reached_etcd<T>(result: &Result<T, EtcdError>) -> bool {
+    !matches!(
+        result,
+        Err(EtcdError::Request { .. } | EtcdError::Timeout { .. })
+    )
 }
 
 fn reply_err(job: Job, e: EtcdError) {

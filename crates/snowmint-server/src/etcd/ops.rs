@@ -2,6 +2,8 @@
 
 use std::collections::HashSet;
 use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use etcd_client::{
@@ -61,6 +63,15 @@ pub enum EtcdError {
         /// What it holds (shortened).
         value: String,
     },
+    /// The generator for a claimed identity could not be built (its mark
+    /// is damaged, or could not be read).
+    #[error("cannot start minting as {identity}: {reason}")]
+    Build {
+        /// The identity.
+        identity: String,
+        /// Why.
+        reason: String,
+    },
     /// The thread that serves the synchronous reservation store has stopped,
     /// or its queue is full.
     #[error("the etcd reservation worker is unavailable: {0}")]
@@ -80,11 +91,11 @@ pub(crate) async fn timed<T>(
     }
 }
 
-/// A client for `endpoints`. Connections are made lazily and re-made after
-/// failures by the client itself; HTTP/2 pings notice a dead line within
-/// about two `request_timeout`s so the next request dials again.
+/// A client for one endpoint. The connection is made lazily and re-made
+/// after failures by the client itself; HTTP/2 pings notice a dead line
+/// within about two `request_timeout`s so the next request dials again.
 pub(crate) async fn connect(
-    endpoints: &[String],
+    endpoint: &str,
     request_timeout: Duration,
 ) -> Result<Client, EtcdError> {
     let options = ConnectOptions::new()
@@ -95,9 +106,79 @@ pub(crate) async fn connect(
     timed(
         "connect",
         request_timeout,
-        Client::connect(endpoints, Some(options)),
+        Client::connect([endpoint], Some(options)),
     )
     .await
+}
+
+/// A client pinned to one endpoint at a time that moves on to the next
+/// after a failure, as etcd's own Go client does. (The client's balanced
+/// channel over all endpoints keeps sending a share of the requests to a
+/// dead member, so a claim of several steps, or a renewal, would fail at
+/// random for as long as one member is down.)
+pub(crate) struct Conn {
+    endpoints: Arc<[String]>,
+    /// Index of the endpoint in use; shared so a shutdown starts from the
+    /// endpoint that last worked.
+    index: Arc<AtomicUsize>,
+    client: Option<Client>,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conn")
+            .field("endpoint", &self.endpoint())
+            .field("connected", &self.client.is_some())
+            .finish()
+    }
+}
+
+impl Conn {
+    pub(crate) fn new(endpoints: &[String], timeout: Duration) -> Conn {
+        Conn {
+            endpoints: endpoints.into(),
+            index: Arc::new(AtomicUsize::new(0)),
+            client: None,
+            timeout,
+        }
+    }
+
+    /// Another handle on the same endpoint list and position, without a
+    /// connection of its own yet.
+    pub(crate) fn sibling(&self) -> Conn {
+        Conn {
+            endpoints: Arc::clone(&self.endpoints),
+            index: Arc::clone(&self.index),
+            client: None,
+            timeout: self.timeout,
+        }
+    }
+
+    /// The endpoint in use.
+    pub(crate) fn endpoint(&self) -> &str {
+        &self.endpoints[self.index.load(Ordering::Relaxed) % self.endpoints.len()]
+    }
+
+    /// The client for the endpoint in use, connected lazily.
+    pub(crate) async fn client(&mut self) -> Result<&mut Client, EtcdError> {
+        if self.client.is_none() {
+            let endpoint = self.endpoint().to_owned();
+            self.client = Some(connect(&endpoint, self.timeout).await?);
+        }
+        Ok(self.client.as_mut().expect("connected above"))
+    }
+
+    /// A request failed: drop the connection and move to the next endpoint.
+    pub(crate) fn failed(&mut self) {
+        self.client = None;
+        self.index.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many endpoints there are.
+    pub(crate) fn len(&self) -> usize {
+        self.endpoints.len()
+    }
 }
 
 /// A granted lease.
@@ -142,7 +223,8 @@ pub(crate) async fn revoke(
 /// Claims the first free identity for `lease`: one range read of the
 /// identity keys picks the candidates, then one transaction per candidate
 /// creates its key only if it is absent. `prefer` is tried first (a holder
-/// that lost its lease gets its old identity back if it is still free).
+/// that lost its lease gets its old identity back if it is still free);
+/// identities in `avoid` are never tried.
 ///
 /// `Ok(None)`: every identity is held.
 pub(crate) async fn claim(
@@ -151,6 +233,7 @@ pub(crate) async fn claim(
     lease: i64,
     holder: &str,
     prefer: Option<u16>,
+    avoid: &HashSet<u16>,
     after: Duration,
 ) -> Result<Option<u16>, EtcdError> {
     let taken: HashSet<u16> = timed(
@@ -169,7 +252,7 @@ pub(crate) async fn claim(
     let candidates = prefer
         .into_iter()
         .chain(all_identities())
-        .filter(|n| !taken.contains(n));
+        .filter(|n| !taken.contains(n) && !avoid.contains(n));
     for n in candidates {
         let key = keys.identity(n);
         let txn = Txn::new()

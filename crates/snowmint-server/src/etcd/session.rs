@@ -1,17 +1,18 @@
 //! The lease session: claim an identity, keep its lease alive, fence the
 //! minter when renewals stop, re-claim, and revoke on shutdown.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use etcd_client::{Client, LeaseKeepAliveStream, LeaseKeeper};
+use etcd_client::{LeaseKeepAliveStream, LeaseKeeper};
 use snowmint::Generator;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::bridge::Bridge;
 use super::keys::Keys;
-use super::ops::{self, EtcdError, Granted};
+use super::ops::{self, Conn, EtcdError, Granted};
 use super::options::{EtcdOptions, OptionsError, fence_margin};
 use super::status::{EtcdStatus, LeaseState, SharedStatus, StatusReader, update};
 use super::store::EtcdStore;
@@ -42,6 +43,11 @@ impl EtcdIdentity {
             .map_err(|e| SpawnError::Thread(e.to_string()))?;
         let status = Arc::new(Mutex::new(EtcdStatus::new()));
         let (shutdown, shutdown_rx) = watch::channel(false);
+        let endpoints: Vec<String> = options
+            .endpoints
+            .iter()
+            .map(|e| e.trim().to_owned())
+            .collect();
         let session = Session {
             options,
             keys,
@@ -50,6 +56,7 @@ impl EtcdIdentity {
             minter: Arc::clone(&minter),
             status: Arc::clone(&status),
             current: Arc::new(Mutex::new(None)),
+            conn: Conn::new(&endpoints, timing.request),
         };
         let task = runtime.spawn(session.run(shutdown_rx));
         Ok(EtcdIdentity {
@@ -110,6 +117,9 @@ pub enum SpawnError {
     #[error("cannot start the etcd reservation thread: {0}")]
     Thread(String),
 }
+
+/// Pause before retrying a failed renewal.
+const RETRY_AFTER_FAILURE: Duration = Duration::from_millis(200);
 
 /// Durations derived from the TTL.
 #[derive(Debug, Clone, Copy)]
@@ -178,8 +188,8 @@ impl Backoff {
     }
 }
 
-/// The lease and client to revoke on shutdown.
-type Current = Arc<Mutex<Option<(Client, i64)>>>;
+/// The lease to revoke on shutdown.
+type Current = Arc<Mutex<Option<i64>>>;
 
 struct Session {
     options: EtcdOptions,
@@ -189,6 +199,8 @@ struct Session {
     minter: Arc<Minter>,
     status: SharedStatus,
     current: Current,
+    /// Endpoints and the one in use; each task takes a sibling.
+    conn: Conn,
 }
 
 /// How holding an identity ended.
@@ -211,8 +223,21 @@ impl Session {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        if let Some((mut client, lease)) = current {
-            match ops::revoke(&mut client, lease, self.timing.request).await {
+        if let Some(lease) = current {
+            // From the endpoint that last worked, then the others.
+            let mut conn = self.conn.sibling();
+            let mut outcome = Ok(());
+            for _ in 0..conn.len() {
+                outcome = match conn.client().await {
+                    Ok(client) => ops::revoke(client, lease, self.timing.request).await,
+                    Err(e) => Err(e),
+                };
+                if outcome.is_ok() {
+                    break;
+                }
+                conn.failed();
+            }
+            match outcome {
                 Ok(()) => {
                     tracing::info!(lease = %format_args!("{lease:x}"), "etcd lease revoked; identity freed")
                 }
@@ -228,19 +253,15 @@ impl Session {
     async fn lifecycle(&self) {
         let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
         let mut prefer = None;
-        let mut client = None;
+        // Identities whose reservation mark is damaged: never claimed again
+        // by this process (an operator has to look at them).
+        let mut avoid = HashSet::new();
+        let mut conn = self.conn.sibling();
         loop {
-            let client = match &mut client {
-                Some(client) => client,
-                None => match ops::connect(&self.options.endpoints, self.timing.request).await {
-                    Ok(c) => client.insert(c),
-                    Err(e) => {
-                        self.unreachable(&e, &mut backoff).await;
-                        continue;
-                    }
-                },
-            };
-            match self.claim_and_hold(client, prefer, &mut backoff).await {
+            match self
+                .claim_and_hold(&mut conn, prefer, &mut avoid, &mut backoff)
+                .await
+            {
                 Ok(held) => prefer = Some(held),
                 Err(e) => {
                     if matches!(e, EtcdError::AllTaken { .. }) {
@@ -252,6 +273,7 @@ impl Session {
                         });
                         tokio::time::sleep(wait).await;
                     } else {
+                        conn.failed();
                         self.unreachable(&e, &mut backoff).await;
                     }
                 }
@@ -275,32 +297,38 @@ impl Session {
     /// the lease alive until it is lost. Returns the identity number held.
     async fn claim_and_hold(
         &self,
-        client: &mut Client,
+        conn: &mut Conn,
         prefer: Option<u16>,
+        avoid: &mut HashSet<u16>,
         backoff: &mut Backoff,
     ) -> Result<u16, EtcdError> {
         let t = self.timing.request;
-        let granted = ops::grant(client, self.timing.ttl, t).await?;
-        *self.current.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some((client.clone(), granted.id));
+        let granted = ops::grant(conn.client().await?, self.timing.ttl, t).await?;
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(granted.id);
         update(&self.status, |s| {
             s.state = LeaseState::Claiming;
             s.lease = Some(granted.id);
             s.granted_ttl = Some(granted.ttl);
         });
-        let claimed = ops::claim(
-            client,
-            &self.keys,
-            granted.id,
-            &self.options.holder,
-            prefer,
-            t,
-        )
-        .await;
+        let claimed = match conn.client().await {
+            Ok(client) => {
+                ops::claim(
+                    client,
+                    &self.keys,
+                    granted.id,
+                    &self.options.holder,
+                    prefer,
+                    avoid,
+                    t,
+                )
+                .await
+            }
+            Err(e) => Err(e),
+        };
         let n = match claimed {
             Ok(Some(n)) => n,
             other => {
-                self.give_up(client, granted.id).await;
+                self.give_up(conn, granted.id).await;
                 return Err(other.err().unwrap_or(EtcdError::AllTaken {
                     prefix: self.keys.prefix().to_owned(),
                 }));
@@ -316,14 +344,27 @@ impl Session {
         let generator = match built {
             Ok(Ok(generator)) => Arc::new(generator),
             Ok(Err(e)) => {
-                tracing::error!(%identity, error = %e, "cannot build the generator; releasing the identity");
-                self.give_up(client, granted.id).await;
-                return Err(EtcdError::Worker(
-                    "the generator could not load its reservation",
-                ));
+                let damaged = matches!(
+                    &e,
+                    snowmint::BuildError::Store(store) if store.kind() == snowmint::StoreErrorKind::Damaged
+                );
+                if damaged {
+                    avoid.insert(n);
+                }
+                tracing::error!(
+                    %identity,
+                    error = %e,
+                    skipped_from_now_on = damaged,
+                    "cannot build the generator; releasing the identity"
+                );
+                self.give_up(conn, granted.id).await;
+                return Err(EtcdError::Build {
+                    identity: identity.to_string(),
+                    reason: e.to_string(),
+                });
             }
             Err(_) => {
-                self.give_up(client, granted.id).await;
+                self.give_up(conn, granted.id).await;
                 return Err(EtcdError::Worker("the generator build panicked"));
             }
         };
@@ -345,18 +386,24 @@ impl Session {
             "holding worker identity"
         );
         let Lost::Lease = self
-            .hold(client, granted, identity, n, generator, fence)
+            .hold(conn, granted, identity, n, generator, fence)
             .await;
         self.minter.clear();
         // Usually gone already; if only the key was lost, free the lease too.
-        self.give_up(client, granted.id).await;
+        self.give_up(conn, granted.id).await;
         tracing::warn!(%identity, "etcd lease lost; claiming again");
         Ok(n)
     }
 
     /// Best-effort revoke of a lease that holds nothing useful.
-    async fn give_up(&self, client: &mut Client, lease: i64) {
-        let _ = ops::revoke(client, lease, self.timing.request).await;
+    async fn give_up(&self, conn: &mut Conn, lease: i64) {
+        let revoked = match conn.client().await {
+            Ok(client) => ops::revoke(client, lease, self.timing.request).await,
+            Err(e) => Err(e),
+        };
+        if revoked.is_err() {
+            conn.failed();
+        }
         *self.current.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
@@ -364,7 +411,7 @@ impl Session {
     /// minter when the fence closes, re-installs when renewals come back.
     async fn hold(
         &self,
-        client: &mut Client,
+        conn: &mut Conn,
         granted: Granted,
         identity: Identity,
         n: u16,
@@ -398,7 +445,7 @@ impl Session {
                 }
             }
             let sent = Instant::now();
-            match self.renew(client, &mut stream, lease).await {
+            match self.renew(conn, &mut stream, lease).await {
                 Ok(ttl) => {
                     deadline = Timing::deadline(sent, ttl);
                     if installed {
@@ -406,7 +453,13 @@ impl Session {
                     } else {
                         // The lease outlived the silence; make sure the key
                         // is still ours before issuing again.
-                        match ops::holds(client, &self.keys, n, lease, self.timing.request).await {
+                        let check = match conn.client().await {
+                            Ok(client) => {
+                                ops::holds(client, &self.keys, n, lease, self.timing.request).await
+                            }
+                            Err(e) => Err(e),
+                        };
+                        match check {
                             Ok(true) => {
                                 fence = Arc::new(Fence::until(deadline));
                                 self.minter.install(
@@ -420,7 +473,8 @@ impl Session {
                             Ok(false) => return Lost::Lease,
                             Err(e) => {
                                 stream = None;
-                                next = Instant::now() + self.timing.renew_every / 3;
+                                conn.failed();
+                                next = Instant::now() + RETRY_AFTER_FAILURE;
                                 update(&self.status, |s| s.last_error = Some(e.to_string()));
                                 continue;
                             }
@@ -437,6 +491,7 @@ impl Session {
                 Err(EtcdError::LeaseGone { .. }) => return Lost::Lease,
                 Err(e) => {
                     stream = None;
+                    conn.failed();
                     if failing_since.is_none() {
                         tracing::warn!(%identity, error = %e, "lease renewal failed; retrying");
                     }
@@ -445,8 +500,10 @@ impl Session {
                         s.renewal_failures += 1;
                         s.last_error = Some(e.to_string());
                     });
-                    next = Instant::now()
-                        + (self.timing.renew_every / 3).max(Duration::from_millis(100));
+                    // Soon: every moment counts before the fence closes,
+                    // and a failure has usually taken a request timeout
+                    // already, so this is no hot loop.
+                    next = Instant::now() + RETRY_AFTER_FAILURE;
                 }
             }
         }
@@ -457,7 +514,7 @@ impl Session {
     /// never taken for a newer request's.
     async fn renew(
         &self,
-        client: &mut Client,
+        conn: &mut Conn,
         stream: &mut Option<(LeaseKeeper, LeaseKeepAliveStream)>,
         lease: i64,
     ) -> Result<Duration, EtcdError> {
@@ -468,6 +525,7 @@ impl Session {
             _ => false,
         };
         if stream.is_none() {
+            let client = conn.client().await?;
             match tokio::time::timeout(t, client.lease_keep_alive(lease)).await {
                 Ok(Ok(opened)) => *stream = Some(opened),
                 Ok(Err(e)) if gone(&e) => return Err(EtcdError::LeaseGone { lease }),

@@ -17,9 +17,9 @@ async fn claims_are_exclusive_and_marks_are_guarded_by_the_lease() {
     let Some(etcd) = support::etcd::EtcdServer::start() else {
         return;
     };
-    let endpoints = vec![etcd.url()];
+    let endpoints = [etcd.url()];
     let keys = Keys::new("/test");
-    let mut client = ops::connect(&endpoints, T).await.unwrap();
+    let mut client = ops::connect(&endpoints[0], T).await.unwrap();
 
     let a = ops::grant(&mut client, Duration::from_secs(30), T)
         .await
@@ -27,10 +27,10 @@ async fn claims_are_exclusive_and_marks_are_guarded_by_the_lease() {
     let b = ops::grant(&mut client, Duration::from_secs(30), T)
         .await
         .unwrap();
-    let ia = ops::claim(&mut client, &keys, a.id, "a", None, T)
+    let ia = ops::claim(&mut client, &keys, a.id, "a", None, &Default::default(), T)
         .await
         .unwrap();
-    let ib = ops::claim(&mut client, &keys, b.id, "b", None, T)
+    let ib = ops::claim(&mut client, &keys, b.id, "b", None, &Default::default(), T)
         .await
         .unwrap();
     assert_eq!(
@@ -42,9 +42,17 @@ async fn claims_are_exclusive_and_marks_are_guarded_by_the_lease() {
     let c = ops::grant(&mut client, Duration::from_secs(30), T)
         .await
         .unwrap();
-    let ic = ops::claim(&mut client, &keys, c.id, "c", Some(0), T)
-        .await
-        .unwrap();
+    let ic = ops::claim(
+        &mut client,
+        &keys,
+        c.id,
+        "c",
+        Some(0),
+        &Default::default(),
+        T,
+    )
+    .await
+    .unwrap();
     assert_eq!(ic, Some(2));
 
     // Marks: absent, then written, raised, never lowered.
@@ -84,7 +92,7 @@ async fn claims_are_exclusive_and_marks_are_guarded_by_the_lease() {
         .await
         .unwrap();
     assert_eq!(
-        ops::claim(&mut client, &keys, d.id, "d", None, T)
+        ops::claim(&mut client, &keys, d.id, "d", None, &Default::default(), T)
             .await
             .unwrap(),
         Some(0)
@@ -97,7 +105,7 @@ async fn claims_are_exclusive_and_marks_are_guarded_by_the_lease() {
     // Another prefix is another cluster.
     let other = Keys::new("/other/");
     assert_eq!(
-        ops::claim(&mut client, &other, d.id, "d", None, T)
+        ops::claim(&mut client, &other, d.id, "d", None, &Default::default(), T)
             .await
             .unwrap(),
         Some(0)
@@ -110,7 +118,7 @@ async fn all_identities_taken_is_none() {
         return;
     };
     let keys = Keys::new("/full");
-    let mut client = ops::connect(&[etcd.url()], T).await.unwrap();
+    let mut client = ops::connect(&etcd.url(), T).await.unwrap();
     let lease = ops::grant(&mut client, Duration::from_secs(30), T)
         .await
         .unwrap();
@@ -135,18 +143,34 @@ async fn all_identities_taken_is_none() {
         .await
         .unwrap();
     assert_eq!(
-        ops::claim(&mut client, &keys, last.id, "x", None, T)
-            .await
-            .unwrap(),
+        ops::claim(
+            &mut client,
+            &keys,
+            last.id,
+            "x",
+            None,
+            &Default::default(),
+            T
+        )
+        .await
+        .unwrap(),
         Some(1023)
     );
     let none = ops::grant(&mut client, Duration::from_secs(30), T)
         .await
         .unwrap();
     assert_eq!(
-        ops::claim(&mut client, &keys, none.id, "y", None, T)
-            .await
-            .unwrap(),
+        ops::claim(
+            &mut client,
+            &keys,
+            none.id,
+            "y",
+            None,
+            &Default::default(),
+            T
+        )
+        .await
+        .unwrap(),
         None
     );
 }
@@ -160,14 +184,22 @@ fn bridge_serves_blocking_callers_inside_and_outside_a_runtime() {
     let endpoints = vec![etcd.url()];
     let rt = tokio::runtime::Runtime::new().unwrap();
     let lease = rt.block_on(async {
-        let mut client = ops::connect(&endpoints, T).await.unwrap();
+        let mut client = ops::connect(&endpoints[0], T).await.unwrap();
         let lease = ops::grant(&mut client, Duration::from_secs(30), T)
             .await
             .unwrap();
         assert_eq!(
-            ops::claim(&mut client, &keys, lease.id, "z", None, T)
-                .await
-                .unwrap(),
+            ops::claim(
+                &mut client,
+                &keys,
+                lease.id,
+                "z",
+                None,
+                &Default::default(),
+                T
+            )
+            .await
+            .unwrap(),
             Some(0)
         );
         lease
