@@ -3,10 +3,12 @@
 //! follows the clock).
 //!
 //! ```text
-//! cargo bench -p snowmint --bench generator -- --measurement-time 3
+//! cargo bench -p snowmint --features tsc --bench generator -- --measurement-time 3
 //! ```
 //!
-//! - `clock/*`: what one clock read costs (the floor of one `next_id`).
+//! - `clock/*`: what one clock read costs (the floor of one `next_id`):
+//!   `std`'s `Instant` and `SystemTime`, `quanta`'s, and `SystemClock` on
+//!   `Instant` (`-std`) and, with the `tsc` feature, on the counter (`-tsc`).
 //! - `uncontended/*`: one call, never waiting: timed in chunks of 1000 calls
 //!   that each start at a fresh millisecond, so no chunk runs into the
 //!   4096-per-millisecond limit (a plain loop would measure the limit, not
@@ -62,23 +64,40 @@ fn clock(c: &mut Criterion) {
     let mut g = c.benchmark_group("clock");
     g.bench_function("Instant::now", |b| b.iter(Instant::now));
     g.bench_function("SystemTime::now", |b| b.iter(SystemTime::now));
-    let system = SystemClock::new();
-    g.bench_function("SystemClock::now_ms", |b| b.iter(|| system.now_ms()));
+    let q = quanta::Clock::new();
+    g.bench_function("quanta::Instant::now", |b| b.iter(quanta::Instant::now));
+    g.bench_function("quanta::Clock::raw", |b| b.iter(|| q.raw()));
+    let std = SystemClock::monotonic();
+    g.bench_function("SystemClock::now_ms-std", |b| b.iter(|| std.now_ms()));
+    if cfg!(feature = "tsc") {
+        let tsc = SystemClock::new();
+        g.bench_function("SystemClock::now_ms-tsc", |b| b.iter(|| tsc.now_ms()));
+    }
     g.finish();
 }
 
 fn uncontended(c: &mut Criterion) {
     // The generator and the chunking read one clock, so that a timed chunk
     // starts exactly at a fresh millisecond of the generator's clock.
-    let wall = Arc::new(SystemClock::new());
+    let wall = Arc::new(SystemClock::monotonic());
     let mut g = c.benchmark_group("uncontended");
     let ours = Generator::builder(1, 1)
         .clock(Arc::clone(&wall))
         .build()
         .unwrap();
-    g.bench_function("snowmint", |b| {
+    g.bench_function("snowmint-std", |b| {
         b.iter_custom(|iters| chunked(iters, &wall, || drop(black_box(ours.next_id()))))
     });
+    if cfg!(feature = "tsc") {
+        let tsc = Arc::new(SystemClock::new());
+        let ours = Generator::builder(1, 1)
+            .clock(Arc::clone(&tsc))
+            .build()
+            .unwrap();
+        g.bench_function("snowmint-tsc", |b| {
+            b.iter_custom(|iters| chunked(iters, &tsc, || drop(black_box(ours.next_id()))))
+        });
+    }
     let manual = Generator::builder(1, 1)
         .clock(ManualClock::new(1_700_000_000_000))
         .build()

@@ -3,7 +3,7 @@
 //! how stale an issued ID's timestamp gets compared with the clock.
 //!
 //! ```text
-//! cargo run -p snowmint --release --example throughput [-- SECONDS]
+//! cargo run -p snowmint --release [--features tsc] --example throughput [-- SECONDS]
 //! ```
 //!
 //! Each generator runs for SECONDS (default 2) with 1 thread, then with 2
@@ -15,7 +15,7 @@
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use snowmint::Generator;
+use snowmint::{Generator, SystemClock};
 
 const LIMIT: f64 = 4_096_000.0;
 
@@ -130,10 +130,25 @@ fn main() {
         "generator", "threads", "IDs/s", "of limit", "CPU-s/s", "max stale"
     );
     for threads in [1, 2] {
-        let minters: [(&str, Arc<dyn Minter>); 3] = [
+        let minters: [(&str, Arc<dyn Minter>); 4] = [
+            // `SystemClock::new` reads the time-stamp counter with the `tsc`
+            // feature; `monotonic` always reads `Instant`.
             (
-                "snowmint",
+                if cfg!(feature = "tsc") {
+                    "snowmint-tsc"
+                } else {
+                    "snowmint"
+                },
                 Arc::new(Snowmint(Generator::new(1, 1).unwrap())),
+            ),
+            (
+                "snowmint-std",
+                Arc::new(Snowmint(
+                    Generator::builder(1, 1)
+                        .clock(SystemClock::monotonic())
+                        .build()
+                        .unwrap(),
+                )),
             ),
             (
                 "snowflaked",

@@ -75,6 +75,28 @@ const SPIN_BELOW: Duration = Duration::from_micros(20);
 /// Reading it costs one monotonic clock read (`Instant::now`, a vDSO call on
 /// Linux) and two relaxed atomic loads.
 ///
+/// With the `tsc` feature, the monotonic part is read from the CPU's
+/// time-stamp counter instead (through [`quanta`](https://docs.rs/quanta),
+/// one `rdtsc` and a multiply; about half the cost of `Instant::now`), mapped
+/// onto the monotonic clock and recalibrated against it about once a second:
+///
+/// - A counter that runs *slow* (its calibration is off, or it is not
+///   invariant) would make IDs stale: at each recalibration the clock jumps
+///   forward to the monotonic clock, so it is never behind it by more than
+///   what one second of drift adds up to (microseconds for a calibration
+///   error of 10^-6).
+/// - A counter that runs *fast* would make IDs' timestamps run ahead of the
+///   clock: when a recalibration finds the reading ahead of the monotonic
+///   clock, the next second runs correspondingly slower (a slew, so the
+///   reading never goes back); a reading found more than 0.2 ms ahead is
+///   stepped back to the monotonic clock (the generator absorbs the step, as
+///   it absorbs any clock step back).
+/// - Each second's rate is the one measured over the previous second, so in
+///   steady state the reading follows the monotonic clock within
+///   microseconds. The wall-clock re-anchoring (forward only) is unchanged.
+/// - On a CPU without an invariant counter, `quanta` reads the monotonic
+///   clock itself, and all of the above still holds.
+///
 /// ```
 /// use snowmint::{Clock, SystemClock};
 /// let clock = SystemClock::new();
@@ -90,6 +112,11 @@ pub struct SystemClock {
     offset_ns: AtomicU64,
     /// Nanoseconds after `origin` at which to compare with the wall clock next.
     next_check_ns: AtomicU64,
+    /// With the `tsc` feature: the time-stamp counter, mapped onto the
+    /// monotonic clock's time since `origin`.
+    /// `None` when built by [`SystemClock::monotonic`].
+    #[cfg(feature = "tsc")]
+    tsc: Option<tsc::Counter>,
 }
 
 impl Default for SystemClock {
@@ -100,7 +127,24 @@ impl Default for SystemClock {
 
 impl SystemClock {
     /// Anchors a new clock at the current wall-clock time.
+    ///
+    /// With the `tsc` feature the first call in a process also calibrates
+    /// the time-stamp counter (in `quanta`: usually about a millisecond, at
+    /// most 200 ms).
     pub fn new() -> SystemClock {
+        let clock = SystemClock::monotonic();
+        #[cfg(feature = "tsc")]
+        let clock = SystemClock {
+            tsc: Some(tsc::Counter::new(clock.origin)),
+            ..clock
+        };
+        clock
+    }
+
+    /// A clock whose monotonic part is always `Instant`, even with the `tsc`
+    /// feature (to compare the two, or where the time-stamp counter is not
+    /// trusted). Without the feature, the same as [`SystemClock::new`].
+    pub fn monotonic() -> SystemClock {
         let origin = Instant::now();
         // Take the tightest of a few samples, so that a thread preempted
         // between the two reads does not anchor the clock ahead.
@@ -118,17 +162,60 @@ impl SystemClock {
             origin,
             offset_ns: AtomicU64::new(offset),
             next_check_ns: AtomicU64::new(duration_ns(RECHECK_EVERY)),
+            #[cfg(feature = "tsc")]
+            tsc: None,
         }
     }
 
     /// The current time in Unix nanoseconds.
     #[inline]
     pub fn now_ns(&self) -> u64 {
+        let elapsed = self.elapsed_ns();
+        self.offset_ns.load(Ordering::Relaxed) + elapsed
+    }
+
+    /// Monotonic nanoseconds since `origin`, re-anchoring on the wall clock
+    /// when it is time to.
+    #[inline]
+    fn instant_elapsed_ns(&self) -> u64 {
         let elapsed = duration_ns(self.origin.elapsed());
         if elapsed >= self.next_check_ns.load(Ordering::Relaxed) {
             self.reanchor(elapsed);
         }
-        self.offset_ns.load(Ordering::Relaxed) + elapsed
+        elapsed
+    }
+
+    #[cfg(not(feature = "tsc"))]
+    #[inline]
+    fn elapsed_ns(&self) -> u64 {
+        self.instant_elapsed_ns()
+    }
+
+    /// Monotonic nanoseconds since `origin` from the time-stamp counter
+    /// (unless built by `monotonic`); the counter's recalibration (about once
+    /// a second) also re-anchors on the wall clock when it is time to.
+    #[cfg(feature = "tsc")]
+    #[inline]
+    fn elapsed_ns(&self) -> u64 {
+        match &self.tsc {
+            Some(tsc) => tsc.elapsed_ns(self.origin, |elapsed| {
+                if elapsed >= self.next_check_ns.load(Ordering::Relaxed) {
+                    self.reanchor(elapsed);
+                }
+            }),
+            None => self.instant_elapsed_ns(),
+        }
+    }
+
+    /// Makes the next reading compare with the wall clock (and, with `tsc`,
+    /// recalibrate the counter).
+    #[cfg(test)]
+    fn expire_checks(&self) {
+        self.next_check_ns.store(0, Ordering::Relaxed);
+        #[cfg(feature = "tsc")]
+        if let Some(tsc) = &self.tsc {
+            tsc.expire();
+        }
     }
 
     /// Jumps forward if the wall clock is ahead; never back.
@@ -204,6 +291,9 @@ fn wall_ns() -> u64 {
         .map(duration_ns)
         .unwrap_or(0)
 }
+
+#[cfg(feature = "tsc")]
+mod tsc;
 
 /// A clock for tests: it reads what it was set to, and time passes only
 /// when a test moves it or when someone waits on it.
@@ -327,7 +417,7 @@ mod tests {
         // (A sample taken across a preemption is skipped, so allow retries.)
         let mut after = 0;
         for _ in 0..100 {
-            clock.next_check_ns.store(0, Ordering::Relaxed);
+            clock.expire_checks();
             after = clock.now_ns();
             if after >= before {
                 break;
@@ -340,7 +430,7 @@ mod tests {
             .offset_ns
             .fetch_add(3_600 * 1_000 * NANOS_PER_MS, Ordering::Relaxed);
         let ahead = clock.now_ns();
-        clock.next_check_ns.store(0, Ordering::Relaxed);
+        clock.expire_checks();
         assert!(clock.now_ns() >= ahead);
     }
 

@@ -261,7 +261,10 @@ impl Generator {
         // expected to be monotonic across threads).
         let mut cur = self.hot.state.load(Ordering::Acquire);
         let mut now = self.clock.now_ms();
-        let mut read_after = cur;
+        // Not a state value (those are below 2^53): the first reading that
+        // is behind the state is read again before it counts as a regression,
+        // because a time-stamp counter read is not ordered after the load.
+        let mut read_after = u64::MAX;
         let mut waited = Duration::ZERO;
         let mut counted_wait = false;
         loop {
@@ -286,9 +289,10 @@ impl Generator {
             } else {
                 if now_delta < last {
                     if read_after != cur {
-                        // The reading predates the state we now hold: read
-                        // again before believing the clock went back.
-                        now = self.clock.now_ms();
+                        // The reading predates the state we now hold (or
+                        // may): read again, after this branch on the loaded
+                        // state, before believing the clock went back.
+                        now = self.reread_clock();
                         read_after = cur;
                         continue;
                     }
@@ -382,6 +386,14 @@ impl Generator {
         }
     }
 
+    /// The clock again, on the rare path where a reading is behind the
+    /// state (kept out of line so the hot loop stays small).
+    #[cold]
+    #[inline(never)]
+    fn reread_clock(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
     #[cold]
     fn note_regression(&self, behind_ms: u64) {
         if !self.hot.behind.load(Ordering::Relaxed)
@@ -438,6 +450,12 @@ impl Generator {
             return Ok(());
         };
         let mark = delta_ms.saturating_add(self.window_ms).min(MAX_DELTA_MS);
+        self.publish_mark(store.as_ref(), mark)
+    }
+
+    /// Makes `mark` (ms since the epoch) durable, then publishes it to the
+    /// hot path; the caller holds `reserve_lock`.
+    fn publish_mark(&self, store: &dyn ReservationStore, mark: u64) -> Result<(), StoreError> {
         match store.store(mark + TWITTER_EPOCH_MS) {
             Ok(()) => {
                 self.hot.reserved_until.store(mark, Ordering::SeqCst);
@@ -473,22 +491,9 @@ impl Generator {
         // read what has been claimed so far.
         let previous = self.hot.reserved_until.swap(0, Ordering::SeqCst);
         let last = self.hot.state.load(Ordering::SeqCst) >> SEQUENCE_BITS;
-        match store.store(last + TWITTER_EPOCH_MS) {
-            Ok(()) => {
-                self.hot.reserved_until.store(last, Ordering::SeqCst);
-                self.counters
-                    .reservation_writes
-                    .fetch_add(1, Ordering::Relaxed);
-                Ok(())
-            }
-            Err(e) => {
-                self.hot.reserved_until.store(previous, Ordering::SeqCst);
-                self.counters
-                    .reservation_failures
-                    .fetch_add(1, Ordering::Relaxed);
-                Err(e)
-            }
-        }
+        self.publish_mark(store.as_ref(), last).inspect_err(|_| {
+            self.hot.reserved_until.store(previous, Ordering::SeqCst);
+        })
     }
 
     /// The datacenter ID this generator mints for.
