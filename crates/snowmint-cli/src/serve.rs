@@ -40,6 +40,20 @@ pub struct ServeArgs {
     #[arg(long, env = "SNOWMINT_LEASE_TTL", default_value_t = 10, value_name = "SECONDS",
           value_parser = clap::value_parser!(u64).range(2..=3600))]
     pub lease_ttl: u64,
+    /// Key prefix of the identities in etcd; clusters with different
+    /// prefixes share one etcd without sharing identities.
+    #[arg(
+        long,
+        env = "SNOWMINT_ETCD_PREFIX",
+        default_value = "/snowmint",
+        value_name = "PREFIX"
+    )]
+    pub etcd_prefix: String,
+    /// Static identity from a Kubernetes StatefulSet pod's ordinal: hostname
+    /// NAME-N is identity N (datacenter N / 32, worker N % 32), N 0-1023.
+    #[arg(long, env = "SNOWMINT_WORKER_FROM_HOSTNAME",
+          conflicts_with_all = ["datacenter", "worker", "etcd"])]
+    pub worker_from_hostname: bool,
     /// Where the static identity's reservation is kept
     /// [default: $XDG_STATE_HOME/snowmint, ~/.local/state/snowmint or ./.snowmint-state].
     #[arg(long, env = "SNOWMINT_STATE_DIR", value_name = "DIR")]
@@ -59,6 +73,7 @@ impl ServeArgs {
             .cloned()
             .collect();
         config.lease_ttl = Duration::from_secs(self.lease_ttl);
+        config.etcd_prefix = self.etcd_prefix.clone();
         if let Some(dir) = &self.state_dir {
             config.state_dir = dir.clone();
         }
@@ -88,7 +103,13 @@ pub fn run_cli(args: ServeArgs) -> Result<(), CliError> {
 
 /// Runs the service until SIGINT or SIGTERM.
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let config = args.config();
+    let mut config = args.config();
+    if args.worker_from_hostname {
+        let (datacenter, worker) = snowmint_server::hostname::identity_from_hostname()
+            .map_err(|e| UsageError(e.to_string()))?;
+        config.datacenter = datacenter;
+        config.worker = worker;
+    }
     if !config.etcd_endpoints.is_empty() && !cfg!(feature = "etcd") {
         return Err(UsageError(
             "--etcd needs a snowmint built with `--features etcd` \
@@ -108,6 +129,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    #[cfg(feature = "etcd")]
+    if !config.etcd_endpoints.is_empty() {
+        return runtime.block_on(serve_etcd(config));
+    }
     runtime.block_on(async move {
         // The etcd identity source (feature `etcd`) plugs in here; until it
         // does, refuse rather than silently serving a static identity.
@@ -134,6 +159,35 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         snowmint_server::run(listener, state, shutdown_signal()).await?;
         Ok(())
     })
+}
+
+/// Distributed mode: the identity is leased from etcd; the lease is
+/// revoked after the server stops, so the identity is free at once.
+#[cfg(feature = "etcd")]
+async fn serve_etcd(config: snowmint_server::Config) -> anyhow::Result<()> {
+    use snowmint_server::etcd::{SpawnError, etcd_state};
+    let (state, session) = etcd_state(&config).map_err(|e| match e {
+        SpawnError::Options(e) => anyhow::Error::new(UsageError(e.to_string())),
+        other => anyhow::Error::new(other),
+    })?;
+    let listener = match tokio::net::TcpListener::bind(config.listen).await {
+        Ok(listener) => listener,
+        Err(e) => {
+            session.shutdown().await;
+            return Err(e).with_context(|| format!("cannot listen on {}", config.listen));
+        }
+    };
+    eprintln!(
+        "snowmint: serving the explorer on http://{}/ (identity leased from etcd {} under {}, lease TTL {} s)",
+        listener.local_addr().unwrap_or(config.listen),
+        config.etcd_endpoints.join(","),
+        config.etcd_prefix,
+        config.lease_ttl.as_secs()
+    );
+    let served = snowmint_server::run(listener, state, shutdown_signal()).await;
+    session.shutdown().await;
+    served?;
+    Ok(())
 }
 
 /// Resolves on ctrl-c (SIGINT) or SIGTERM.

@@ -31,7 +31,10 @@
 
 mod api;
 mod error;
+#[cfg(feature = "etcd")]
+pub mod etcd;
 pub mod generator;
+pub mod hostname;
 mod i18n;
 pub mod metrics;
 pub mod minter;
@@ -78,6 +81,8 @@ pub struct Config {
     pub etcd_endpoints: Vec<String>,
     /// TTL of an etcd identity lease.
     pub lease_ttl: Duration,
+    /// Key prefix of the identities in etcd (several clusters can share one etcd).
+    pub etcd_prefix: String,
 }
 
 impl Default for Config {
@@ -89,6 +94,7 @@ impl Default for Config {
             state_dir: default_state_dir(),
             etcd_endpoints: Vec::new(),
             lease_ttl: Duration::from_secs(10),
+            etcd_prefix: "/snowmint".to_owned(),
         }
     }
 }
@@ -139,6 +145,13 @@ impl AppState {
                     .map_or(0, |d| d.as_millis() as u64)
             }),
         }
+    }
+
+    /// Replaces the metrics (to add collectors, such as the etcd session's).
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> AppState {
+        self.metrics = metrics;
+        self
     }
 
     /// Replaces the clock compose uses for a missing timestamp.

@@ -98,6 +98,11 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
     }
 
+    /// Adds a collector read at each scrape (the etcd lease session's).
+    pub fn register_collector(&mut self, collector: Box<dyn Collector>) {
+        self.registry.register_collector(collector);
+    }
+
     /// Counts IDs handed out.
     pub fn add_ids_issued(&self, n: u64) {
         self.ids_issued.inc_by(n);

@@ -1,0 +1,89 @@
+//! Where snowmint keeps its state in etcd.
+//!
+//! ```text
+//! <prefix>/identities/<datacenter>/<worker>  bound to the holder's lease; value: holder description
+//! <prefix>/reserved/<datacenter>/<worker>    NOT bound to a lease; value: "reserved until" Unix ms
+//! ```
+
+use crate::hostname::{IDENTITIES, identity_of_ordinal, ordinal_of_identity};
+
+/// The default key prefix.
+pub const DEFAULT_PREFIX: &str = "/snowmint";
+
+/// Key names under one prefix (one snowmint cluster).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keys {
+    prefix: String,
+}
+
+impl Keys {
+    /// Keys under `prefix`; trailing slashes are dropped, so `/snowmint/` and
+    /// `/snowmint` name the same cluster.
+    pub fn new(prefix: &str) -> Keys {
+        Keys {
+            prefix: prefix.trim_end_matches('/').to_owned(),
+        }
+    }
+
+    /// The prefix, without a trailing slash.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The prefix all identity keys share, ending in `/`.
+    pub fn identities(&self) -> String {
+        format!("{}/identities/", self.prefix)
+    }
+
+    /// The key that says who holds identity number `n`.
+    pub fn identity(&self, n: u16) -> String {
+        let (dc, worker) = identity_of_ordinal(n).expect("identity number 0..=1023");
+        format!("{}/identities/{dc}/{worker}", self.prefix)
+    }
+
+    /// The key of identity number `n`'s "reserved until" mark.
+    pub fn reserved(&self, n: u16) -> String {
+        let (dc, worker) = identity_of_ordinal(n).expect("identity number 0..=1023");
+        format!("{}/reserved/{dc}/{worker}", self.prefix)
+    }
+
+    /// The identity number an identity key names, if it is one of ours.
+    pub fn parse_identity(&self, key: &[u8]) -> Option<u16> {
+        let key = std::str::from_utf8(key).ok()?;
+        let rest = key.strip_prefix(&self.identities())?;
+        let (dc, worker) = rest.split_once('/')?;
+        let n = ordinal_of_identity(dc.parse().ok()?, worker.parse().ok()?)?;
+        // Only the canonical spelling: "01" is not identity 1's key.
+        (self.identity(n) == key).then_some(n)
+    }
+}
+
+/// Every identity number, in claim order.
+pub(crate) fn all_identities() -> impl Iterator<Item = u16> {
+    0..IDENTITIES
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip_and_ignore_strangers() {
+        let keys = Keys::new("/snowmint/");
+        assert_eq!(keys.identity(33), "/snowmint/identities/1/1");
+        assert_eq!(keys.reserved(1023), "/snowmint/reserved/31/31");
+        for n in all_identities() {
+            assert_eq!(keys.parse_identity(keys.identity(n).as_bytes()), Some(n));
+        }
+        for stranger in [
+            "/snowmint/identities/32/0",
+            "/snowmint/identities/01/1",
+            "/snowmint/identities/1",
+            "/snowmint/reserved/1/1",
+            "/other/identities/1/1",
+            "/snowmint/identities/1/1/x",
+        ] {
+            assert_eq!(keys.parse_identity(stranger.as_bytes()), None, "{stranger}");
+        }
+    }
+}

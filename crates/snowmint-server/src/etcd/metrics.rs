@@ -1,0 +1,95 @@
+//! The lease session in `/metrics`.
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+
+use super::status::{LeaseState, StatusReader};
+
+/// Exports an [`EtcdIdentity`](super::EtcdIdentity)'s status at each scrape:
+///
+/// - `snowmint_etcd_lease_state{state}`: 1 for the current state
+///   (`connecting`, `claiming`, `all_taken`, `held`, `fenced`, `stopped`);
+/// - `snowmint_etcd_identity_info{datacenter,worker,lease}`: the identity
+///   held (or last held) and its lease, in hex as `etcdctl` shows it;
+/// - `snowmint_etcd_lease_ttl_seconds`: the TTL etcd granted;
+/// - counters `snowmint_etcd_{claims,renewals,renewal_failures,fenced}_total`.
+///
+/// (Names as registered under the server's `snowmint` prefix.)
+#[derive(Debug)]
+pub struct EtcdCollector(pub StatusReader);
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct StateLabels {
+    state: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct IdentityLabels {
+    datacenter: u8,
+    worker: u8,
+    lease: String,
+}
+
+impl Collector for EtcdCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let status = self.0.get();
+        let mut family = encoder.encode_descriptor(
+            "etcd_lease_state",
+            "1 for the etcd lease session's current state",
+            None,
+            ConstGauge::new(0i64).metric_type(),
+        )?;
+        for state in LeaseState::ALL {
+            ConstGauge::new(i64::from(state == status.state)).encode(family.encode_family(
+                &StateLabels {
+                    state: state.name(),
+                },
+            )?)?;
+        }
+        if let (Some(identity), Some(lease)) = (status.identity, status.lease) {
+            let mut family = encoder.encode_descriptor(
+                "etcd_identity_info",
+                "The worker identity and etcd lease held (or last held)",
+                None,
+                ConstGauge::new(1i64).metric_type(),
+            )?;
+            let labels = IdentityLabels {
+                datacenter: identity.datacenter,
+                worker: identity.worker,
+                lease: format!("{lease:x}"),
+            };
+            ConstGauge::new(1i64).encode(family.encode_family(&labels)?)?;
+        }
+        if let Some(ttl) = status.granted_ttl {
+            let g = ConstGauge::new(ttl.as_secs() as i64);
+            let e = encoder.encode_descriptor(
+                "etcd_lease_ttl_seconds",
+                "The lease TTL etcd granted",
+                None,
+                g.metric_type(),
+            )?;
+            g.encode(e)?;
+        }
+        for (name, help, value) in [
+            ("etcd_claims", "Worker identities claimed", status.claims),
+            (
+                "etcd_renewals",
+                "Successful lease keep-alives",
+                status.renewals,
+            ),
+            (
+                "etcd_renewal_failures",
+                "Lease keep-alives that failed or got no answer in time",
+                status.renewal_failures,
+            ),
+            ("etcd_fenced", "Times minting was fenced off", status.fenced),
+        ] {
+            let c = ConstCounter::new(value);
+            let e = encoder.encode_descriptor(name, help, None, c.metric_type())?;
+            c.encode(e)?;
+        }
+        Ok(())
+    }
+}

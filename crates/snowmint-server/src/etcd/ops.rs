@@ -1,0 +1,425 @@
+//! The etcd requests of distributed mode, each bounded by a timeout.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse,
+};
+
+use super::keys::{Keys, all_identities};
+
+/// Why an etcd step failed. Logged, never shown to HTTP clients.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EtcdError {
+    /// etcd answered with an error, or the connection failed.
+    #[error("etcd {op} failed: {source}")]
+    Request {
+        /// What was being done.
+        op: &'static str,
+        /// The client's error.
+        source: etcd_client::Error,
+    },
+    /// etcd did not answer in time.
+    #[error("etcd {op} got no answer within {after:?}")]
+    Timeout {
+        /// What was being done.
+        op: &'static str,
+        /// How long it waited.
+        after: Duration,
+    },
+    /// Every one of the 1024 identities is held by a live lease.
+    #[error(
+        "all 1024 worker identities under {prefix}/identities/ are held by other instances; \
+         stop one, or give this cluster its own --etcd-prefix"
+    )]
+    AllTaken {
+        /// The key prefix.
+        prefix: String,
+    },
+    /// The lease is gone (expired or revoked) on the server.
+    #[error("etcd lease {lease:x} has expired or was revoked")]
+    LeaseGone {
+        /// The lease ID.
+        lease: i64,
+    },
+    /// The identity key no longer belongs to our lease.
+    #[error("{key} is no longer held by lease {lease:x}")]
+    NotHolder {
+        /// The identity key.
+        key: String,
+        /// Our lease ID.
+        lease: i64,
+    },
+    /// A reservation mark that is not a Unix-ms number.
+    #[error("the reservation mark at {key} is damaged: {value:?} is not Unix milliseconds")]
+    DamagedMark {
+        /// The mark's key.
+        key: String,
+        /// What it holds (shortened).
+        value: String,
+    },
+    /// The generator for a claimed identity could not be built (its mark
+    /// is damaged, or could not be read).
+    #[error("cannot start minting as {identity}: {reason}")]
+    Build {
+        /// The identity.
+        identity: String,
+        /// Why.
+        reason: String,
+    },
+    /// The thread that serves the synchronous reservation store has stopped,
+    /// or its queue is full.
+    #[error("the etcd reservation worker is unavailable: {0}")]
+    Worker(&'static str),
+}
+
+/// Runs one etcd request with a deadline.
+pub(crate) async fn timed<T>(
+    op: &'static str,
+    after: Duration,
+    request: impl Future<Output = Result<T, etcd_client::Error>>,
+) -> Result<T, EtcdError> {
+    match tokio::time::timeout(after, request).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(source)) => Err(EtcdError::Request { op, source }),
+        Err(_) => Err(EtcdError::Timeout { op, after }),
+    }
+}
+
+/// A client for one endpoint. The connection is made lazily and re-made
+/// after failures by the client itself; HTTP/2 pings notice a dead line
+/// within about two `request_timeout`s so the next request dials again.
+pub(crate) async fn connect(
+    endpoint: &str,
+    request_timeout: Duration,
+) -> Result<Client, EtcdError> {
+    let options = ConnectOptions::new()
+        .with_connect_timeout(request_timeout)
+        .with_timeout(request_timeout)
+        .with_keep_alive(request_timeout, request_timeout)
+        .with_keep_alive_while_idle(true);
+    timed(
+        "connect",
+        request_timeout,
+        Client::connect([endpoint], Some(options)),
+    )
+    .await
+}
+
+/// A client pinned to one endpoint at a time that moves on to the next
+/// after a failure, as etcd's own Go client does. (The client's balanced
+/// channel over all endpoints keeps sending a share of the requests to a
+/// dead member, so a claim of several steps, or a renewal, would fail at
+/// random for as long as one member is down.)
+pub(crate) struct Conn {
+    endpoints: Arc<[String]>,
+    /// Index of the endpoint in use; shared so a shutdown starts from the
+    /// endpoint that last worked.
+    index: Arc<AtomicUsize>,
+    client: Option<Client>,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conn")
+            .field("endpoint", &self.endpoint())
+            .field("connected", &self.client.is_some())
+            .finish()
+    }
+}
+
+impl Conn {
+    pub(crate) fn new(endpoints: &[String], timeout: Duration) -> Conn {
+        Conn {
+            endpoints: endpoints.into(),
+            index: Arc::new(AtomicUsize::new(0)),
+            client: None,
+            timeout,
+        }
+    }
+
+    /// Another handle on the same endpoint list and position, without a
+    /// connection of its own yet.
+    pub(crate) fn sibling(&self) -> Conn {
+        Conn {
+            endpoints: Arc::clone(&self.endpoints),
+            index: Arc::clone(&self.index),
+            client: None,
+            timeout: self.timeout,
+        }
+    }
+
+    /// The endpoint in use.
+    pub(crate) fn endpoint(&self) -> &str {
+        &self.endpoints[self.index.load(Ordering::Relaxed) % self.endpoints.len()]
+    }
+
+    /// The client for the endpoint in use, connected lazily.
+    pub(crate) async fn client(&mut self) -> Result<&mut Client, EtcdError> {
+        if self.client.is_none() {
+            let endpoint = self.endpoint().to_owned();
+            self.client = Some(connect(&endpoint, self.timeout).await?);
+        }
+        Ok(self.client.as_mut().expect("connected above"))
+    }
+
+    /// A request failed: drop the connection and move to the next endpoint.
+    pub(crate) fn failed(&mut self) {
+        self.client = None;
+        self.index.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many endpoints there are.
+    pub(crate) fn len(&self) -> usize {
+        self.endpoints.len()
+    }
+}
+
+/// A granted lease.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Granted {
+    pub id: i64,
+    /// The TTL etcd granted.
+    pub ttl: Duration,
+    /// When the grant request was sent: the lease cannot expire on the
+    /// server before `sent + ttl`.
+    pub sent: Instant,
+}
+
+pub(crate) async fn grant(
+    client: &mut Client,
+    ttl: Duration,
+    after: Duration,
+) -> Result<Granted, EtcdError> {
+    let sent = Instant::now();
+    let response = timed(
+        "lease grant",
+        after,
+        client.lease_grant(ttl.as_secs().max(1) as i64, None),
+    )
+    .await?;
+    Ok(Granted {
+        id: response.id(),
+        ttl: Duration::from_secs(response.ttl().max(0) as u64),
+        sent,
+    })
+}
+
+pub(crate) async fn revoke(
+    client: &mut Client,
+    lease: i64,
+    after: Duration,
+) -> Result<(), EtcdError> {
+    timed("lease revoke", after, client.lease_revoke(lease)).await?;
+    Ok(())
+}
+
+/// Claims the first free identity for `lease`: one range read of the
+/// identity keys picks the candidates, then one transaction per candidate
+/// creates its key only if it is absent. `prefer` is tried first (a holder
+/// that lost its lease gets its old identity back if it is still free);
+/// identities in `avoid` are never tried.
+///
+/// `Ok(None)`: every identity is held.
+pub(crate) async fn claim(
+    client: &mut Client,
+    keys: &Keys,
+    lease: i64,
+    holder: &str,
+    prefer: Option<u16>,
+    avoid: &HashSet<u16>,
+    after: Duration,
+) -> Result<Option<u16>, EtcdError> {
+    let taken: HashSet<u16> = timed(
+        "identity scan",
+        after,
+        client.get(
+            keys.identities(),
+            Some(GetOptions::new().with_prefix().with_keys_only()),
+        ),
+    )
+    .await?
+    .kvs()
+    .iter()
+    .filter_map(|kv| keys.parse_identity(kv.key()))
+    .collect();
+    let candidates = prefer
+        .into_iter()
+        .chain(all_identities())
+        .filter(|n| !taken.contains(n) && !avoid.contains(n));
+    for n in candidates {
+        let key = keys.identity(n);
+        let txn = Txn::new()
+            .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(
+                key.as_str(),
+                holder,
+                Some(PutOptions::new().with_lease(lease)),
+            )]);
+        if timed("identity claim", after, client.txn(txn))
+            .await?
+            .succeeded()
+        {
+            return Ok(Some(n));
+        }
+        // Someone else created it since the scan: try the next one.
+    }
+    Ok(None)
+}
+
+/// Whether identity `n`'s key is still bound to `lease`.
+pub(crate) async fn holds(
+    client: &mut Client,
+    keys: &Keys,
+    n: u16,
+    lease: i64,
+    after: Duration,
+) -> Result<bool, EtcdError> {
+    let response = timed("identity check", after, client.get(keys.identity(n), None)).await?;
+    Ok(response.kvs().first().is_some_and(|kv| kv.lease() == lease))
+}
+
+/// Width of a stored mark: 20 digits hold any u64, and fixed width makes
+/// etcd's byte-wise value comparison a numeric one.
+const MARK_WIDTH: usize = 20;
+
+fn encode_mark(ms: u64) -> String {
+    format!("{ms:0MARK_WIDTH$}")
+}
+
+fn decode_mark(key: &str, value: &[u8]) -> Result<u64, EtcdError> {
+    std::str::from_utf8(value)
+        .ok()
+        .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| EtcdError::DamagedMark {
+            key: key.to_owned(),
+            value: String::from_utf8_lossy(&value[..value.len().min(40)]).into_owned(),
+        })
+}
+
+/// Identity `n`'s "reserved until" mark, if one was ever written.
+pub(crate) async fn load_mark(
+    client: &mut Client,
+    keys: &Keys,
+    n: u16,
+    after: Duration,
+) -> Result<Option<u64>, EtcdError> {
+    let key = keys.reserved(n);
+    let response = timed("reservation read", after, client.get(key.as_str(), None)).await?;
+    response
+        .kvs()
+        .first()
+        .map(|kv| decode_mark(&key, kv.value()))
+        .transpose()
+}
+
+/// Raises identity `n`'s mark to `until_ms`, only while its identity key is
+/// bound to `lease` (a fenced instance cannot move the next holder's mark),
+/// and never lowers it (a late, re-ordered write of a smaller mark is a
+/// no-op). Returns once the mark is at least `until_ms` in etcd.
+pub(crate) async fn store_mark(
+    client: &mut Client,
+    keys: &Keys,
+    n: u16,
+    lease: i64,
+    until_ms: u64,
+    after: Duration,
+) -> Result<(), EtcdError> {
+    let identity = keys.identity(n);
+    let reserved = keys.reserved(n);
+    let value = encode_mark(until_ms);
+    let ours = Compare::lease(identity.as_str(), CompareOp::Equal, lease);
+    // First try: raise an existing mark. A value compare fails on a missing
+    // key, so an absent mark takes the second transaction.
+    let raise = Txn::new()
+        .when([
+            ours.clone(),
+            Compare::value(reserved.as_str(), CompareOp::Less, value.as_str()),
+        ])
+        .and_then([TxnOp::put(reserved.as_str(), value.as_str(), None)])
+        .or_else([
+            TxnOp::get(identity.as_str(), None),
+            TxnOp::get(reserved.as_str(), None),
+        ]);
+    for _ in 0..3 {
+        let response = timed("reservation write", after, client.txn(raise.clone())).await?;
+        if response.succeeded() {
+            return Ok(());
+        }
+        let mut holder_lease = None;
+        let mut current = None;
+        for (i, op) in response.op_responses().into_iter().enumerate() {
+            if let TxnOpResponse::Get(get) = op {
+                let kv = get.kvs().first();
+                match i {
+                    0 => holder_lease = kv.map(|kv| kv.lease()),
+                    _ => {
+                        current = kv
+                            .map(|kv| decode_mark(&reserved, kv.value()))
+                            .transpose()?
+                    }
+                }
+            }
+        }
+        if holder_lease != Some(lease) {
+            return Err(EtcdError::NotHolder {
+                key: identity,
+                lease,
+            });
+        }
+        match current {
+            Some(mark) if mark >= until_ms => return Ok(()),
+            // Raised by a write of ours that was still in flight: look again.
+            Some(_) => continue,
+            None => {
+                let create = Txn::new()
+                    .when([
+                        ours.clone(),
+                        Compare::create_revision(reserved.as_str(), CompareOp::Equal, 0),
+                    ])
+                    .and_then([TxnOp::put(reserved.as_str(), value.as_str(), None)]);
+                if timed("reservation write", after, client.txn(create))
+                    .await?
+                    .succeeded()
+                {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    Err(EtcdError::Worker(
+        "the reservation mark kept changing under this write",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_compare_as_bytes_in_numeric_order() {
+        let samples = [0, 1, 9, 10, 1_288_834_974_657, 3_487_858_230_208, u64::MAX];
+        for a in samples {
+            assert_eq!(encode_mark(a).len(), MARK_WIDTH);
+            assert_eq!(decode_mark("k", encode_mark(a).as_bytes()).unwrap(), a);
+            for b in samples {
+                assert_eq!(encode_mark(a).cmp(&encode_mark(b)), a.cmp(&b));
+            }
+        }
+    }
+
+    #[test]
+    fn damaged_marks_are_errors_naming_the_key() {
+        for bad in [&b""[..], b"-1", b"12x", b"99999999999999999999999", b"\xff"] {
+            let err = decode_mark("/snowmint/reserved/0/0", bad).unwrap_err();
+            assert!(err.to_string().contains("/snowmint/reserved/0/0"), "{err}");
+        }
+    }
+}

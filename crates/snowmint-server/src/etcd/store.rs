@@ -1,0 +1,71 @@
+//! The etcd-backed reservation store of one (identity, lease).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use snowmint::{ReservationStore, StoreError, StoreErrorKind};
+
+use super::bridge::Bridge;
+use super::ops::EtcdError;
+
+/// Keeps an identity's "reserved until" mark at `<prefix>/reserved/<dc>/<worker>`.
+///
+/// The key is not bound to the lease, so the next holder of the identity
+/// reads it before it issues. Writes only raise the mark, and only while the
+/// identity key is still bound to this store's lease: a fenced instance
+/// cannot move the next holder's mark, and its own writes fail, so its
+/// generator stops issuing. `store` blocks (bounded by the request timeout)
+/// on a dedicated thread; see the bridge.
+#[derive(Debug)]
+pub struct EtcdStore {
+    bridge: Bridge,
+    identity: u16,
+    lease: i64,
+    /// The highest mark this store knows is in etcd: a lower write is
+    /// already covered and needs no round trip.
+    durable: AtomicU64,
+}
+
+impl EtcdStore {
+    pub(crate) fn new(bridge: Bridge, identity: u16, lease: i64) -> EtcdStore {
+        EtcdStore {
+            bridge,
+            identity,
+            lease,
+            durable: AtomicU64::new(0),
+        }
+    }
+
+    /// The lease this store writes under.
+    pub fn lease(&self) -> i64 {
+        self.lease
+    }
+}
+
+fn store_error(e: EtcdError) -> StoreError {
+    let kind = match e {
+        EtcdError::DamagedMark { .. } => StoreErrorKind::Damaged,
+        _ => StoreErrorKind::Other,
+    };
+    StoreError::new(kind, format!("etcd reservation: {e}"))
+}
+
+impl ReservationStore for EtcdStore {
+    fn load(&self) -> Result<Option<u64>, StoreError> {
+        let mark = self.bridge.load(self.identity).map_err(store_error)?;
+        if let Some(mark) = mark {
+            self.durable.fetch_max(mark, Ordering::AcqRel);
+        }
+        Ok(mark)
+    }
+
+    fn store(&self, until_ms: u64) -> Result<(), StoreError> {
+        if until_ms <= self.durable.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.bridge
+            .store(self.identity, self.lease, until_ms)
+            .map_err(store_error)?;
+        self.durable.fetch_max(until_ms, Ordering::AcqRel);
+        Ok(())
+    }
+}

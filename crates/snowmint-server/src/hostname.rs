@@ -1,0 +1,242 @@
+//! `--worker-from-hostname`: the worker identity from a Kubernetes
+//! StatefulSet pod's ordinal.
+//!
+//! A StatefulSet names its pods `NAME-0`, `NAME-1`, ... and each pod's
+//! hostname is its name. Ordinal `N` (0..=1023) is identity `N`: datacenter
+//! `N / 32`, worker `N % 32`. Two pods of one StatefulSet never share an
+//! ordinal, so they never share an identity; nothing but the pod name is
+//! needed (no etcd), but two StatefulSets must not mint into the same ID
+//! space, and the reservation (`--state-dir`) should be on the pod's
+//! persistent volume so a restarted pod never goes back.
+
+use std::fmt;
+
+/// Number of (datacenter, worker) identities of the format: 32 x 32.
+pub const IDENTITIES: u16 = 1024;
+
+/// Identity number `n` (0..=1023) as (datacenter, worker): `(n / 32, n % 32)`.
+///
+/// ```
+/// use snowmint_server::hostname::identity_of_ordinal;
+/// assert_eq!(identity_of_ordinal(0), Some((0, 0)));
+/// assert_eq!(identity_of_ordinal(33), Some((1, 1)));
+/// assert_eq!(identity_of_ordinal(1023), Some((31, 31)));
+/// assert_eq!(identity_of_ordinal(1024), None);
+/// ```
+pub const fn identity_of_ordinal(n: u16) -> Option<(u8, u8)> {
+    if n < IDENTITIES {
+        Some(((n / 32) as u8, (n % 32) as u8))
+    } else {
+        None
+    }
+}
+
+/// The identity number of (datacenter, worker): `datacenter * 32 + worker`.
+///
+/// ```
+/// use snowmint_server::hostname::ordinal_of_identity;
+/// assert_eq!(ordinal_of_identity(1, 1), Some(33));
+/// assert_eq!(ordinal_of_identity(32, 0), None);
+/// ```
+pub const fn ordinal_of_identity(datacenter: u8, worker: u8) -> Option<u16> {
+    if datacenter < 32 && worker < 32 {
+        Some(datacenter as u16 * 32 + worker as u16)
+    } else {
+        None
+    }
+}
+
+/// Why a hostname gives no identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostnameError {
+    /// The name does not end in `-N`.
+    NoOrdinal {
+        /// The hostname, as read.
+        hostname: String,
+    },
+    /// The ordinal is 1024 or more (kept as text: it may not fit a u64).
+    OutOfRange {
+        /// The hostname, as read.
+        hostname: String,
+        /// The digits after the last `-`.
+        ordinal: String,
+    },
+    /// The hostname could not be read at all.
+    Unreadable {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl fmt::Display for HostnameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HostnameError::NoOrdinal { hostname } => write!(
+                f,
+                "worker-from-hostname needs a hostname ending in -N with N 0..=1023 \
+                 (a StatefulSet pod such as snowmint-3), got {hostname:?}"
+            ),
+            HostnameError::OutOfRange { hostname, ordinal } => write!(
+                f,
+                "worker-from-hostname ordinal must be 0..=1023, got {ordinal} \
+                 (from hostname {hostname:?})"
+            ),
+            HostnameError::Unreadable { reason } => {
+                write!(f, "worker-from-hostname cannot read the hostname: {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for HostnameError {}
+
+/// Parses the StatefulSet ordinal at the end of `hostname` (`NAME-N`) and
+/// returns the identity number `N`, 0..=1023.
+///
+/// A fully qualified name is cut at its first dot first
+/// (`snowmint-3.snowmint.default.svc` is pod `snowmint-3`).
+///
+/// ```
+/// use snowmint_server::hostname::ordinal_from_hostname;
+/// assert_eq!(ordinal_from_hostname("snowmint-0"), Ok(0));
+/// assert_eq!(ordinal_from_hostname("ids-eu-west-1023"), Ok(1023));
+/// assert_eq!(ordinal_from_hostname("snowmint-3.snowmint.default.svc"), Ok(3));
+/// assert_eq!(
+///     ordinal_from_hostname("snowmint-1024").unwrap_err().to_string(),
+///     "worker-from-hostname ordinal must be 0..=1023, got 1024 (from hostname \"snowmint-1024\")"
+/// );
+/// assert!(ordinal_from_hostname("laptop").is_err());
+/// ```
+pub fn ordinal_from_hostname(hostname: &str) -> Result<u16, HostnameError> {
+    let pod = hostname.trim().split('.').next().unwrap_or_default();
+    let no_ordinal = || HostnameError::NoOrdinal {
+        hostname: echo(hostname),
+    };
+    let (name, digits) = pod.rsplit_once('-').ok_or_else(no_ordinal)?;
+    if name.is_empty() || digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(no_ordinal());
+    }
+    match digits.parse::<u16>() {
+        Ok(n) if n < IDENTITIES => Ok(n),
+        _ => Err(HostnameError::OutOfRange {
+            hostname: echo(hostname),
+            ordinal: echo(digits),
+        }),
+    }
+}
+
+/// This machine's hostname: `$HOSTNAME` if set (Kubernetes sets it to the pod
+/// name), else `/proc/sys/kernel/hostname`, else `/etc/hostname`.
+pub fn current_hostname() -> Result<String, HostnameError> {
+    if let Some(name) = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.trim().is_empty())
+    {
+        return Ok(name.trim().to_owned());
+    }
+    let mut reasons = Vec::new();
+    for path in ["/proc/sys/kernel/hostname", "/etc/hostname"] {
+        match std::fs::read_to_string(path) {
+            Ok(name) if !name.trim().is_empty() => return Ok(name.trim().to_owned()),
+            Ok(_) => reasons.push(format!("{path} is empty")),
+            Err(e) => reasons.push(format!("{path}: {e}")),
+        }
+    }
+    Err(HostnameError::Unreadable {
+        reason: format!("$HOSTNAME is not set; {}", reasons.join("; ")),
+    })
+}
+
+/// The (datacenter, worker) of this pod: [`current_hostname`], then
+/// [`ordinal_from_hostname`], then [`identity_of_ordinal`].
+pub fn identity_from_hostname() -> Result<(u8, u8), HostnameError> {
+    let n = ordinal_from_hostname(&current_hostname()?)?;
+    Ok(identity_of_ordinal(n).expect("ordinal_from_hostname checks the range"))
+}
+
+/// Keeps error messages short whatever the hostname is.
+fn echo(text: &str) -> String {
+    const MAX: usize = 64;
+    let mut out: String = text.chars().take(MAX).collect();
+    if text.chars().nth(MAX).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordinals_map_to_identities_one_to_one() {
+        let mut seen = std::collections::HashSet::new();
+        for n in 0..IDENTITIES {
+            let (dc, w) = identity_of_ordinal(n).unwrap();
+            assert!(dc < 32 && w < 32);
+            assert_eq!(ordinal_of_identity(dc, w), Some(n));
+            assert!(seen.insert((dc, w)));
+        }
+        assert_eq!(identity_of_ordinal(IDENTITIES), None);
+        assert_eq!(ordinal_of_identity(0, 32), None);
+    }
+
+    #[test]
+    fn statefulset_names_parse() {
+        assert_eq!(ordinal_from_hostname("snowmint-0"), Ok(0));
+        assert_eq!(ordinal_from_hostname("my-app-v2-17"), Ok(17));
+        assert_eq!(ordinal_from_hostname(" snowmint-5\n"), Ok(5));
+        assert_eq!(ordinal_from_hostname("snowmint-7.svc.cluster.local"), Ok(7));
+        assert_eq!(ordinal_from_hostname("snowmint-1023"), Ok(1023));
+    }
+
+    #[test]
+    fn names_without_an_ordinal_are_refused_with_the_name() {
+        for bad in [
+            "snowmint",
+            "snowmint-",
+            "-3",
+            "snowmint-3a",
+            "snowmint--1x",
+            "",
+            "snowmint-+1",
+        ] {
+            let err = ordinal_from_hostname(bad).unwrap_err();
+            assert!(
+                matches!(err, HostnameError::NoOrdinal { .. }),
+                "{bad:?}: {err:?}"
+            );
+            assert!(err.to_string().contains(&format!("{bad:?}")), "{err}");
+            assert!(err.to_string().contains("0..=1023"), "{err}");
+        }
+    }
+
+    #[test]
+    fn ordinals_past_1023_are_refused_with_the_range() {
+        for (host, ordinal) in [
+            ("snowmint-1024", "1024"),
+            ("snowmint-65536", "65536"),
+            (
+                "snowmint-99999999999999999999999",
+                "99999999999999999999999",
+            ),
+        ] {
+            let err = ordinal_from_hostname(host).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "worker-from-hostname ordinal must be 0..=1023, got {ordinal} \
+                     (from hostname {host:?})"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn long_hostnames_are_shortened_in_messages() {
+        let long = format!("{}-x", "a".repeat(500));
+        let msg = ordinal_from_hostname(&long).unwrap_err().to_string();
+        assert!(msg.len() < 250, "{msg}");
+        assert!(msg.contains('…'));
+    }
+}
