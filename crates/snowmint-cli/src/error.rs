@@ -102,6 +102,13 @@ fn clap_message(e: &clap::Error) -> String {
             return format!("missing {}", args.join(", "));
         }
     }
+    // A value the core refused: its message already names the field, the
+    // value and the range.
+    if let Some(core) =
+        std::error::Error::source(e).and_then(|s| s.downcast_ref::<snowmint::Error>())
+    {
+        return core.to_string();
+    }
     let rendered = e.render().to_string();
     let mut paragraphs = rendered.split("\n\n");
     let mut msg = paragraphs

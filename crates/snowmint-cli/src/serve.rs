@@ -22,11 +22,11 @@ pub struct ServeArgs {
     pub listen: SocketAddr,
     /// Static identity: datacenter ID (0-31).
     #[arg(long, env = "SNOWMINT_DATACENTER", default_value_t = 0, value_name = "N",
-          value_parser = clap::value_parser!(u8).range(0..=31))]
+          allow_negative_numbers = true, value_parser = datacenter)]
     pub datacenter: u8,
     /// Static identity: worker ID (0-31).
     #[arg(long, env = "SNOWMINT_WORKER", default_value_t = 0, value_name = "N",
-          value_parser = clap::value_parser!(u8).range(0..=31))]
+          allow_negative_numbers = true, value_parser = worker)]
     pub worker: u8,
     /// Lease the identity from etcd instead (needs the `etcd` feature).
     #[arg(
@@ -58,6 +58,23 @@ pub struct ServeArgs {
     /// [default: $XDG_STATE_HOME/snowmint, ~/.local/state/snowmint or ./.snowmint-state].
     #[arg(long, env = "SNOWMINT_STATE_DIR", value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+}
+
+/// `--datacenter`, checked by the core so the message is the one every surface gives.
+fn datacenter(input: &str) -> Result<u8, snowmint::Error> {
+    identity_field(snowmint::Field::Datacenter, input)
+}
+
+/// `--worker`, checked like `--datacenter`.
+fn worker(input: &str) -> Result<u8, snowmint::Error> {
+    identity_field(snowmint::Field::Worker, input)
+}
+
+fn identity_field(field: snowmint::Field, input: &str) -> Result<u8, snowmint::Error> {
+    // Both fields are 5 bits wide, so the checked value fits a u8.
+    snowmint::Layout::TWITTER
+        .parse_field(field, input)
+        .map(|v| v as u8)
 }
 
 impl ServeArgs {

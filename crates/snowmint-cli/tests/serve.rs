@@ -28,15 +28,23 @@ fn http(addr: &str, method: &str, path: &str) -> (String, String) {
 
 #[test]
 fn bad_flags_exit_2_with_one_line() {
-    let out = snowmint()
-        .args(["serve", "--datacenter", "32"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(out.stdout.is_empty());
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("32") && err.contains("datacenter"), "{err}");
+    for (args, expected) in [
+        (
+            &["--datacenter", "32"][..],
+            "error: datacenter must be 0..=31, got 32",
+        ),
+        (&["--worker", "-1"], "error: worker must be 0..=31, got -1"),
+        (
+            &["--worker", "abc"],
+            r#"error: worker must be a decimal integer 0..=31, got "abc""#,
+        ),
+    ] {
+        let out = snowmint().arg("serve").args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.trim_end(), expected, "{args:?}");
+    }
 }
 
 #[cfg(not(feature = "etcd"))]
