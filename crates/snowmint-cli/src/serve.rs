@@ -150,13 +150,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     if !config.etcd_endpoints.is_empty() {
         return runtime.block_on(serve_etcd(config));
     }
+    // Static identity (the default, or from the hostname): `--etcd` was
+    // refused above when this build cannot lease.
     runtime.block_on(async move {
-        // The etcd identity source (feature `etcd`) plugs in here; until it
-        // does, refuse rather than silently serving a static identity.
-        anyhow::ensure!(
-            config.etcd_endpoints.is_empty(),
-            "leasing the identity from etcd is not available in this build yet"
-        );
         let state = snowmint_server::static_state(&config).with_context(|| {
             format!(
                 "cannot set up the state directory {}",
