@@ -10,9 +10,10 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwapOption;
 use snowmint::SnowflakeId;
 
 use crate::generator::{GenerateError, Generator, IdRange, StoreError};
@@ -213,9 +214,9 @@ struct Slot {
 /// ```
 #[derive(Debug, Default)]
 pub struct Minter {
-    // A read lock per mint: uncontended reads are one atomic add, and the
-    // slot changes only when an identity is won or lost.
-    slot: RwLock<Option<Arc<Slot>>>,
+    // Read on every mint without a lock (an `ArcSwap` load); written only
+    // when an identity is won or lost.
+    slot: ArcSwapOption<Slot>,
 }
 
 impl Minter {
@@ -227,23 +228,20 @@ impl Minter {
     /// Starts issuing as `identity` from `generator` while `fence` is open.
     /// Replaces whatever was installed.
     pub fn install(&self, identity: Identity, generator: Arc<Generator>, fence: Arc<Fence>) {
-        *self.slot.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(Slot {
+        self.slot.store(Some(Arc::new(Slot {
             identity,
             generator,
             fence,
-        }));
+        })));
     }
 
     /// Stops issuing now.
     pub fn clear(&self) {
-        *self.slot.write().unwrap_or_else(PoisonError::into_inner) = None;
+        self.slot.store(None);
     }
 
     fn current(&self) -> Option<Arc<Slot>> {
-        self.slot
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.slot.load_full()
     }
 
     /// Mints `n` (1..=4096) fresh IDs, strictly increasing.

@@ -23,6 +23,25 @@ pub(crate) fn parse_int(input: &str) -> ParsedInt {
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return ParsedInt::NotANumber;
     }
+    // Every value that can be valid fits a u64, whose arithmetic is far
+    // cheaper than i128's; wider inputs take the slow path below.
+    let mut fast: u64 = 0;
+    for b in digits.bytes() {
+        match fast
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(b - b'0')))
+        {
+            Some(v) => fast = v,
+            None => return wide(negative, digits),
+        }
+    }
+    let v = i128::from(fast);
+    ParsedInt::Int(if negative { -v } else { v })
+}
+
+/// [`parse_int`] for more digits than a `u64` holds.
+#[cold]
+fn wide(negative: bool, digits: &str) -> ParsedInt {
     let mut v: i128 = 0;
     for b in digits.bytes() {
         let d = i128::from(b - b'0');
@@ -47,5 +66,17 @@ mod tests {
         assert_eq!(parse_int("1.0"), ParsedInt::NotANumber);
         assert_eq!(parse_int("１"), ParsedInt::NotANumber);
         assert_eq!(parse_int(&"9".repeat(60)), ParsedInt::TooWide);
+        assert_eq!(
+            parse_int("18446744073709551615"),
+            ParsedInt::Int(u64::MAX.into())
+        );
+        assert_eq!(
+            parse_int("-18446744073709551616"),
+            ParsedInt::Int(-(i128::from(u64::MAX) + 1))
+        );
+        assert_eq!(
+            parse_int("99999999999999999999"),
+            ParsedInt::Int(99_999_999_999_999_999_999)
+        );
     }
 }
