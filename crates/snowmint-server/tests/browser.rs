@@ -142,6 +142,19 @@ impl Session {
         })
     }
 
+    /// A JavaScript session on the explorer, once its script has run (the
+    /// "Now" button is shown then).
+    async fn start_live() -> Option<Session> {
+        let s = Session::start(true).await?;
+        s.goto("/").await;
+        s.client
+            .wait()
+            .for_element(Locator::Css("#now:not([hidden])"))
+            .await
+            .unwrap();
+        Some(s)
+    }
+
     async fn goto(&self, path: &str) {
         self.client
             .goto(&format!("{}{path}", self.base))
@@ -224,16 +237,9 @@ impl Session {
 #[tokio::test]
 async fn reference_case_by_keyboard_inline_error_and_screenshot() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let Some(s) = Session::start(true).await else {
+    let Some(s) = Session::start_live().await else {
         return;
     };
-    s.goto("/").await;
-    // The script has run once the "Now" button is shown.
-    s.client
-        .wait()
-        .for_element(Locator::Css("#now:not([hidden])"))
-        .await
-        .unwrap();
 
     // Keyboard only: Tab to each field (Tab selects its text), type, Enter.
     s.tab_to("timestamp").await;
@@ -322,15 +328,9 @@ async fn reference_case_by_keyboard_inline_error_and_screenshot() {
 #[tokio::test]
 async fn decode_switch_to_norwegian_and_mint_live() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let Some(s) = Session::start(true).await else {
+    let Some(s) = Session::start_live().await else {
         return;
     };
-    s.goto("/").await;
-    s.client
-        .wait()
-        .for_element(Locator::Css("#now:not([hidden])"))
-        .await
-        .unwrap();
 
     let id = s.client.find(Locator::Id("id")).await.unwrap();
     id.send_keys("4194439168").await.unwrap();
