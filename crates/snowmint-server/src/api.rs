@@ -140,10 +140,15 @@ pub(crate) async fn decode(
     path: Result<Path<String>, axum::extract::rejection::PathRejection>,
     ApiQuery(q): ApiQuery<DecodeQuery>,
 ) -> Result<Response, ApiError> {
-    let Path(id) = path.map_err(|e| {
+    // The only way a one-segment path fails to extract is bytes that are
+    // not UTF-8 once percent-decoded; say so in the core's words.
+    let Path(id) = path.map_err(|_| {
         ApiError::bad_request(
             Some("id"),
-            format!("the id cannot be read: {}", e.body_text()),
+            format!(
+                "id must be a decimal integer 0..={}, got text that is not valid UTF-8",
+                snowmint::MAX_ID
+            ),
         )
     })?;
     let encoding = encoding(q.from.as_deref())?;

@@ -256,6 +256,10 @@ async fn decode_errors() {
         error(s, "GET", "/api/v1/decode/-1", bad, Some("id")).await,
         "id must be 0..=9223372036854775807, got -1"
     );
+    assert_eq!(
+        error(s, "GET", "/api/v1/decode/%FF%FE", bad, Some("id")).await,
+        "id must be a decimal integer 0..=9223372036854775807, got text that is not valid UTF-8"
+    );
     assert!(
         error(
             s,

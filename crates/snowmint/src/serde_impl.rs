@@ -34,6 +34,14 @@ impl Visitor<'_> for IdVisitor {
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<SnowflakeId, E> {
         SnowflakeId::try_from(v).map_err(E::custom)
     }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<SnowflakeId, E> {
+        // JSON numbers too wide for a u64 (and fractions) arrive as floats.
+        Err(E::custom(format_args!(
+            "id must be an integer 0..={}, got {v}",
+            crate::MAX_ID
+        )))
+    }
 }
 
 impl<'de> Deserialize<'de> for SnowflakeId {
@@ -66,6 +74,21 @@ mod tests {
             "{err}"
         );
         assert!(serde_json::from_str::<SnowflakeId>("\"abc\"").is_err());
-        assert!(serde_json::from_str::<SnowflakeId>("1.5").is_err());
+        let err = serde_json::from_str::<SnowflakeId>("1.5")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("id must be an integer 0..=9223372036854775807, got 1.5"),
+            "{err}"
+        );
+        let err = serde_json::from_str::<SnowflakeId>("1e30")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(
+                "id must be an integer 0..=9223372036854775807, got 1000000000000000000000000000000"
+            ),
+            "{err}"
+        );
     }
 }
