@@ -155,6 +155,17 @@ impl Session {
         Some(s)
     }
 
+    /// Picks `value` in the `<select>` with this id.
+    async fn select(&self, id: &str, value: &str) {
+        self.client
+            .find(Locator::Id(id))
+            .await
+            .unwrap()
+            .select_by_value(value)
+            .await
+            .unwrap();
+    }
+
     async fn goto(&self, path: &str) {
         self.client
             .goto(&format!("{}{path}", self.base))
@@ -341,13 +352,7 @@ async fn decode_switch_to_norwegian_and_mint_live() {
     );
     assert_eq!(s.text("#time-value").await, "2010-11-04T01:42:55.657Z");
     // Another form: hexadecimal.
-    s.client
-        .find(Locator::Id("from"))
-        .await
-        .unwrap()
-        .select_by_value("hex")
-        .await
-        .unwrap();
+    s.select("from", "hex").await;
     id.clear().await.unwrap();
     id.send_keys("7fffffffffffffff").await.unwrap();
     s.wait_text("#id-value", |t| t == "9223372036854775807")
@@ -357,13 +362,7 @@ async fn decode_switch_to_norwegian_and_mint_live() {
     id.send_keys("zz").await.unwrap();
     let error = s.wait_text("#id-error", |t| !t.is_empty()).await;
     assert!(error.contains("0..=9223372036854775807"), "{error}");
-    s.client
-        .find(Locator::Id("from"))
-        .await
-        .unwrap()
-        .select_by_value("decimal")
-        .await
-        .unwrap();
+    s.select("from", "decimal").await;
     id.clear().await.unwrap();
     id.send_keys("4194439168").await.unwrap();
     s.wait_text("#id-value", |t| t == "4194439168").await;

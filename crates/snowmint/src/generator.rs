@@ -955,6 +955,15 @@ mod tests {
         (generator, clock)
     }
 
+    /// A (0, 0) generator on `clock` that keeps its mark in `store`.
+    fn stored(clock: &ManualClock, store: &MemoryStore) -> Generator {
+        Generator::builder(0, 0)
+            .clock(clock.clone())
+            .store(store.clone())
+            .build()
+            .unwrap()
+    }
+
     fn parts(id: SnowflakeId) -> (u64, u16) {
         (id.timestamp_ms(), id.sequence())
     }
@@ -1197,11 +1206,7 @@ mod tests {
     fn a_graceful_shutdown_lowers_the_mark() {
         let store = MemoryStore::new();
         let clock = ManualClock::new(T);
-        let g = Generator::builder(0, 0)
-            .clock(clock.clone())
-            .store(store.clone())
-            .build()
-            .unwrap();
+        let g = stored(&clock, &store);
         let last = g.next_id().unwrap();
         assert_eq!(store.mark(), Some(T + 2000));
         g.persist_last_issued().unwrap();
@@ -1214,11 +1219,7 @@ mod tests {
         assert!(next > last);
         // A restart issues right after the lowered mark.
         g.persist_last_issued().unwrap();
-        let g = Generator::builder(0, 0)
-            .clock(clock.clone())
-            .store(store.clone())
-            .build()
-            .unwrap();
+        let g = stored(&clock, &store);
         assert_eq!(parts(g.next_id().unwrap()), (T + 2, 0));
     }
 
@@ -1253,11 +1254,7 @@ mod tests {
     fn a_failed_reservation_issues_nothing_and_skips_the_claim() {
         let store = MemoryStore::new();
         let clock = ManualClock::new(T);
-        let g = Generator::builder(0, 0)
-            .clock(clock.clone())
-            .store(store.clone())
-            .build()
-            .unwrap();
+        let g = stored(&clock, &store);
         store.fail(true);
         let err = g.next_id().unwrap_err();
         assert_eq!(
