@@ -163,10 +163,7 @@ fn serve(
 /// Whether a request got an answer from etcd (a refusal counts: the
 /// endpoint works).
 fn reached_etcd<T>(result: &Result<T, EtcdError>) -> bool {
-    !matches!(
-        result,
-        Err(EtcdError::Request { .. } | EtcdError::Timeout { .. })
-    )
+    !result.as_ref().is_err_and(EtcdError::is_transport)
 }
 
 fn reply_err(job: Job, e: EtcdError) {

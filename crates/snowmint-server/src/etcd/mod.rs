@@ -1,6 +1,6 @@
 //! Distributed mode: the worker identity leased from etcd (feature `etcd`).
 //!
-//! [`EtcdIdentity::spawn`] runs a lease session on the tokio runtime:
+//! [`EtcdIdentity::spawn`] runs a lease session on a runtime of its own:
 //!
 //! 1. grant a lease with the TTL of `--lease-ttl`;
 //! 2. claim the first free identity: one range read of

@@ -78,6 +78,15 @@ pub enum EtcdError {
     Worker(&'static str),
 }
 
+impl EtcdError {
+    /// Whether the request failed on the way (no answer, or a transport
+    /// error) rather than being answered: only then is moving to another
+    /// endpoint worth it. A refusal means the endpoint works.
+    pub(crate) fn is_transport(&self) -> bool {
+        matches!(self, EtcdError::Request { .. } | EtcdError::Timeout { .. })
+    }
+}
+
 /// Runs one etcd request with a deadline.
 pub(crate) async fn timed<T>(
     op: &'static str,
@@ -135,9 +144,11 @@ impl std::fmt::Debug for Conn {
 }
 
 impl Conn {
+    /// Endpoints as typed (`a, b` from a flag or the environment): this is
+    /// the one place they are trimmed, for every connection made from them.
     pub(crate) fn new(endpoints: &[String], timeout: Duration) -> Conn {
         Conn {
-            endpoints: endpoints.into(),
+            endpoints: endpoints.iter().map(|e| e.trim().to_owned()).collect(),
             index: Arc::new(AtomicUsize::new(0)),
             client: None,
             timeout,

@@ -25,29 +25,36 @@ pub struct EtcdIdentity {
     status: SharedStatus,
     shutdown: watch::Sender<bool>,
     task: JoinHandle<()>,
-    request_timeout: Duration,
+    /// The session's own runtime (one thread): mints that block their HTTP
+    /// worker on a slow reservation write can never starve the keep-alives.
+    /// `None` once shut down.
+    runtime: Option<tokio::runtime::Runtime>,
+    /// How long a graceful stop may take: the revoke tries each endpoint,
+    /// a connect and a request timeout each.
+    stop_within: Duration,
     minter: Arc<Minter>,
 }
 
 impl EtcdIdentity {
-    /// Starts the session on the current tokio runtime (an error outside
-    /// one): it fills `minter`
-    /// when it holds an identity and empties it when it may not issue.
-    /// Returns at once; the minter stays not ready until an identity is held.
+    /// Starts the session on a runtime of its own: it fills `minter` when it
+    /// holds an identity and empties it when it may not issue. Returns at
+    /// once; the minter stays not ready until an identity is held.
     pub fn spawn(options: EtcdOptions, minter: Arc<Minter>) -> Result<EtcdIdentity, SpawnError> {
         options.validate().map_err(SpawnError::Options)?;
-        let runtime = tokio::runtime::Handle::try_current().map_err(|_| SpawnError::NoRuntime)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("snowmint-etcd-lease")
+            .enable_all()
+            .build()
+            .map_err(|e| SpawnError::Thread(e.to_string()))?;
         let timing = Timing::new(options.lease_ttl);
         let keys = Keys::new(&options.prefix);
         let bridge = Bridge::start(options.endpoints.clone(), keys.clone(), timing.request)
             .map_err(|e| SpawnError::Thread(e.to_string()))?;
         let status = Arc::new(Mutex::new(EtcdStatus::new()));
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let endpoints: Vec<String> = options
-            .endpoints
-            .iter()
-            .map(|e| e.trim().to_owned())
-            .collect();
+        let conn = Conn::new(&options.endpoints, timing.request);
+        let endpoints = u32::try_from(conn.len()).unwrap_or(u32::MAX).min(64);
         let session = Session {
             options,
             keys,
@@ -56,14 +63,15 @@ impl EtcdIdentity {
             minter: Arc::clone(&minter),
             status: Arc::clone(&status),
             current: Arc::new(Mutex::new(None)),
-            conn: Conn::new(&endpoints, timing.request),
+            conn,
         };
         let task = runtime.spawn(session.run(shutdown_rx));
         Ok(EtcdIdentity {
             status,
             shutdown,
             task,
-            request_timeout: timing.request,
+            runtime: Some(runtime),
+            stop_within: timing.request * (2 * endpoints + 1),
             minter,
         })
     }
@@ -82,16 +90,16 @@ impl EtcdIdentity {
     }
 
     /// Graceful shutdown: stops minting, then revokes the lease so the
-    /// identity is free at once. Bounded by a few request timeouts.
-    pub async fn shutdown(self) {
+    /// identity is free at once. Bounded by two request timeouts per
+    /// endpoint.
+    pub async fn shutdown(mut self) {
         self.shutdown.send_replace(true);
-        let mut task = self.task;
-        if tokio::time::timeout(self.request_timeout * 3, &mut task)
+        if tokio::time::timeout(self.stop_within, &mut self.task)
             .await
             .is_err()
         {
             tracing::warn!("etcd session did not stop in time; its lease will expire by itself");
-            task.abort();
+            self.task.abort();
         }
     }
 
@@ -103,6 +111,15 @@ impl EtcdIdentity {
     }
 }
 
+impl Drop for EtcdIdentity {
+    fn drop(&mut self) {
+        // Never blocks, so dropping is fine inside another runtime too.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 /// Why a session could not start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -110,11 +127,8 @@ pub enum SpawnError {
     /// An invalid option.
     #[error(transparent)]
     Options(OptionsError),
-    /// Called outside a tokio runtime.
-    #[error("the etcd session needs a tokio runtime")]
-    NoRuntime,
-    /// The reservation thread could not be started.
-    #[error("cannot start the etcd reservation thread: {0}")]
+    /// The session's or the reservation's thread could not be started.
+    #[error("cannot start an etcd session thread: {0}")]
     Thread(String),
 }
 
@@ -273,7 +287,9 @@ impl Session {
                         });
                         tokio::time::sleep(wait).await;
                     } else {
-                        conn.failed();
+                        if e.is_transport() {
+                            conn.failed();
+                        }
                         self.unreachable(&e, &mut backoff).await;
                     }
                 }
@@ -395,14 +411,11 @@ impl Session {
         Ok(n)
     }
 
-    /// Best-effort revoke of a lease that holds nothing useful.
+    /// Best-effort revoke of a lease that holds nothing useful. A failure
+    /// is left to expire; the next request decides whether to fail over.
     async fn give_up(&self, conn: &mut Conn, lease: i64) {
-        let revoked = match conn.client().await {
-            Ok(client) => ops::revoke(client, lease, self.timing.request).await,
-            Err(e) => Err(e),
-        };
-        if revoked.is_err() {
-            conn.failed();
+        if let Ok(client) = conn.client().await {
+            let _ = ops::revoke(client, lease, self.timing.request).await;
         }
         *self.current.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
@@ -520,7 +533,10 @@ impl Session {
     ) -> Result<Duration, EtcdError> {
         let t = self.timing.request;
         let gone = |e: &etcd_client::Error| match e {
-            etcd_client::Error::LeaseKeepAliveError(_) => true,
+            // etcd-client also reports a closed request channel (a dead
+            // stream: a transport failure) as this error; only its own
+            // "lease not found" is etcd saying the lease is gone.
+            etcd_client::Error::LeaseKeepAliveError(m) => m == "lease not found",
             etcd_client::Error::GRpcStatus(s) => s.message().contains("lease not found"),
             _ => false,
         };
