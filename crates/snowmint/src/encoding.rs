@@ -9,8 +9,7 @@ use core::str::FromStr;
 
 use crate::error::{Error, Field};
 use crate::id::SnowflakeId;
-use crate::layout::MAX_ID;
-use crate::parse::{ParsedInt, parse_int};
+use crate::layout::{Layout, MAX_ID};
 
 /// Crockford's base32 alphabet: no I, L, O or U.
 const CROCKFORD: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
@@ -127,20 +126,9 @@ impl Encoding {
     /// error naming the field `id`. Never panics.
     pub fn parse(self, input: &str) -> Result<SnowflakeId, Error> {
         match self {
-            Encoding::Decimal => match parse_int(input) {
-                ParsedInt::Int(v) if (0..=MAX_ID as i128).contains(&v) => {
-                    Ok(SnowflakeId::from_raw(v as u64))
-                }
-                ParsedInt::Int(v) => Err(Error::out_of_range(Field::Id, v, 0, MAX_ID)),
-                ParsedInt::TooWide => Err(Error::too_wide(Field::Id, input.trim(), 0, MAX_ID)),
-                ParsedInt::NotANumber => Err(Error::syntax(
-                    Field::Id,
-                    input,
-                    "a decimal integer",
-                    0,
-                    MAX_ID,
-                )),
-            },
+            Encoding::Decimal => Layout::TWITTER
+                .parse_field(Field::Id, input)
+                .map(SnowflakeId::from_raw),
             Encoding::Hex => {
                 let s = input.trim();
                 let digits = s
@@ -177,15 +165,21 @@ impl Encoding {
 }
 
 /// Reads digits of `bits` bits each into a `u128`; `None` if a character is
-/// not a digit, there are none, or there are more than 26 (too many for a
-/// `u128` with room to tell "too wide" from "valid").
+/// not a digit, there are none, or there are more than 26. A value too wide
+/// for a `u128` saturates to `u128::MAX`, which [`checked`] reports as more
+/// than 64 bits (it never wraps into a small, valid ID).
 fn radix(digits: &str, bits: u32, digit: impl Fn(u8) -> Option<u128>) -> Option<u128> {
     if digits.is_empty() || digits.len() > 26 {
         return None;
     }
-    digits
-        .bytes()
-        .try_fold(0u128, |acc, c| Some((acc << bits) | digit(c)?))
+    digits.bytes().try_fold(0u128, |acc, c| {
+        let d = digit(c)?;
+        Some(if acc.leading_zeros() < bits {
+            u128::MAX
+        } else {
+            (acc << bits) | d
+        })
+    })
 }
 
 fn checked(v: u128, input: &str) -> Result<SnowflakeId, Error> {
@@ -264,5 +258,16 @@ mod tests {
             "id must be 0..=9223372036854775807, got \"1ffffffffffffffff\": more than 64 bits"
         );
         assert_eq!(Encoding::Base32.parse("OIL").unwrap().get(), 33);
+        // 26 characters of base32 are 130 bits: the top ones must not wrap.
+        for wide in ["g0000000000000000000000000", "g0000000000000000000000004"] {
+            assert!(
+                Encoding::Base32
+                    .parse(wide)
+                    .unwrap_err()
+                    .to_string()
+                    .ends_with("more than 64 bits"),
+                "{wide}"
+            );
+        }
     }
 }

@@ -194,7 +194,7 @@ impl Error {
 }
 
 /// Keeps error messages short whatever the user pasted.
-fn echo(input: &str) -> String {
+pub(crate) fn echo(input: &str) -> String {
     let mut out: String = input.chars().take(MAX_ECHO).collect();
     if input.chars().nth(MAX_ECHO).is_some() {
         out.push('…');

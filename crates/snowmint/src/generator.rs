@@ -288,7 +288,9 @@ impl Generator {
                 }
             } else {
                 if now_delta < last {
-                    if read_after != cur {
+                    // Once a regression is being counted, a second reading
+                    // would only confirm it: skip it on the hot path.
+                    if read_after != cur && !self.hot.behind.load(Ordering::Relaxed) {
                         // The reading predates the state we now hold (or
                         // may): read again, after this branch on the loaded
                         // state, before believing the clock went back.
@@ -489,11 +491,12 @@ impl Generator {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         // Make every claim from here on take the lock (invariant 4), then
         // read what has been claimed so far.
-        let previous = self.hot.reserved_until.swap(0, Ordering::SeqCst);
+        self.hot.reserved_until.store(0, Ordering::SeqCst);
         let last = self.hot.state.load(Ordering::SeqCst) >> SEQUENCE_BITS;
-        self.publish_mark(store.as_ref(), last).inspect_err(|_| {
-            self.hot.reserved_until.store(previous, Ordering::SeqCst);
-        })
+        // On failure the store may hold either mark (a rename can land
+        // before its directory sync fails), so `reserved_until` stays 0: the
+        // next claim writes a fresh mark covering everything issued so far.
+        self.publish_mark(store.as_ref(), last)
     }
 
     /// The datacenter ID this generator mints for.
@@ -573,15 +576,13 @@ impl fmt::Debug for Generator {
     }
 }
 
+/// For a clock reading (or a borrowed millisecond) outside the format.
 fn timestamp_error(ms: u64) -> GenerateError {
-    GenerateError::Timestamp(
-        Layout::TWITTER
-            .check(Field::Timestamp, ms)
-            .err()
-            .unwrap_or_else(|| {
-                Error::timestamp(i128::from(ms), TWITTER_EPOCH_MS, MAX_TIMESTAMP_MS)
-            }),
-    )
+    GenerateError::Timestamp(Error::timestamp(
+        i128::from(ms),
+        TWITTER_EPOCH_MS,
+        MAX_TIMESTAMP_MS,
+    ))
 }
 
 fn whole_ms(d: Duration) -> u64 {
@@ -660,12 +661,14 @@ impl GeneratorBuilder {
             Some(store) => store.load().map_err(BuildError::Store)?,
             None => None,
         };
-        if let Some(mark) = mark.filter(|&m| m > MAX_TIMESTAMP_MS) {
+        // Checked here, once, for every store: a mark outside the format
+        // (say, seconds instead of milliseconds) is damage, not "no mark".
+        if let Some(mark) = mark.filter(|&m| !Layout::TWITTER.contains(Field::Timestamp, m)) {
             return Err(BuildError::Store(StoreError::new(
                 StoreErrorKind::Damaged,
                 format!(
-                    "the stored reservation mark {mark} is past the last encodable \
-                     timestamp {MAX_TIMESTAMP_MS}"
+                    "the stored reservation mark {mark} is outside the encodable \
+                     timestamps {TWITTER_EPOCH_MS}..={MAX_TIMESTAMP_MS}"
                 ),
             )));
         }
@@ -1246,8 +1249,14 @@ mod tests {
             .unwrap_err();
         assert!(
             err.to_string()
-                .contains("past the last encodable timestamp")
+                .contains("is outside the encodable timestamps")
         );
+        // A mark in seconds is below the epoch: damage, not "no mark".
+        let err = Generator::builder(0, 0)
+            .store(MemoryStore::with_mark(1_700_000_000))
+            .build()
+            .unwrap_err();
+        assert!(matches!(err, BuildError::Store(ref e) if e.kind() == StoreErrorKind::Damaged));
     }
 
     #[test]

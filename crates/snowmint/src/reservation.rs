@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::error::echo;
 use crate::layout::{MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS};
 
 /// Durable storage of one identity's "reserved until" mark (Unix ms).
@@ -183,13 +184,11 @@ impl FileStore {
 
     fn parse(&self, text: &str) -> Result<u64, StoreError> {
         let line = text.strip_suffix('\n').unwrap_or(text);
-        let Some(value) = line.strip_prefix(KEY) else {
-            return Err(self.damaged(format_args!("found {:?}", shorten(line))));
-        };
-        let ms: u64 = match value.parse() {
-            Ok(ms) if value.bytes().all(|b| b.is_ascii_digit()) => ms,
-            _ => return Err(self.damaged(format_args!("found {:?}", shorten(line)))),
-        };
+        let ms: u64 = line
+            .strip_prefix(KEY)
+            .filter(|v| v.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| self.damaged(format_args!("found {:?}", echo(line))))?;
         if !(MIN_TIMESTAMP_MS..=MAX_TIMESTAMP_MS).contains(&ms) {
             return Err(self.damaged(format_args!(
                 "mark {ms} is outside {MIN_TIMESTAMP_MS}..={MAX_TIMESTAMP_MS}"
@@ -226,15 +225,6 @@ fn sync_dir(path: &Path) -> io::Result<()> {
 #[cfg(not(unix))]
 fn sync_dir(_path: &Path) -> io::Result<()> {
     Ok(())
-}
-
-/// At most 40 characters of a damaged file's line, for the message.
-fn shorten(line: &str) -> String {
-    let mut s: String = line.chars().take(40).collect();
-    if line.chars().nth(40).is_some() {
-        s.push('…');
-    }
-    s
 }
 
 impl ReservationStore for FileStore {
