@@ -71,10 +71,8 @@ pub(crate) fn field(field: Field, input: Option<&str>) -> Result<u64, snowmint::
 
 /// Reads the timestamp: missing, empty or `now` is `now_ms`.
 pub(crate) fn timestamp(input: Option<&str>, now_ms: u64) -> Result<u64, snowmint::Error> {
-    match input.map(str::trim) {
-        None | Some("") => snowmint::parse_timestamp("now", now_ms),
-        Some(text) => snowmint::parse_timestamp(text, now_ms),
-    }
+    let text = input.filter(|t| !t.trim().is_empty()).unwrap_or("now");
+    snowmint::parse_timestamp(text, now_ms)
 }
 
 /// Validates a compose query, reporting the first bad field in form order.
@@ -140,18 +138,14 @@ pub(crate) async fn decode(
     path: Result<Path<String>, axum::extract::rejection::PathRejection>,
     ApiQuery(q): ApiQuery<DecodeQuery>,
 ) -> Result<Response, ApiError> {
-    // The only way a one-segment path fails to extract is bytes that are
-    // not UTF-8 once percent-decoded; say so in the core's words.
-    let Path(id) = path.map_err(|_| {
-        ApiError::bad_request(
-            Some("id"),
-            format!(
-                "id must be a decimal integer 0..={}, got text that is not valid UTF-8",
-                snowmint::MAX_ID
-            ),
-        )
-    })?;
     let encoding = encoding(q.from.as_deref())?;
+    // The only way a one-segment path fails to extract is bytes that are
+    // not UTF-8 once percent-decoded: let the core say what the form
+    // expects, with the replacement character for what was found.
+    let Path(id) = path.map_err(|_| match encoding.parse("\u{FFFD}") {
+        Err(e) => ApiError::from(e),
+        Ok(_) => ApiError::bad_request(Some("id"), "id is not valid UTF-8".to_owned()),
+    })?;
     let id = encoding.parse(&id)?;
     Ok(Json(id.breakdown()).into_response())
 }
@@ -167,7 +161,8 @@ pub struct MintQuery {
 
 /// Reads `count`.
 pub(crate) fn count(input: Option<&str>) -> Result<usize, ApiError> {
-    let Some(text) = input.map(str::trim) else {
+    // Missing or empty means the default, like `timestamp` and `from`.
+    let Some(text) = input.map(str::trim).filter(|t| !t.is_empty()) else {
         return Ok(1);
     };
     match text.parse::<i128>() {

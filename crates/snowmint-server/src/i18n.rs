@@ -34,7 +34,7 @@ impl Lang {
         best.map_or(Lang::En, |(_, lang)| lang)
     }
 
-    fn from_tag(tag: &str) -> Option<Lang> {
+    pub(crate) fn from_tag(tag: &str) -> Option<Lang> {
         let primary = tag.split(['-', '_']).next()?.trim();
         if primary.eq_ignore_ascii_case("en") {
             Some(Lang::En)

@@ -123,7 +123,8 @@ struct GeneratorCollector {
     minter: Arc<Minter>,
 }
 
-fn counter(
+/// Writes one constant counter (shared with the etcd collector).
+pub(crate) fn counter(
     encoder: &mut DescriptorEncoder<'_>,
     name: &str,
     help: &str,
@@ -134,7 +135,8 @@ fn counter(
     c.encode(e)
 }
 
-fn gauge(
+/// Writes one constant gauge (shared with the etcd collector).
+pub(crate) fn gauge(
     encoder: &mut DescriptorEncoder<'_>,
     name: &str,
     help: &str,

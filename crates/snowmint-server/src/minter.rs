@@ -259,7 +259,9 @@ impl Minter {
         if !(1..=MAX_BATCH).contains(&n) {
             return Err(MintError::Count(n));
         }
-        let slot = self.current().ok_or(MintError::NotReady)?;
+        // A guard, not a clone of the Arc: no shared count touched per mint.
+        let guard = self.slot.load();
+        let slot = guard.as_ref().ok_or(MintError::NotReady)?;
         let mut left = n;
         while left > 0 {
             if !slot.fence.is_open() {

@@ -113,8 +113,12 @@ pub(crate) struct ReadyDoc {
 struct ApiDoc;
 
 /// The OpenAPI document as JSON.
-pub(crate) fn document() -> String {
-    ApiDoc::openapi()
-        .to_pretty_json()
-        .unwrap_or_else(|_| "{}".to_owned())
+pub(crate) fn document() -> &'static str {
+    // Generated once: it only changes with the code.
+    static DOC: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        ApiDoc::openapi()
+            .to_pretty_json()
+            .unwrap_or_else(|_| "{}".to_owned())
+    });
+    &DOC
 }

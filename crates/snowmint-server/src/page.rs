@@ -135,10 +135,8 @@ pub(crate) async fn index(
         .get(header::ACCEPT_LANGUAGE)
         .and_then(|v| v.to_str().ok());
     let lang = Lang::choose(q.lang.as_deref(), accept);
-    let explicit_lang = q
-        .lang
-        .as_deref()
-        .is_some_and(|l| l.eq_ignore_ascii_case(lang.code()));
+    // The same test `choose` applies, so `?lang=no` is kept in links too.
+    let explicit_lang = q.lang.as_deref().and_then(Lang::from_tag).is_some();
     let mode = if q.id.is_some() {
         Mode::Decode
     } else {

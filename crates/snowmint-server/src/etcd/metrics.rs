@@ -2,10 +2,10 @@
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
-use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 
 use super::status::{LeaseState, StatusReader};
+use crate::metrics::{counter, gauge};
 
 /// Exports an [`EtcdIdentity`](super::EtcdIdentity)'s status at each scrape:
 ///
@@ -63,14 +63,12 @@ impl Collector for EtcdCollector {
             ConstGauge::new(1i64).encode(family.encode_family(&labels)?)?;
         }
         if let Some(ttl) = status.granted_ttl {
-            let g = ConstGauge::new(ttl.as_secs() as i64);
-            let e = encoder.encode_descriptor(
+            gauge(
+                &mut encoder,
                 "etcd_lease_ttl_seconds",
                 "The lease TTL etcd granted",
-                None,
-                g.metric_type(),
+                i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX),
             )?;
-            g.encode(e)?;
         }
         for (name, help, value) in [
             ("etcd_claims", "Worker identities claimed", status.claims),
@@ -86,9 +84,7 @@ impl Collector for EtcdCollector {
             ),
             ("etcd_fenced", "Times minting was fenced off", status.fenced),
         ] {
-            let c = ConstCounter::new(value);
-            let e = encoder.encode_descriptor(name, help, None, c.metric_type())?;
-            c.encode(e)?;
+            counter(&mut encoder, name, help, value)?;
         }
         Ok(())
     }

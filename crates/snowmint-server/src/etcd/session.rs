@@ -217,13 +217,6 @@ struct Session {
     conn: Conn,
 }
 
-/// How holding an identity ended.
-enum Lost {
-    /// The lease expired or was revoked on the server, or the identity key
-    /// is no longer ours.
-    Lease,
-}
-
 impl Session {
     async fn run(self, mut shutdown: watch::Receiver<bool>) {
         tokio::select! {
@@ -401,8 +394,7 @@ impl Session {
             reserved_until = ?generator.reserved_until_ms(),
             "holding worker identity"
         );
-        let Lost::Lease = self
-            .hold(conn, granted, identity, n, generator, fence)
+        self.hold(conn, granted, identity, n, generator, fence)
             .await;
         self.minter.clear();
         // Usually gone already; if only the key was lost, free the lease too.
@@ -422,6 +414,8 @@ impl Session {
 
     /// Keeps the lease alive; extends the fence on each answer, clears the
     /// minter when the fence closes, re-installs when renewals come back.
+    /// Returns once the lease is gone on the server (expired or revoked) or
+    /// the identity key is no longer ours.
     async fn hold(
         &self,
         conn: &mut Conn,
@@ -430,7 +424,7 @@ impl Session {
         n: u16,
         generator: Arc<Generator>,
         mut fence: Arc<Fence>,
-    ) -> Lost {
+    ) {
         let lease = granted.id;
         let mut deadline = Timing::deadline(granted.sent, granted.ttl);
         let mut installed = true;
@@ -483,7 +477,7 @@ impl Session {
                                 installed = true;
                                 tracing::info!(%identity, "lease renewed again; issuing");
                             }
-                            Ok(false) => return Lost::Lease,
+                            Ok(false) => return,
                             Err(e) => {
                                 stream = None;
                                 conn.failed();
@@ -501,7 +495,7 @@ impl Session {
                     });
                     next = sent + self.timing.renew_every;
                 }
-                Err(EtcdError::LeaseGone { .. }) => return Lost::Lease,
+                Err(EtcdError::LeaseGone { .. }) => return,
                 Err(e) => {
                     stream = None;
                     conn.failed();
