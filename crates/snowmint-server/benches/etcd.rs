@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use snowmint::{Generator, MemoryStore};
 use snowmint_server::etcd::{EtcdIdentity, EtcdOptions};
-use snowmint_server::{Fence, Identity, Minter};
+use snowmint_server::{Fence, Minter};
 
 fn benches(c: &mut Criterion) {
     let Some(etcd) = support::etcd::EtcdServer::start() else {
@@ -38,10 +38,6 @@ fn benches(c: &mut Criterion) {
         .build()
         .unwrap();
     in_memory.install(
-        Identity {
-            datacenter: 0,
-            worker: 0,
-        },
         Arc::new(generator),
         Arc::new(Fence::until(Instant::now() + Duration::from_secs(3600))),
     );

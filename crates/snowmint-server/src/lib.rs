@@ -174,14 +174,7 @@ pub fn static_state(config: &Config) -> Result<AppState, StaticError> {
     let generator =
         generator::static_generator(config.datacenter, config.worker, &config.state_dir)?;
     let minter = Minter::new();
-    minter.install(
-        Identity {
-            datacenter: config.datacenter,
-            worker: config.worker,
-        },
-        Arc::new(generator),
-        Arc::new(Fence::never()),
-    );
+    minter.install(Arc::new(generator), Arc::new(Fence::never()));
     Ok(AppState::new(minter))
 }
 

@@ -205,7 +205,7 @@ struct Slot {
 /// assert_eq!(minter.mint(1), Err(MintError::NotReady));
 ///
 /// let generator = Arc::new(snowmint_server::generator::Generator::new(1, 2)?);
-/// minter.install(Identity { datacenter: 1, worker: 2 }, generator, Arc::new(Fence::never()));
+/// minter.install(generator, Arc::new(Fence::never()));
 /// let ids = minter.mint(3).unwrap();
 /// assert_eq!(ids.len(), 3);
 /// assert!(ids[0] < ids[1] && ids[1] < ids[2]);
@@ -225,9 +225,14 @@ impl Minter {
         Arc::new(Minter::default())
     }
 
-    /// Starts issuing as `identity` from `generator` while `fence` is open.
+    /// Starts issuing from `generator` (as its identity) while `fence` is open.
     /// Replaces whatever was installed.
-    pub fn install(&self, identity: Identity, generator: Arc<Generator>, fence: Arc<Fence>) {
+    pub fn install(&self, generator: Arc<Generator>, fence: Arc<Fence>) {
+        // The identity is the generator's own: nothing to keep in step.
+        let identity = Identity {
+            datacenter: generator.datacenter(),
+            worker: generator.worker(),
+        };
         self.slot.store(Some(Arc::new(Slot {
             identity,
             generator,
@@ -305,14 +310,7 @@ mod tests {
 
     fn installed(fence: Fence) -> Arc<Minter> {
         let minter = Minter::new();
-        minter.install(
-            Identity {
-                datacenter: 3,
-                worker: 4,
-            },
-            Arc::new(Generator::new(3, 4).unwrap()),
-            Arc::new(fence),
-        );
+        minter.install(Arc::new(Generator::new(3, 4).unwrap()), Arc::new(fence));
         minter
     }
 
@@ -337,14 +335,7 @@ mod tests {
         assert_eq!(minter.mint(4097), Err(MintError::Count(4097)));
 
         let fence = Arc::new(Fence::until(Instant::now() + Duration::from_secs(60)));
-        minter.install(
-            Identity {
-                datacenter: 3,
-                worker: 4,
-            },
-            Arc::new(Generator::new(3, 4).unwrap()),
-            Arc::clone(&fence),
-        );
+        minter.install(Arc::new(Generator::new(3, 4).unwrap()), Arc::clone(&fence));
         assert!(minter.is_ready());
         assert_eq!(minter.mint(1).unwrap().len(), 1);
         fence.expire();

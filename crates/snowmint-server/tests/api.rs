@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use serde_json::{Value, json};
 use snowmint_server::generator::Generator;
-use snowmint_server::{AppState, Config, Fence, Identity, Minter, app, static_state};
+use snowmint_server::{AppState, Config, Fence, Minter, app, static_state};
 use tower::ServiceExt;
 
 const REFERENCE_MS: u64 = 1288834975657;
@@ -409,14 +409,7 @@ async fn mint_errors() {
     // A fence that closes (a lease that may have expired): 503, not ready.
     let minter = Minter::new();
     let fence = Arc::new(Fence::until(Instant::now() + Duration::from_secs(60)));
-    minter.install(
-        Identity {
-            datacenter: 5,
-            worker: 6,
-        },
-        Arc::new(Generator::new(5, 6).unwrap()),
-        Arc::clone(&fence),
-    );
+    minter.install(Arc::new(Generator::new(5, 6).unwrap()), Arc::clone(&fence));
     let leased = AppState::new(minter);
     assert_eq!(json(&leased, "GET", "/readyz").await.0, StatusCode::OK);
     assert_eq!(
@@ -834,14 +827,7 @@ impl snowmint::ReservationStore for BrokenStore {
 async fn a_failing_reservation_answers_503_without_internals() {
     let minter = Minter::new();
     let generator = Generator::builder(7, 7).store(BrokenStore).build().unwrap();
-    minter.install(
-        Identity {
-            datacenter: 7,
-            worker: 7,
-        },
-        Arc::new(generator),
-        Arc::new(Fence::never()),
-    );
+    minter.install(Arc::new(generator), Arc::new(Fence::never()));
     let state = AppState::new(minter);
     let msg = error(
         &state,

@@ -379,7 +379,7 @@ impl Session {
         };
         let fence = Arc::new(Fence::until(Timing::deadline(granted.sent, granted.ttl)));
         self.minter
-            .install(identity, Arc::clone(&generator), Arc::clone(&fence));
+            .install(Arc::clone(&generator), Arc::clone(&fence));
         backoff.reset();
         update(&self.status, |s| {
             s.state = LeaseState::Held;
@@ -469,11 +469,8 @@ impl Session {
                         match check {
                             Ok(true) => {
                                 fence = Arc::new(Fence::until(deadline));
-                                self.minter.install(
-                                    identity,
-                                    Arc::clone(&generator),
-                                    Arc::clone(&fence),
-                                );
+                                self.minter
+                                    .install(Arc::clone(&generator), Arc::clone(&fence));
                                 installed = true;
                                 tracing::info!(%identity, "lease renewed again; issuing");
                             }
