@@ -121,30 +121,7 @@ fn stdout_error(e: io::Error) -> CliError {
 
 /// `count` as typed: a decimal integer 1..=MAX_COUNT.
 fn parse_count(input: &str) -> Result<u64, CliError> {
-    let trimmed = input.trim();
-    let digits = trimmed.strip_prefix('+').unwrap_or(trimmed);
-    let shown = if input.len() > 40 {
-        format!("{:?}…", input.chars().take(40).collect::<String>())
-    } else {
-        format!("{input:?}")
-    };
-    let refuse =
-        |found: String| CliError::Usage(format!("count must be 1..={MAX_COUNT}, got {found}"));
-    if let Some(neg) = digits.strip_prefix('-') {
-        if !neg.is_empty() && neg.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(refuse(trimmed.to_string()));
-        }
-    }
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(CliError::Usage(format!(
-            "count must be a decimal integer 1..={MAX_COUNT}, got {shown}"
-        )));
-    }
-    match digits.parse::<u64>() {
-        Ok(n) if (1..=MAX_COUNT).contains(&n) => Ok(n),
-        Ok(n) => Err(refuse(n.to_string())),
-        Err(_) => Err(refuse(digits.to_string())),
-    }
+    Ok(snowmint::parse_in_range(Field::Count, input, 1, MAX_COUNT)?)
 }
 
 #[cfg(test)]

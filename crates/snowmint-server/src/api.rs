@@ -162,23 +162,12 @@ pub struct MintQuery {
 /// Reads `count`.
 pub(crate) fn count(input: Option<&str>) -> Result<usize, ApiError> {
     // Missing or empty means the default, like `timestamp` and `from`.
-    let Some(text) = input.map(str::trim).filter(|t| !t.is_empty()) else {
+    let Some(text) = input.filter(|t| !t.trim().is_empty()) else {
         return Ok(1);
     };
-    match text.parse::<i128>() {
-        Ok(n) if (1..=MAX_BATCH as i128).contains(&n) => Ok(n as usize),
-        Ok(n) => Err(ApiError::bad_request(
-            Some("count"),
-            format!("count must be 1..={MAX_BATCH}, got {n}"),
-        )),
-        Err(_) => Err(ApiError::bad_request(
-            Some("count"),
-            format!(
-                "count must be a decimal integer 1..={MAX_BATCH}, got {}",
-                echo(text)
-            ),
-        )),
-    }
+    // At most one millisecond's IDs: the core's range for a count.
+    let n = Layout::TWITTER.parse_field(Field::Count, text)?;
+    Ok(usize::try_from(n).unwrap_or(MAX_BATCH))
 }
 
 /// Mint fresh IDs from this instance's generator.

@@ -25,11 +25,13 @@ pub enum Field {
     Id,
     /// A bit width or epoch of a custom [`Layout`](crate::Layout).
     Layout,
+    /// How many IDs to mint at once.
+    Count,
 }
 
 impl Field {
     /// The field's name as the surfaces spell it: `timestamp`, `datacenter`,
-    /// `worker`, `sequence`, `id` or `layout`.
+    /// `worker`, `sequence`, `id`, `layout` or `count`.
     pub const fn name(self) -> &'static str {
         match self {
             Field::Timestamp => "timestamp",
@@ -38,6 +40,7 @@ impl Field {
             Field::Sequence => "sequence",
             Field::Id => "id",
             Field::Layout => "layout",
+            Field::Count => "count",
         }
     }
 }

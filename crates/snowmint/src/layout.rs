@@ -231,6 +231,8 @@ impl Layout {
             Field::Worker => (0, self.max_worker()),
             Field::Sequence => (0, self.max_sequence()),
             Field::Id | Field::Layout => (0, MAX_ID),
+            // One batch: at most one millisecond's IDs.
+            Field::Count => (1, self.max_sequence() + 1),
         }
     }
 
@@ -281,23 +283,7 @@ impl Layout {
     /// ```
     pub fn parse_field(&self, field: Field, input: &str) -> Result<u64, Error> {
         let (min, max) = self.range(field);
-        match parse_int(input) {
-            ParsedInt::Int(v) if v >= min as i128 && v <= max as i128 => Ok(v as u64),
-            ParsedInt::Int(v) if field == Field::Timestamp => Err(Error::timestamp(v, min, max)),
-            ParsedInt::Int(v) => Err(Error::out_of_range(field, v, min, max)),
-            ParsedInt::TooWide => Err(Error::too_wide(field, input.trim(), min, max)),
-            ParsedInt::NotANumber => Err(Error::syntax(
-                field,
-                input,
-                if let Field::Timestamp = field {
-                    "Unix milliseconds"
-                } else {
-                    "a decimal integer"
-                },
-                min,
-                max,
-            )),
-        }
+        parse_in_range(field, input, min, max)
     }
 
     /// Builds an ID from its four values, checking each against its range.
@@ -376,6 +362,43 @@ impl Layout {
             self.max_worker(),
             self.max_sequence(),
         )
+    }
+}
+
+/// Parses a decimal integer typed for `field` and checks it against
+/// `min..=max`: [`Layout::parse_field`] for a range of your own (say, how
+/// many IDs a command may print). Surrounding whitespace is ignored; never
+/// panics.
+///
+/// ```
+/// use snowmint::{Field, parse_in_range};
+/// assert_eq!(parse_in_range(Field::Count, "10", 1, 100), Ok(10));
+/// assert_eq!(
+///     parse_in_range(Field::Count, "0", 1, 100).unwrap_err().to_string(),
+///     "count must be 1..=100, got 0"
+/// );
+/// assert_eq!(
+///     parse_in_range(Field::Count, "lots", 1, 100).unwrap_err().to_string(),
+///     r#"count must be a decimal integer 1..=100, got "lots""#
+/// );
+/// ```
+pub fn parse_in_range(field: Field, input: &str, min: u64, max: u64) -> Result<u64, Error> {
+    match parse_int(input) {
+        ParsedInt::Int(v) if v >= i128::from(min) && v <= i128::from(max) => Ok(v as u64),
+        ParsedInt::Int(v) if field == Field::Timestamp => Err(Error::timestamp(v, min, max)),
+        ParsedInt::Int(v) => Err(Error::out_of_range(field, v, min, max)),
+        ParsedInt::TooWide => Err(Error::too_wide(field, input.trim(), min, max)),
+        ParsedInt::NotANumber => Err(Error::syntax(
+            field,
+            input,
+            if field == Field::Timestamp {
+                "Unix milliseconds"
+            } else {
+                "a decimal integer"
+            },
+            min,
+            max,
+        )),
     }
 }
 

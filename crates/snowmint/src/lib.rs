@@ -92,7 +92,7 @@ pub use id::SnowflakeId;
 pub use layout::{
     DATACENTER_BITS, DATACENTER_SHIFT, Layout, MAX_DATACENTER, MAX_DELTA_MS, MAX_ID, MAX_SEQUENCE,
     MAX_TIMESTAMP_MS, MAX_WORKER, MIN_TIMESTAMP_MS, Parts, SEQUENCE_BITS, TIMESTAMP_BITS,
-    TIMESTAMP_SHIFT, TWITTER_EPOCH_MS, WORKER_BITS, WORKER_SHIFT, compose, decode,
+    TIMESTAMP_SHIFT, TWITTER_EPOCH_MS, WORKER_BITS, WORKER_SHIFT, compose, decode, parse_in_range,
 };
 #[cfg(feature = "std")]
 pub use reservation::{FileStore, MemoryStore, ReservationStore, StoreError, StoreErrorKind};
