@@ -64,11 +64,6 @@ pub struct ComposeQuery {
     pub sequence: Option<String>,
 }
 
-/// Reads one of the three small fields; a missing one is an error naming it.
-pub(crate) fn field(field: Field, input: Option<&str>) -> Result<u64, snowmint::Error> {
-    Layout::TWITTER.parse_field(field, input.unwrap_or(""))
-}
-
 /// Reads the timestamp: missing, empty or `now` is `now_ms`.
 pub(crate) fn timestamp(input: Option<&str>, now_ms: u64) -> Result<u64, snowmint::Error> {
     let text = input.filter(|t| !t.trim().is_empty()).unwrap_or("now");
@@ -77,11 +72,31 @@ pub(crate) fn timestamp(input: Option<&str>, now_ms: u64) -> Result<u64, snowmin
 
 /// Validates a compose query, reporting the first bad field in form order.
 pub(crate) fn compose_query(q: &ComposeQuery, now_ms: u64) -> Result<SnowflakeId, ApiError> {
-    let t = timestamp(q.timestamp.as_deref(), now_ms)?;
-    let c = field(Field::Datacenter, q.datacenter.as_deref())?;
-    let m = field(Field::Worker, q.worker.as_deref())?;
-    let s = field(Field::Sequence, q.sequence.as_deref())?;
-    Ok(snowmint::compose(t, c, m, s)?)
+    // A missing field is checked as empty text: an error naming it.
+    Ok(compose_typed(
+        q.timestamp.as_deref(),
+        q.datacenter.as_deref().unwrap_or(""),
+        q.worker.as_deref().unwrap_or(""),
+        q.sequence.as_deref().unwrap_or(""),
+        now_ms,
+    )?)
+}
+
+/// The one compose path of the API and the page: each value as typed,
+/// the first bad one (in form order) reported by the core.
+pub(crate) fn compose_typed(
+    timestamp_input: Option<&str>,
+    datacenter: &str,
+    worker: &str,
+    sequence: &str,
+    now_ms: u64,
+) -> Result<SnowflakeId, snowmint::Error> {
+    let layout = Layout::TWITTER;
+    let t = timestamp(timestamp_input, now_ms)?;
+    let c = layout.parse_field(Field::Datacenter, datacenter)?;
+    let m = layout.parse_field(Field::Worker, worker)?;
+    let s = layout.parse_field(Field::Sequence, sequence)?;
+    layout.compose(t, c, m, s)
 }
 
 /// Compose an ID from its four values.

@@ -180,13 +180,18 @@ pub(crate) async fn index(
         .into_response()
 }
 
+/// The form chosen in the decode form's `from` (decimal when missing or
+/// unknown: the page offers only valid choices).
+fn encoding_of(q: &PageQuery) -> Encoding {
+    q.from
+        .as_deref()
+        .and_then(|f| f.parse().ok())
+        .unwrap_or_default()
+}
+
 fn decode(q: &PageQuery, lang: Lang) -> Outcome {
     let typed = q.id.as_deref().unwrap_or("");
-    let encoding = match q.from.as_deref().map(str::trim) {
-        None | Some("") => Encoding::Decimal,
-        Some(name) => name.parse().unwrap_or_default(),
-    };
-    match encoding.parse(typed) {
+    match encoding_of(q).parse(typed) {
         Ok(id) => Outcome::Id(id.breakdown()),
         Err(e) => Outcome::Invalid("id", lang.field_error(&e, typed)),
     }
@@ -199,28 +204,22 @@ fn compose(q: &PageQuery, lang: Lang, now_ms: u64) -> Outcome {
     } else {
         (q.timestamp.as_deref(), "timestamp")
     };
-    let t = match api::timestamp(ts_input, now_ms) {
-        Ok(t) => t,
-        Err(e) => {
-            return Outcome::Invalid(ts_field, lang.field_error(&e, ts_input.unwrap_or("")));
-        }
-    };
     // A first visit (no query) shows datacenter 0, worker 0, sequence 0 now.
-    let or_zero = |v: &Option<String>| v.clone().unwrap_or_else(|| "0".to_owned());
-    let mut values = [0u64; 3];
-    for (slot, (field, input)) in values.iter_mut().zip([
-        (Field::Datacenter, or_zero(&q.datacenter)),
-        (Field::Worker, or_zero(&q.worker)),
-        (Field::Sequence, or_zero(&q.sequence)),
-    ]) {
-        match api::field(field, Some(&input)) {
-            Ok(v) => *slot = v,
-            Err(e) => return Outcome::Invalid(field.name(), lang.field_error(&e, &input)),
-        }
-    }
-    match snowmint::compose(t, values[0], values[1], values[2]) {
+    let dc = q.datacenter.as_deref().unwrap_or("0");
+    let w = q.worker.as_deref().unwrap_or("0");
+    let seq = q.sequence.as_deref().unwrap_or("0");
+    match api::compose_typed(ts_input, dc, w, seq, now_ms) {
         Ok(id) => Outcome::Id(id.breakdown()),
-        Err(e) => Outcome::Invalid("timestamp", lang.field_error(&e, "")),
+        Err(e) => {
+            // Point at the field the core refused, with what was typed there.
+            let (name, typed) = match e.field() {
+                Field::Datacenter => ("datacenter", dc),
+                Field::Worker => ("worker", w),
+                Field::Sequence => ("sequence", seq),
+                _ => (ts_field, ts_input.unwrap_or("")),
+            };
+            Outcome::Invalid(name, lang.field_error(&e, typed))
+        }
     }
 }
 
@@ -449,12 +448,7 @@ impl Page<'_> {
             Some(t.id_hint),
             r#" placeholder="4194439168""#,
         );
-        let from = self
-            .q
-            .from
-            .as_deref()
-            .and_then(|f| f.parse::<Encoding>().ok())
-            .unwrap_or_default();
+        let from = encoding_of(self.q);
         let _ = write!(
             o,
             r#"<div class="field"><label for="from">{}</label><select id="from" name="from">"#,
