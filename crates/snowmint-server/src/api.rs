@@ -284,8 +284,8 @@ pub(crate) async fn healthz() -> impl IntoResponse {
     (status = 503, description = "No valid worker identity", body = ErrorBody),
 ))]
 pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, ApiError> {
-    match state.minter.identity() {
-        Some(identity) if state.minter.is_ready() => Ok(Json(serde_json::json!({
+    match state.minter.ready_identity() {
+        Some(identity) => Ok(Json(serde_json::json!({
             "status": "ready",
             "datacenter": identity.datacenter,
             "worker": identity.worker,

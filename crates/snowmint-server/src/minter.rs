@@ -291,7 +291,17 @@ impl Minter {
 
     /// Installed and the fence still open.
     pub fn is_ready(&self) -> bool {
-        self.current().is_some_and(|s| s.fence.is_open())
+        self.ready_identity().is_some()
+    }
+
+    /// The identity, if installed and its fence still open: one look at the
+    /// slot, so the answer never mixes two installations.
+    pub fn ready_identity(&self) -> Option<Identity> {
+        self.slot
+            .load()
+            .as_ref()
+            .filter(|s| s.fence.is_open())
+            .map(|s| s.identity)
     }
 
     /// Graceful shutdown: persists the installed generator's last issued

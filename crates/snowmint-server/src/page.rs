@@ -596,8 +596,8 @@ id = (d &lt;&lt; 22) | (c &lt;&lt; 17) | (m &lt;&lt; 12) | s
 
     fn live(&self, o: &mut String) {
         let t = self.t;
-        let status = match self.state.minter.identity() {
-            Some(id) if self.state.minter.is_ready() => format!(
+        let status = match self.state.minter.ready_identity() {
+            Some(id) => format!(
                 "{} <b>{} {}</b>, <b>{} {}</b>.",
                 esc(t.live_identity),
                 esc(&t.seg_datacenter.to_lowercase()),
