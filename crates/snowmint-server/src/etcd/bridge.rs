@@ -50,12 +50,28 @@ impl Bridge {
         timeout: Duration,
     ) -> std::io::Result<Bridge> {
         let (jobs, rx) = mpsc::sync_channel(QUEUE);
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
+        let (ready, started) = mpsc::sync_channel(1);
         thread::Builder::new()
             .name("snowmint-etcd-store".to_owned())
-            .spawn(move || serve(runtime, rx, endpoints, keys, timeout))?;
+            .spawn(move || {
+                // Built (and dropped) on its own thread, never inside the
+                // caller's async context.
+                match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => {
+                        let _ = ready.send(Ok(()));
+                        serve(runtime, rx, endpoints, keys, timeout);
+                    }
+                    Err(e) => {
+                        let _ = ready.send(Err(e));
+                    }
+                }
+            })?;
+        started
+            .recv()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the thread stopped at start")))?;
         Ok(Bridge { jobs, timeout })
     }
 

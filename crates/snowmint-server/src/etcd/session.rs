@@ -41,12 +41,6 @@ impl EtcdIdentity {
     /// once; the minter stays not ready until an identity is held.
     pub fn spawn(options: EtcdOptions, minter: Arc<Minter>) -> Result<EtcdIdentity, SpawnError> {
         options.validate().map_err(SpawnError::Options)?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("snowmint-etcd-lease")
-            .enable_all()
-            .build()
-            .map_err(|e| SpawnError::Thread(e.to_string()))?;
         let timing = Timing::new(options.lease_ttl);
         let keys = Keys::new(&options.prefix);
         let bridge = Bridge::start(options.endpoints.clone(), keys.clone(), timing.request)
@@ -65,6 +59,14 @@ impl EtcdIdentity {
             current: Arc::new(Mutex::new(None)),
             conn,
         };
+        // Last, so that no error path drops a runtime inside the caller's
+        // async context.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("snowmint-etcd-lease")
+            .enable_all()
+            .build()
+            .map_err(|e| SpawnError::Thread(e.to_string()))?;
         let task = runtime.spawn(session.run(shutdown_rx));
         Ok(EtcdIdentity {
             status,
