@@ -9,6 +9,7 @@ use snowmint::{Field, FileStore, Generator, Layout};
 
 use crate::GlobalArgs;
 use crate::error::CliError;
+use crate::render;
 
 /// The most IDs one run prints (about four minutes at the format's limit).
 const MAX_COUNT: u64 = 1_000_000_000;
@@ -88,35 +89,20 @@ fn print_ids(generator: &Generator, count: u64) -> Result<(), CliError> {
     let mut left = count;
     let mut line = String::with_capacity(24);
     while left > 0 {
-        let want = usize::try_from(left.min(4096)).unwrap_or(4096);
+        // At most one millisecond's IDs per call: that fits a usize.
+        let want = left.min(snowmint::MAX_SEQUENCE + 1) as usize;
         let range = generator.next_ids(want).context("cannot mint an ID")?;
         for id in range {
             line.clear();
             use std::fmt::Write as _;
             let _ = writeln!(line, "{id}");
-            if !write_or_pipe_closed(&mut out, line.as_bytes())? {
+            if !render::written(out.write_all(line.as_bytes()))? {
                 return Ok(());
             }
         }
         left -= range.len() as u64;
     }
-    match out.flush() {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(stdout_error(e)),
-        _ => Ok(()),
-    }
-}
-
-/// Writes `bytes`; `Ok(false)` when the reader has gone away.
-fn write_or_pipe_closed(out: &mut impl Write, bytes: &[u8]) -> Result<bool, CliError> {
-    match out.write_all(bytes) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),
-        Err(e) => Err(stdout_error(e)),
-    }
-}
-
-fn stdout_error(e: io::Error) -> CliError {
-    CliError::Runtime(anyhow::Error::new(e).context("cannot write to stdout"))
+    render::written(out.flush()).map(drop)
 }
 
 /// `count` as typed: a decimal integer 1..=MAX_COUNT.

@@ -92,11 +92,18 @@ pub fn render(b: &Breakdown, layout: NamedLayout, view: View) -> Result<String, 
 /// an error: the reader has what it wanted.
 pub fn print(text: &str) -> Result<(), CliError> {
     let mut out = io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(CliError::Runtime(
+    written(out.write_all(text.as_bytes()).and_then(|()| out.flush())).map(drop)
+}
+
+/// The outcome of a write to stdout: `Ok(false)` when the reader has gone
+/// away (a closed pipe), a runtime error for any other failure.
+pub fn written(result: io::Result<()>) -> Result<bool, CliError> {
+    match result {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(CliError::Runtime(
             anyhow::Error::new(e).context("cannot write to stdout"),
         )),
-        _ => Ok(()),
     }
 }
 
