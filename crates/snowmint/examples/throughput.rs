@@ -8,9 +8,9 @@
 //!
 //! Each generator runs for SECONDS (default 2) with 1 thread, then with 2
 //! threads sharing one generator (`rs-snowflake` needs `&mut`, so its 2-thread
-//! run shares it through a `Mutex`). CPU time is the threads' own run time
-//! from `/proc/thread-self/schedstat` (nanoseconds; Linux): `getrusage` would
-//! need `unsafe`, which the workspace forbids.
+//! run shares it through a `Mutex`). CPU time is each thread's own CPU clock
+//! (`CLOCK_THREAD_CPUTIME_ID` through rustix, as `benches/format.rs` reads it;
+//! Linux only, zero elsewhere).
 
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -71,14 +71,18 @@ fn wall_ms() -> u64 {
 }
 
 /// This thread's CPU time so far.
+#[cfg(target_os = "linux")]
 fn thread_cpu() -> Duration {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
-    let ns = text
-        .split_whitespace()
-        .next()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    Duration::from_nanos(ns)
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
+}
+
+#[cfg(not(target_os = "linux"))]
+fn thread_cpu() -> Duration {
+    Duration::ZERO
 }
 
 fn run(minter: Arc<dyn Minter>, threads: usize, length: Duration) -> (f64, Run) {
