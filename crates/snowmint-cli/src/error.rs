@@ -47,6 +47,14 @@ impl From<snowmint::Error> for CliError {
     }
 }
 
+/// A reservation store that cannot be opened (the identity is in use, the
+/// directory cannot be made) is a failure while running, not bad input.
+impl From<snowmint::StoreError> for CliError {
+    fn from(e: snowmint::StoreError) -> Self {
+        CliError::Runtime(anyhow::Error::new(e))
+    }
+}
+
 impl From<anyhow::Error> for CliError {
     fn from(e: anyhow::Error) -> Self {
         CliError::Runtime(e)
@@ -96,12 +104,11 @@ fn eprint_line(message: &str) {
 /// Condenses clap's multi-paragraph error into one line: the message, the
 /// allowed values, and clap's tip, without the usage block.
 fn clap_message(e: &clap::Error) -> String {
-    if e.kind() == ErrorKind::MissingRequiredArgument {
-        if let Some(ContextValue::Strings(args)) = e.get(ContextKind::InvalidArg) {
+    if e.kind() == ErrorKind::MissingRequiredArgument
+        && let Some(ContextValue::Strings(args)) = e.get(ContextKind::InvalidArg) {
             let args: Vec<String> = args.iter().map(|a| with_range(a)).collect();
             return format!("missing {}", args.join(", "));
         }
-    }
     // A value the core refused: its message already names the field, the
     // value and the range.
     if let Some(core) =
@@ -125,11 +132,10 @@ fn clap_message(e: &clap::Error) -> String {
         }
     }
     // `a value is required for '--datacenter <N>'`: say which values.
-    if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) {
-        if let Some(range) = field_range(arg).filter(|r| !msg.contains(r.as_str())) {
+    if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg)
+        && let Some(range) = field_range(arg).filter(|r| !msg.contains(r.as_str())) {
             msg.push_str(&format!(" ({range})"));
         }
-    }
     msg
 }
 

@@ -24,8 +24,10 @@ Examples:
   snowmint next --count 1000 --state-dir /var/lib/snowmint
 
 One generator mints at most 4096 IDs per millisecond. Without --state-dir, two
-runs on a machine whose clock was set back in between can repeat an ID; with
-it, the last reserved millisecond is kept in DIR and never reused.")]
+runs at once, or two runs on a machine whose clock was set back in between, can
+repeat an ID; with it, the last reserved millisecond is kept in DIR and never
+reused, and a second run as the same identity on the same DIR is refused while
+the first one runs.")]
 pub struct NextArgs {
     /// How many IDs to print, 1..=1000000000
     #[arg(
@@ -66,8 +68,10 @@ pub fn run(args: NextArgs, _global: &GlobalArgs) -> Result<(), CliError> {
 
     let mut builder = Generator::builder(datacenter, worker);
     if let Some(dir) = &args.state_dir {
-        // In range: checked just above.
-        builder = builder.store(FileStore::in_dir(dir, datacenter as u8, worker as u8));
+        // In range: checked just above. The store holds the identity's lock
+        // until this process ends: a second `next` or `serve` as the same
+        // identity on the same directory is refused.
+        builder = builder.store(FileStore::open(dir, datacenter as u8, worker as u8)?);
     }
     let generator = builder.build().context("cannot start the generator")?;
 

@@ -153,10 +153,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     // Static identity (the default, or from the hostname): `--etcd` was
     // refused above when this build cannot lease.
     runtime.block_on(async move {
-        // The errors say what failed (a damaged file names its path); the
-        // context only says which directory was in use.
-        let state = snowmint_server::static_state(&config)
-            .with_context(|| format!("state directory {}", config.state_dir.display()))?;
+        // The errors say what failed and name the path (and, for an
+        // identity already in use, the identity and the directory).
+        let state = snowmint_server::static_state(&config)?;
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;

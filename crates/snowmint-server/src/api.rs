@@ -11,7 +11,7 @@ use snowmint::{Encoding, Field, Layout, SnowflakeId};
 use crate::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::generator::IdRange;
-use crate::minter::MAX_BATCH;
+use crate::minter::{MAX_BATCH, MintError};
 
 /// A query string read into `T`, whose rejection answers in the API's error
 /// shape instead of axum's plain text.
@@ -204,9 +204,22 @@ pub(crate) async fn mint(
     // `"9223372036854775807",` is 22 bytes.
     let mut body = Vec::with_capacity(10 + 22 * n);
     body.extend_from_slice(b"{\"ids\":[");
-    state
+    // What can be issued without waiting is issued here; a wait (the
+    // millisecond's IDs used up, the clock behind, a mark to write) moves
+    // the rest to a blocking thread, so this worker keeps serving others.
+    let pending = state
         .minter
-        .mint_ranges(n, |range| write_range(&mut body, range))?;
+        .try_mint_ranges(n, |range| write_range(&mut body, range))?;
+    if let Some(pending) = pending {
+        body = tokio::task::spawn_blocking(move || {
+            pending
+                .finish(|range| write_range(&mut body, range))
+                .map(|()| body)
+        })
+        .await
+        .map_err(|_| MintError::Interrupted)??;
+    }
+    state.minter.renew_in_background_if_due();
     if body.last() == Some(&b',') {
         body.pop();
     }
@@ -278,24 +291,29 @@ pub(crate) async fn healthz() -> impl IntoResponse {
     )
 }
 
-/// Readiness: holds a valid worker identity.
+/// Readiness: a mint would succeed now.
 #[utoipa::path(get, path = "/readyz", responses(
     (status = 200, description = "Ready to mint", body = crate::openapi::ReadyDoc),
-    (status = 503, description = "No valid worker identity", body = ErrorBody),
+    (status = 503, description = "A mint would fail now: no valid worker identity, the clock too far behind, or the reservation cannot be saved", body = ErrorBody),
 ))]
 pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, ApiError> {
-    match state.minter.ready_identity() {
-        Some(identity) => Ok(Json(serde_json::json!({
+    match state.minter.ready() {
+        Ok(identity) => Ok(Json(serde_json::json!({
             "status": "ready",
             "datacenter": identity.datacenter,
             "worker": identity.worker,
         }))
         .into_response()),
-        _ => Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            None,
-            "not ready: this instance holds no valid worker identity",
-        )),
+        Err(e) => {
+            // A failing store recovers only by a write that succeeds: try
+            // one (off this thread), so readiness comes back by itself.
+            state.minter.renew_in_background_if_due();
+            Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                format!("not ready: {}", e.public_message()),
+            ))
+        }
     }
 }
 

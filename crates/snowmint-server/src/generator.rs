@@ -10,27 +10,33 @@ pub use snowmint::{
 
 /// Builds the static identity's generator, its reservation kept in a file
 /// under `state_dir` (one file per identity, so two identities never share a
-/// mark). The mark left by an earlier run is read here: no ID at or below it
-/// is ever issued, even if the clock was set back meanwhile.
+/// mark). Takes the identity's lock in that directory for as long as the
+/// generator lives: a second process minting as the same identity from the
+/// same directory is refused ([`StoreErrorKind::InUse`](snowmint::StoreErrorKind::InUse)).
+/// The mark left by an earlier run is read here: no ID at or below it is
+/// ever issued, even if the clock was set back meanwhile.
 pub fn static_generator(
     datacenter: u8,
     worker: u8,
     state_dir: &Path,
 ) -> Result<Generator, StaticError> {
-    std::fs::create_dir_all(state_dir).map_err(|e| StaticError::StateDir(e.to_string()))?;
+    let store = FileStore::open(state_dir, datacenter, worker).map_err(StaticError::Store)?;
     Generator::builder(u64::from(datacenter), u64::from(worker))
-        .store(FileStore::in_dir(state_dir, datacenter, worker))
+        .store(store)
         .build()
         .map_err(StaticError::Build)
 }
 
-/// Why the static generator could not be built.
+/// Why the static generator could not be built. Each message names the
+/// path or the identity concerned.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StaticError {
-    /// The state directory cannot be created.
-    #[error("cannot create the state directory: {0}")]
-    StateDir(String),
+    /// The state directory or the identity's lock cannot be had: another
+    /// process mints as this identity from this directory, or the directory
+    /// cannot be created.
+    #[error(transparent)]
+    Store(StoreError),
     /// Datacenter or worker out of range, or the reservation file cannot be
     /// read or is damaged.
     #[error(transparent)]

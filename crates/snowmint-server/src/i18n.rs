@@ -25,10 +25,11 @@ impl Lang {
                 .find_map(|p| p.trim().strip_prefix("q="))
                 .and_then(|q| q.trim().parse::<f32>().ok())
                 .unwrap_or(1.0);
-            if let Some(lang) = Lang::from_tag(tag) {
-                if q > 0.0 && best.is_none_or(|(bq, _)| q > bq) {
-                    best = Some((q, lang));
-                }
+            if let Some(lang) = Lang::from_tag(tag)
+                && q > 0.0
+                && best.is_none_or(|(bq, _)| q > bq)
+            {
+                best = Some((q, lang));
             }
         }
         best.map_or(Lang::En, |(_, lang)| lang)

@@ -4,9 +4,15 @@
 //! static identity of `--datacenter/--worker`, or an etcd lease) installs one
 //! into the [`Minter`] together with the [`Identity`] it was built for and a
 //! [`Fence`], and empties the slot when it may no longer issue. Every mint
-//! checks the fence first, without a lock, so an instance whose lease may have
-//! expired stops issuing at once, even if the identity source is slow to
-//! notice.
+//! checks the fence without a lock before it claims IDs and again after, before
+//! it hands them over, so an instance whose lease may have expired stops
+//! issuing at once, even if the identity source is slow to notice or the
+//! claim itself waited.
+//!
+//! Mints never wait on an async worker thread:
+//! [`try_mint_ranges`](Minter::try_mint_ranges) issues what it can without
+//! waiting and hands the rest over as a [`PendingMint`] for a blocking
+//! thread. [`Minter::ready`] answers whether a mint would succeed now.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -140,6 +146,9 @@ pub enum MintError {
     /// The generator refused (clock far behind, end of the timestamp range,
     /// reservation store failure).
     Generate(GenerateError),
+    /// The blocking part of a mint could not run (its thread panicked or
+    /// the runtime is shutting down). Nothing was issued to the client.
+    Interrupted,
 }
 
 impl MintError {
@@ -153,6 +162,9 @@ impl MintError {
                  it issues no IDs until the lease is renewed"
                 .to_owned(),
             MintError::Count(n) => format!("count must be 1..={MAX_BATCH}, got {n}"),
+            MintError::Interrupted => {
+                "the mint was interrupted, so no ID was issued; try again later".to_owned()
+            }
             MintError::Generate(e) => match e {
                 // The clock's and the format's limits are worth telling.
                 GenerateError::ClockBehind { .. }
@@ -260,7 +272,26 @@ impl Minter {
     /// to `sink` as it is reserved: the batch route writes them out without
     /// collecting them. On an error, runs already handed over stay issued
     /// (they are never issued again) but the caller should not use them.
+    ///
+    /// May block (for the clock, or a reservation write): not for an async
+    /// worker thread; see [`try_mint_ranges`](Minter::try_mint_ranges).
     pub fn mint_ranges(&self, n: usize, mut sink: impl FnMut(IdRange)) -> Result<(), MintError> {
+        match self.try_mint_ranges(n, &mut sink)? {
+            None => Ok(()),
+            Some(pending) => pending.finish(sink),
+        }
+    }
+
+    /// As [`mint_ranges`](Minter::mint_ranges), but never waits: it issues
+    /// what it can at once and returns the rest, if any, as a
+    /// [`PendingMint`] to [`finish`](PendingMint::finish) on a thread that
+    /// may block (`tokio::task::spawn_blocking`). The rest is minted from
+    /// the same generator, so the runs stay in increasing order.
+    pub fn try_mint_ranges(
+        &self,
+        n: usize,
+        mut sink: impl FnMut(IdRange),
+    ) -> Result<Option<PendingMint>, MintError> {
         if !(1..=MAX_BATCH).contains(&n) {
             return Err(MintError::Count(n));
         }
@@ -268,15 +299,30 @@ impl Minter {
         let guard = self.slot.load();
         let slot = guard.as_ref().ok_or(MintError::NotReady)?;
         let mut left = n;
-        while left > 0 {
-            if !slot.fence.is_open() {
-                return Err(MintError::Fenced);
-            }
-            let range = slot.generator.next_ids(left)?;
-            left -= range.len().min(left);
-            sink(range);
+        if issue(slot, &mut left, false, &mut sink)? {
+            Ok(None)
+        } else {
+            Ok(Some(PendingMint {
+                slot: Arc::clone(slot),
+                left,
+            }))
         }
-        Ok(())
+    }
+
+    /// If the installed generator's reservation mark is due for renewal
+    /// (ahead of the IDs being issued, or to retry a failing store), renews
+    /// it on a blocking thread of the current tokio runtime, once at a time.
+    /// Call it from async code after a mint and from readiness probes.
+    pub fn renew_in_background_if_due(&self) {
+        let guard = self.slot.load();
+        if let Some(slot) = guard.as_ref().filter(|s| s.generator.renewal_due()) {
+            let generator = Arc::clone(&slot.generator);
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = generator.renew_reservation() {
+                    tracing::warn!(error = %e, "renewing the reservation mark failed");
+                }
+            });
+        }
     }
 
     /// The installed identity, if any.
@@ -292,6 +338,20 @@ impl Minter {
     /// Installed and the fence still open.
     pub fn is_ready(&self) -> bool {
         self.ready_identity().is_some()
+    }
+
+    /// Whether a mint would succeed now: the identity, or why not (nothing
+    /// installed, fenced, or what the generator would answer: a clock too
+    /// far behind, a failing reservation store, the end of the format's
+    /// years). One look at the slot; never waits.
+    pub fn ready(&self) -> Result<Identity, MintError> {
+        let guard = self.slot.load();
+        let slot = guard.as_ref().ok_or(MintError::NotReady)?;
+        if !slot.fence.is_open() {
+            return Err(MintError::Fenced);
+        }
+        slot.generator.check_ready()?;
+        Ok(slot.identity)
     }
 
     /// The identity, if installed and its fence still open: one look at the
@@ -311,6 +371,61 @@ impl Minter {
             Some(slot) => slot.generator.persist_last_issued(),
             None => Ok(()),
         }
+    }
+}
+
+/// Issues `left` IDs from `slot` into `sink`, counting `left` down; with
+/// `block` false, stops without waiting where the generator would wait and
+/// returns `false` (the rest is still to mint).
+fn issue(
+    slot: &Slot,
+    left: &mut usize,
+    block: bool,
+    sink: &mut impl FnMut(IdRange),
+) -> Result<bool, MintError> {
+    while *left > 0 {
+        if !slot.fence.is_open() {
+            return Err(MintError::Fenced);
+        }
+        let range = if block {
+            slot.generator.next_ids(*left)?
+        } else {
+            match slot.generator.try_next_ids(*left) {
+                Err(GenerateError::WouldBlock) => return Ok(false),
+                other => other?,
+            }
+        };
+        // The claim may have taken a while (a wait, a store write): IDs
+        // claimed after the fence closed are never handed over.
+        if !slot.fence.is_open() {
+            return Err(MintError::Fenced);
+        }
+        *left -= range.len().min(*left);
+        sink(range);
+    }
+    Ok(true)
+}
+
+/// The rest of a mint that [`Minter::try_mint_ranges`] could not issue
+/// without waiting.
+#[derive(Debug)]
+#[must_use = "the rest of the mint is issued only by `finish`"]
+pub struct PendingMint {
+    slot: Arc<Slot>,
+    left: usize,
+}
+
+impl PendingMint {
+    /// How many IDs are still to mint.
+    pub fn left(&self) -> usize {
+        self.left
+    }
+
+    /// Mints the rest into `sink`, waiting as the generator allows (at most
+    /// its `max_wait` plus a reservation write). Blocks: call it from a
+    /// blocking thread.
+    pub fn finish(mut self, mut sink: impl FnMut(IdRange)) -> Result<(), MintError> {
+        issue(&self.slot, &mut self.left, true, &mut sink).map(drop)
     }
 }
 
@@ -354,6 +469,68 @@ mod tests {
         minter.clear();
         assert_eq!(minter.identity(), None);
         assert_eq!(minter.mint(1), Err(MintError::NotReady));
+    }
+
+    #[test]
+    fn try_mint_hands_the_waiting_part_over() {
+        let clock = snowmint::ManualClock::new(1_700_000_000_000);
+        let generator = Generator::builder(3, 4)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        clock.advance(1); // past the millisecond it was built in
+        let minter = Minter::new();
+        minter.install(Arc::new(generator), Arc::new(Fence::never()));
+        let mut ids = Vec::new();
+        assert!(
+            minter
+                .try_mint_ranges(100, |r| ids.extend(r))
+                .unwrap()
+                .is_none()
+        );
+        // 3996 left in this millisecond: the rest of 4096 must wait.
+        let pending = minter
+            .try_mint_ranges(4096, |r| ids.extend(r))
+            .unwrap()
+            .expect("the millisecond ran out");
+        assert_eq!(pending.left(), 100);
+        assert_eq!(ids.len(), 4096);
+        assert_eq!(clock.slept(), Duration::ZERO, "nothing waited yet");
+        pending.finish(|r| ids.extend(r)).unwrap();
+        assert_eq!(ids.len(), 4196);
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(clock.slept(), Duration::from_millis(1));
+    }
+
+    #[test]
+    fn readiness_says_why_a_mint_would_fail() {
+        let clock = snowmint::ManualClock::new(1_700_000_000_000);
+        let minter = Minter::new();
+        assert_eq!(minter.ready(), Err(MintError::NotReady));
+        let generator = Generator::builder(3, 4)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let fence = Arc::new(Fence::until(Instant::now() + Duration::from_secs(60)));
+        minter.install(Arc::new(generator), Arc::clone(&fence));
+        assert_eq!(
+            minter.ready(),
+            Ok(Identity {
+                datacenter: 3,
+                worker: 4
+            })
+        );
+        clock.rewind(3_600_000);
+        let err = minter.ready().unwrap_err();
+        assert!(
+            matches!(err, MintError::Generate(GenerateError::ClockBehind { .. })),
+            "{err:?}"
+        );
+        assert!(err.public_message().contains("ms behind"), "{err}");
+        clock.advance(3_600_000);
+        assert!(minter.ready().is_ok());
+        fence.expire();
+        assert_eq!(minter.ready(), Err(MintError::Fenced));
     }
 
     #[test]

@@ -193,14 +193,13 @@ impl Session {
     async fn wait_text(&self, css: &str, ok: impl Fn(&str) -> bool) -> String {
         let mut last = String::new();
         for _ in 0..200 {
-            if let Ok(el) = self.client.find(Locator::Css(css)).await {
-                if let Ok(text) = el.text().await {
+            if let Ok(el) = self.client.find(Locator::Css(css)).await
+                && let Ok(text) = el.text().await {
                     if ok(&text) {
                         return text;
                     }
                     last = text;
                 }
-            }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         panic!("{css} never got the expected text; last: {last:?}");

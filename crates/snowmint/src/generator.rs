@@ -2,17 +2,17 @@
 //! same ID twice, across threads, clock steps and restarts.
 
 use std::fmt;
-use std::sync::TryLockError;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 #[cfg(loom)]
-use loom::sync::{Mutex, atomic::AtomicU64 as StateCell};
+use loom::sync::atomic::AtomicU64 as StateCell;
 #[cfg(not(loom))]
-use std::sync::{Mutex, atomic::AtomicU64 as StateCell};
+use std::sync::atomic::AtomicU64 as StateCell;
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Field};
+use crate::flight::Flight;
 use crate::id::SnowflakeId;
 use crate::layout::{
     DATACENTER_SHIFT, Layout, MAX_DELTA_MS, MAX_SEQUENCE, MAX_TIMESTAMP_MS, SEQUENCE_BITS,
@@ -56,8 +56,18 @@ const MIN_WAIT_CHARGE: Duration = Duration::from_micros(1);
 ///   never issues at or below the mark it loads, whatever the clock says.
 ///   Without a store (as built by [`Generator::new`]) a restart with the
 ///   clock set back can reissue IDs, as with every other Snowflake generator.
+/// - **Restarts on time**: the millisecond a generator is built in counts as
+///   used, so a process that starts in the millisecond its predecessor (same
+///   identity, no store) issued its last ID in does not repeat it. The first
+///   ID waits for the next millisecond, at most 1 ms.
 /// - **Bounded**: it never panics and never blocks for longer than
-///   `max_wait` (plus a store write).
+///   `max_wait` plus one store write (two in a rare race, see
+///   [`next_id`](Generator::next_id)). Callers that share one write in
+///   flight share its outcome: a slow, failing store answers all of them
+///   after one write, not one after another.
+/// - **Never blocking, on request**: [`try_next_ids`](Generator::try_next_ids)
+///   returns [`GenerateError::WouldBlock`] instead of waiting for anything,
+///   for callers on an async runtime's worker threads.
 ///
 /// ```
 /// use snowmint::Generator;
@@ -87,8 +97,14 @@ pub struct Generator {
     /// this many ms of it, so that the blocking write is rare.
     renew_ahead_ms: u64,
     store: Option<Box<dyn ReservationStore>>,
-    /// Serialises writes of the mark; taken only on the slow path.
-    reserve_lock: Mutex<()>,
+    /// One write of the mark at a time, its outcome shared by all waiting
+    /// for it; entered only on the slow path.
+    flight: Flight,
+    /// A caller of [`Generator::try_next_ids`] has been told a renewal is
+    /// due (by [`Generator::renewal_due`]) and the renewal has not run yet.
+    renewal_asked: AtomicBool,
+    /// The newest mark write failed (its error is kept by `flight`).
+    store_failing: AtomicBool,
     counters: Counters,
 }
 
@@ -111,8 +127,9 @@ pub struct Generator {
 ///    least every ID returned before the caller loaded `state`, so one
 ///    thread's IDs strictly increase and the generator's order is a total
 ///    order consistent with real time.
-/// 3. At start `state` is `(mark, 4095)`: the millisecond of the loaded mark
-///    counts as used up, so nothing at or below the mark is issued.
+/// 3. At start `state` is `(max(mark, build ms), 4095)`: the millisecond of
+///    the loaded mark and the millisecond the generator was built in count
+///    as used up, so nothing at or below either is issued.
 /// 4. No ID whose millisecond is above `reserved_until` is returned until a
 ///    mark at least that high is durable (the check happens after the swap,
 ///    so a concurrent [`Generator::persist_last_issued`] that lowers the
@@ -186,9 +203,10 @@ impl Generator {
     ///     .max_wait(Duration::from_secs(1))
     ///     .reserve_window_ms(2_000)
     ///     .build()?;
+    /// // The millisecond it was built in counts as used.
     /// let id = generator.next_id()?;
-    /// assert_eq!(id.timestamp_ms(), 1_700_000_000_000);
-    /// assert_eq!(store.mark(), Some(1_700_000_002_000));
+    /// assert_eq!(id.timestamp_ms(), 1_700_000_000_001);
+    /// assert_eq!(store.mark(), Some(1_700_000_002_001));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn builder(datacenter: u64, worker: u64) -> GeneratorBuilder {
@@ -208,9 +226,17 @@ impl Generator {
     /// Waits (at most [`max_wait`](GeneratorBuilder::max_wait)) when the
     /// 4096 IDs of the current millisecond are used up or the clock is too
     /// far behind; see [`GenerateError`] for what can go wrong.
+    ///
+    /// A call waits at most `max_wait` for the clock, then for at most one
+    /// reservation write: the one in flight if there is one (its outcome is
+    /// this call's), else one it makes. Only when a write that was already
+    /// in flight before this call claimed its ID ends below the ID's
+    /// millisecond (the store took longer than a reservation window, or
+    /// [`persist_last_issued`](Generator::persist_last_issued) lowered the
+    /// mark meanwhile) does it wait for one more.
     #[inline]
     pub fn next_id(&self) -> Result<SnowflakeId, GenerateError> {
-        let c = self.claim(1)?;
+        let c = self.claim::<true>(1)?;
         Ok(self.id_of(c.delta_ms, c.first_sequence))
     }
 
@@ -235,10 +261,42 @@ impl Generator {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn next_ids(&self, n: usize) -> Result<IdRange, GenerateError> {
+        self.ids::<true>(n)
+    }
+
+    /// As [`next_ids`](Generator::next_ids), but never waits: where that
+    /// would wait for the clock or for a reservation write, this returns
+    /// [`GenerateError::WouldBlock`] at once and issues nothing (retry with
+    /// `next_ids` on a thread that may block). Where no wait could help (the
+    /// clock is further behind than `max_borrow_ms + max_wait`), it returns
+    /// [`GenerateError::ClockBehind`] at once.
+    ///
+    /// For async servers: mint on the runtime's worker thread with this, and
+    /// move to a blocking thread only when it says so. It never writes the
+    /// store; when the mark should be renewed ahead of time,
+    /// [`renewal_due`](Generator::renewal_due) says so.
+    ///
+    /// ```
+    /// use snowmint::{GenerateError, Generator, ManualClock};
+    /// let clock = ManualClock::new(1_700_000_000_000);
+    /// let generator = Generator::builder(0, 0).clock(clock.clone()).build()?;
+    /// clock.advance(1); // past the millisecond it was built in
+    /// assert_eq!(generator.try_next_ids(4096)?.len(), 4096);
+    /// // This millisecond is used up: the next ID needs a wait.
+    /// assert_eq!(generator.try_next_ids(1), Err(GenerateError::WouldBlock));
+    /// assert_eq!(generator.next_ids(1)?.len(), 1); // waits for the next ms
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_next_ids(&self, n: usize) -> Result<IdRange, GenerateError> {
+        self.ids::<false>(n)
+    }
+
+    #[inline]
+    fn ids<const BLOCK: bool>(&self, n: usize) -> Result<IdRange, GenerateError> {
         if n == 0 || n > PER_MS as usize {
             return Err(GenerateError::Count { requested: n });
         }
-        let c = self.claim(n as u64)?;
+        let c = self.claim::<BLOCK>(n as u64)?;
         Ok(IdRange {
             first: self.id_of(c.delta_ms, c.first_sequence),
             len: c.count as u16,
@@ -252,9 +310,11 @@ impl Generator {
         SnowflakeId::from_raw((delta_ms << TIMESTAMP_SHIFT) | self.node | sequence)
     }
 
-    /// Claims up to `want` (1..=4096) positions of one millisecond.
+    /// Claims up to `want` (1..=4096) positions of one millisecond; without
+    /// `BLOCK`, returns [`GenerateError::WouldBlock`] (before claiming
+    /// anything) where it would wait.
     #[inline]
-    fn claim(&self, want: u64) -> Result<Claim, GenerateError> {
+    fn claim<const BLOCK: bool>(&self, want: u64) -> Result<Claim, GenerateError> {
         // Load the state before reading the clock: a reading taken after a
         // state was loaded and still behind it is a real regression, not a
         // race with a thread that read the clock later (the clock is
@@ -317,6 +377,9 @@ impl Generator {
                             .exhaustion_waits
                             .fetch_add(1, Ordering::Relaxed);
                     }
+                    if !BLOCK {
+                        return Err(GenerateError::WouldBlock);
+                    }
                     if waited >= self.max_wait {
                         return Err(GenerateError::ClockStalled {
                             waited_ms: whole_ms(waited),
@@ -335,7 +398,9 @@ impl Generator {
                     // millisecond, as long as that stays within the bound.
                     let next = last + 1;
                     if next > now_delta.saturating_add(self.max_borrow_ms) {
-                        if waited >= self.max_wait {
+                        let hopeless = !BLOCK
+                            && next - now_delta - self.max_borrow_ms > whole_ms(self.max_wait);
+                        if hopeless || (BLOCK && waited >= self.max_wait) {
                             self.counters
                                 .clock_behind_errors
                                 .fetch_add(1, Ordering::Relaxed);
@@ -343,6 +408,9 @@ impl Generator {
                                 behind_ms: last - now_delta,
                                 waited_ms: whole_ms(waited),
                             });
+                        }
+                        if !BLOCK {
+                            return Err(GenerateError::WouldBlock);
                         }
                         let target = next - self.max_borrow_ms + TWITTER_EPOCH_MS;
                         waited += self
@@ -367,6 +435,10 @@ impl Generator {
                     }
                 }
             };
+            if !BLOCK && claim.delta_ms > self.hot.reserved_until.load(Ordering::SeqCst) {
+                // Issuing would need a mark write first.
+                return Err(GenerateError::WouldBlock);
+            }
             let new = (claim.delta_ms << SEQUENCE_BITS) | (claim.first_sequence + claim.count - 1);
             match self
                 .hot
@@ -379,7 +451,16 @@ impl Generator {
                     }
                     let reserved = self.hot.reserved_until.load(Ordering::SeqCst);
                     if claim.delta_ms + self.renew_ahead_ms > reserved {
-                        self.reserve(claim, reserved)?;
+                        if BLOCK {
+                            self.reserve(claim, reserved)?;
+                        } else if claim.delta_ms > reserved {
+                            // The mark was lowered between the check above
+                            // and the swap (a concurrent
+                            // `persist_last_issued`): the claim is skipped.
+                            self.burn(claim);
+                            return Err(GenerateError::WouldBlock);
+                        }
+                        // A renewal ahead is left to `renewal_due`.
                     }
                     return Ok(claim);
                 }
@@ -419,59 +500,154 @@ impl Generator {
         if claim.delta_ms <= reserved {
             // Covered; renew ahead if nobody else is writing right now. A
             // failure here is retried (and reported) when a claim needs it.
-            let _guard = match self.reserve_lock.try_lock() {
-                Ok(g) => g,
-                Err(TryLockError::Poisoned(p)) => p.into_inner(),
-                Err(TryLockError::WouldBlock) => return Ok(()),
-            };
-            if claim.delta_ms + self.renew_ahead_ms > self.hot.reserved_until.load(Ordering::SeqCst)
-            {
-                let _ = self.write_mark(claim.delta_ms);
-            }
+            let _ = self.flight.try_lead(|| self.write_mark(claim.delta_ms));
             return Ok(());
         }
-        let _guard = self
-            .reserve_lock
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if claim.delta_ms <= self.hot.reserved_until.load(Ordering::SeqCst) {
-            return Ok(());
-        }
-        self.write_mark(claim.delta_ms).map_err(|e| {
-            // The claimed positions are skipped, never handed out again.
-            self.counters
-                .burned
-                .fetch_add(claim.count, Ordering::Relaxed);
-            GenerateError::Reservation(e)
-        })
+        let covered =
+            |_last_ok: bool| claim.delta_ms <= self.hot.reserved_until.load(Ordering::SeqCst);
+        self.flight
+            .ensure(covered, || self.write_mark(claim.delta_ms))
+            .map_err(|e| {
+                self.burn(claim);
+                GenerateError::Reservation(e)
+            })
     }
 
-    /// Writes the mark `delta_ms + window`; the caller holds `reserve_lock`.
+    /// The claimed positions are skipped, never handed out again.
+    #[cold]
+    fn burn(&self, claim: Claim) {
+        self.counters
+            .burned
+            .fetch_add(claim.count, Ordering::Relaxed);
+    }
+
+    /// Writes the mark `max(delta_ms, the state's millisecond) + window`, so
+    /// that a write covers every claim made before it started (the
+    /// single-flight argument in `flight.rs` rests on this). The caller leads
+    /// the flight.
     fn write_mark(&self, delta_ms: u64) -> Result<(), StoreError> {
         let Some(store) = &self.store else {
             return Ok(());
         };
-        let mark = delta_ms.saturating_add(self.window_ms).min(MAX_DELTA_MS);
+        let claimed = self.hot.state.load(Ordering::SeqCst) >> SEQUENCE_BITS;
+        let mark = delta_ms
+            .max(claimed)
+            .saturating_add(self.window_ms)
+            .min(MAX_DELTA_MS);
         self.publish_mark(store.as_ref(), mark)
     }
 
     /// Makes `mark` (ms since the epoch) durable, then publishes it to the
-    /// hot path; the caller holds `reserve_lock`.
+    /// hot path; the caller leads the flight.
     fn publish_mark(&self, store: &dyn ReservationStore, mark: u64) -> Result<(), StoreError> {
         match store.store(mark + TWITTER_EPOCH_MS) {
             Ok(()) => {
                 self.hot.reserved_until.store(mark, Ordering::SeqCst);
+                self.store_failing.store(false, Ordering::Relaxed);
                 self.counters
                     .reservation_writes
                     .fetch_add(1, Ordering::Relaxed);
                 Ok(())
             }
             Err(e) => {
+                self.store_failing.store(true, Ordering::Relaxed);
                 self.counters
                     .reservation_failures
                     .fetch_add(1, Ordering::Relaxed);
                 Err(e)
             }
+        }
+    }
+
+    /// For callers of [`try_next_ids`](Generator::try_next_ids): `true` when
+    /// the mark should be renewed ahead of the IDs being issued (or the
+    /// newest write failed and should be retried), once per renewal. The caller then runs
+    /// [`renew_reservation`](Generator::renew_reservation) on a thread that
+    /// may block; until it has, later calls answer `false`. Without a store,
+    /// always `false`.
+    pub fn renewal_due(&self) -> bool {
+        if self.store.is_none() {
+            return false;
+        }
+        let last = self.hot.state.load(Ordering::Acquire) >> SEQUENCE_BITS;
+        (last + self.renew_ahead_ms > self.hot.reserved_until.load(Ordering::SeqCst)
+            || self.store_failing.load(Ordering::Relaxed))
+            && !self.renewal_asked.load(Ordering::Relaxed)
+            && !self.renewal_asked.swap(true, Ordering::AcqRel)
+    }
+
+    /// Writes a new mark a window ahead of the last issued millisecond (or
+    /// of the clock, if later), unless a mark far enough ahead is durable
+    /// and the last write succeeded. Shares a write in flight like
+    /// [`next_id`](Generator::next_id) does. Blocks for a store write: call
+    /// it where blocking is fine. Without a store it does nothing.
+    ///
+    /// After [`renewal_due`](Generator::renewal_due) said so, and to retry
+    /// a failing store (the generator is not [ready](Generator::check_ready)
+    /// until a write succeeds again).
+    pub fn renew_reservation(&self) -> Result<(), StoreError> {
+        if self.store.is_none() {
+            return Ok(());
+        }
+        let now_delta = self
+            .clock
+            .now_ms()
+            .saturating_sub(TWITTER_EPOCH_MS)
+            .min(MAX_DELTA_MS);
+        let covered = |last_ok: bool| {
+            let last = self.hot.state.load(Ordering::Acquire) >> SEQUENCE_BITS;
+            last_ok && last + self.renew_ahead_ms <= self.hot.reserved_until.load(Ordering::SeqCst)
+        };
+        let outcome = self.flight.ensure(covered, || self.write_mark(now_delta));
+        self.renewal_asked.store(false, Ordering::Release);
+        outcome
+    }
+
+    /// Whether a call made now would issue without failing: `Ok`, or the
+    /// error it would most likely return. For a readiness probe.
+    ///
+    /// - the clock is so far behind the last issued ID that waiting
+    ///   `max_wait` would not bring it within `max_borrow_ms`:
+    ///   [`GenerateError::ClockBehind`] (with `waited_ms` 0);
+    /// - the clock is outside the format's years: [`GenerateError::Timestamp`];
+    /// - the newest reservation write failed: [`GenerateError::Reservation`]
+    ///   (until a write succeeds; [`renew_reservation`](Generator::renew_reservation)
+    ///   retries one).
+    ///
+    /// ```
+    /// use snowmint::{GenerateError, Generator, ManualClock};
+    /// let clock = ManualClock::new(1_700_000_000_000);
+    /// let generator = Generator::builder(0, 0).clock(clock.clone()).build()?;
+    /// assert_eq!(generator.check_ready(), Ok(()));
+    /// clock.rewind(3_600_000); // the clock steps back an hour
+    /// assert!(matches!(
+    ///     generator.check_ready(),
+    ///     Err(GenerateError::ClockBehind { behind_ms: 3_600_000, .. })
+    /// ));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn check_ready(&self) -> Result<(), GenerateError> {
+        let now = self.clock.now_ms();
+        let now_delta = match now.checked_sub(TWITTER_EPOCH_MS) {
+            Some(d) if d <= MAX_DELTA_MS => d,
+            _ => return Err(timestamp_error(now)),
+        };
+        let last = self.hot.state.load(Ordering::Acquire) >> SEQUENCE_BITS;
+        let reach = now_delta
+            .saturating_add(self.max_borrow_ms)
+            .saturating_add(whole_ms(self.max_wait));
+        if last + 1 > reach {
+            return Err(GenerateError::ClockBehind {
+                behind_ms: last.saturating_sub(now_delta),
+                waited_ms: 0,
+            });
+        }
+        if !self.store_failing.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        match self.flight.last_error() {
+            Some(e) => Err(GenerateError::Reservation(e)),
+            None => Ok(()),
         }
     }
 
@@ -485,18 +661,17 @@ impl Generator {
         let Some(store) = &self.store else {
             return Ok(());
         };
-        let _guard = self
-            .reserve_lock
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        // Make every claim from here on take the lock (invariant 4), then
-        // read what has been claimed so far.
-        self.hot.reserved_until.store(0, Ordering::SeqCst);
-        let last = self.hot.state.load(Ordering::SeqCst) >> SEQUENCE_BITS;
-        // On failure the store may hold either mark (a rename can land
-        // before its directory sync fails), so `reserved_until` stays 0: the
-        // next claim writes a fresh mark covering everything issued so far.
-        self.publish_mark(store.as_ref(), last)
+        self.flight.lead(|| {
+            // Make every claim from here on take the slow path (invariant
+            // 4), then read what has been claimed so far.
+            self.hot.reserved_until.store(0, Ordering::SeqCst);
+            let last = self.hot.state.load(Ordering::SeqCst) >> SEQUENCE_BITS;
+            // On failure the store may hold either mark (a rename can land
+            // before its directory sync fails), so `reserved_until` stays 0:
+            // the next claim writes a fresh mark covering everything issued
+            // so far.
+            self.publish_mark(store.as_ref(), last)
+        })
     }
 
     /// The datacenter ID this generator mints for.
@@ -683,28 +858,38 @@ impl GeneratorBuilder {
     }
 
     fn assemble(self, datacenter: u8, worker: u8, mark: Option<u64>) -> Generator {
+        let clock = self.clock.unwrap_or_else(|| Box::new(SystemClock::new()));
         let mark_delta = mark.map_or(0, |m| m.saturating_sub(TWITTER_EPOCH_MS));
         let reserved = if self.store.is_some() {
             mark_delta
         } else {
             u64::MAX
         };
+        // Invariant 3: the build millisecond counts as used, so a restart in
+        // the millisecond of the previous run's last ID does not repeat it.
+        let built_delta = clock
+            .now_ms()
+            .saturating_sub(TWITTER_EPOCH_MS)
+            .min(MAX_DELTA_MS);
+        let start = mark_delta.max(built_delta);
         Generator {
             hot: Hot {
-                state: StateCell::new((mark_delta << SEQUENCE_BITS) | MAX_SEQUENCE),
+                state: StateCell::new((start << SEQUENCE_BITS) | MAX_SEQUENCE),
                 reserved_until: StateCell::new(reserved),
                 behind: AtomicBool::new(false),
             },
             node: (u64::from(datacenter) << DATACENTER_SHIFT) | (u64::from(worker) << WORKER_SHIFT),
             datacenter,
             worker,
-            clock: self.clock.unwrap_or_else(|| Box::new(SystemClock::new())),
+            clock,
             max_borrow_ms: self.max_borrow_ms,
             max_wait: self.max_wait,
             window_ms: self.window_ms,
             renew_ahead_ms: self.window_ms / 2,
             store: self.store,
-            reserve_lock: Mutex::new(()),
+            flight: Flight::new(),
+            renewal_asked: AtomicBool::new(false),
+            store_failing: AtomicBool::new(false),
             counters: Counters::default(),
         }
     }
@@ -768,6 +953,11 @@ pub enum GenerateError {
         /// The count asked for.
         requested: usize,
     },
+    /// From [`Generator::try_next_ids`] only: issuing would have to wait
+    /// (the millisecond's 4096 IDs are used up, the clock is behind within
+    /// the wait bound, or a mark must be written first). Nothing was issued;
+    /// [`Generator::next_ids`] would wait.
+    WouldBlock,
 }
 
 impl fmt::Display for GenerateError {
@@ -793,6 +983,10 @@ impl fmt::Display for GenerateError {
             GenerateError::Count { requested } => {
                 write!(f, "count must be 1..={PER_MS}, got {requested}")
             }
+            GenerateError::WouldBlock => f.write_str(
+                "issuing now would have to wait (for the clock or for a reservation write); \
+                 no ID was issued",
+            ),
         }
     }
 }
@@ -949,22 +1143,25 @@ mod tests {
     /// 2023-11-14T22:13:20Z.
     const T: u64 = 1_700_000_000_000;
 
+    /// Builds on `clock` one millisecond before its current reading (the
+    /// build millisecond counts as used), so the first ID can be in the
+    /// millisecond the clock reads.
+    fn built_before(clock: &ManualClock, builder: GeneratorBuilder) -> Generator {
+        clock.rewind(1);
+        let generator = builder.clock(clock.clone()).build().unwrap();
+        clock.advance(1);
+        generator
+    }
+
     fn manual(now: u64) -> (Generator, ManualClock) {
         let clock = ManualClock::new(now);
-        let generator = Generator::builder(1, 2)
-            .clock(clock.clone())
-            .build()
-            .unwrap();
+        let generator = built_before(&clock, Generator::builder(1, 2));
         (generator, clock)
     }
 
     /// A (0, 0) generator on `clock` that keeps its mark in `store`.
     fn stored(clock: &ManualClock, store: &MemoryStore) -> Generator {
-        Generator::builder(0, 0)
-            .clock(clock.clone())
-            .store(store.clone())
-            .build()
-            .unwrap()
+        built_before(clock, Generator::builder(0, 0).store(store.clone()))
     }
 
     fn parts(id: SnowflakeId) -> (u64, u16) {
@@ -1073,12 +1270,12 @@ mod tests {
     #[test]
     fn borrowing_stays_within_the_bound() {
         let clock = ManualClock::new(T);
-        let g = Generator::builder(0, 0)
-            .clock(clock.clone())
-            .max_borrow_ms(3)
-            .max_wait(Duration::ZERO)
-            .build()
-            .unwrap();
+        let g = built_before(
+            &clock,
+            Generator::builder(0, 0)
+                .max_borrow_ms(3)
+                .max_wait(Duration::ZERO),
+        );
         g.next_ids(4096).unwrap();
         clock.rewind(1);
         // T + 1 and T + 2 are within 3 ms of the clock (T - 1); T + 3 is not.
@@ -1096,12 +1293,8 @@ mod tests {
 
         // With a wait budget, it waits until the clock is back within the
         // bound (1 ms here), not until it has caught up.
-        let g = Generator::builder(0, 0)
-            .clock(clock.clone())
-            .max_borrow_ms(3)
-            .build()
-            .unwrap();
         clock.set(T);
+        let g = built_before(&clock, Generator::builder(0, 0).max_borrow_ms(3));
         g.next_ids(4096).unwrap();
         clock.rewind(1);
         g.next_ids(4096).unwrap();
@@ -1172,10 +1365,12 @@ mod tests {
         let build = |clock: &ManualClock| {
             Generator::builder(3, 4)
                 .clock(clock.clone())
-                .store(FileStore::in_dir(dir.path(), 3, 4))
+                .store(FileStore::open(dir.path(), 3, 4).unwrap())
                 .build()
         };
+        clock.rewind(1);
         let g = build(&clock).unwrap();
+        clock.advance(1);
         let mut issued = Vec::new();
         for _ in 0..3 {
             issued.extend(g.next_ids(4096).unwrap());
@@ -1199,8 +1394,9 @@ mod tests {
         let id = g.next_id().unwrap();
         assert_eq!(parts(id), (T + 2001, 0));
         assert!(issued.iter().all(|&old| old < id));
+        drop(g);
         assert_eq!(
-            FileStore::in_dir(dir.path(), 3, 4).load().unwrap(),
+            FileStore::open(dir.path(), 3, 4).unwrap().load().unwrap(),
             Some(T + 4001)
         );
     }
@@ -1229,7 +1425,7 @@ mod tests {
     #[test]
     fn a_damaged_state_file_stops_the_start() {
         let dir = tempfile::tempdir().unwrap();
-        let store = FileStore::in_dir(dir.path(), 0, 0);
+        let store = FileStore::open(dir.path(), 0, 0).unwrap();
         std::fs::write(store.path(), "reserved_until_ms=tomorrow\n").unwrap();
         let err = Generator::builder(0, 0)
             .store(store.clone())
@@ -1303,12 +1499,7 @@ mod tests {
     #[test]
     fn threads_on_a_manual_clock_share_one_sequence() {
         let clock = ManualClock::new(T);
-        let g = std::sync::Arc::new(
-            Generator::builder(0, 0)
-                .clock(clock.clone())
-                .build()
-                .unwrap(),
-        );
+        let g = std::sync::Arc::new(built_before(&clock, Generator::builder(0, 0)));
         let handles: Vec<_> = (0..4)
             .map(|_| {
                 let g = g.clone();
@@ -1332,6 +1523,206 @@ mod tests {
         // the waits, and exactly as far as needed.
         assert_eq!(clock.now_ms(), T + 9);
         assert_eq!(g.metrics().ids_issued, 40_000);
+    }
+
+    #[test]
+    fn a_restart_in_the_same_millisecond_does_not_repeat_ids() {
+        // No store: nothing survives the first generator but the clock.
+        let clock = ManualClock::new(T);
+        let first = built_before(&clock, Generator::builder(1, 2));
+        let before = first.next_ids(10).unwrap();
+        assert_eq!(parts(before.first()), (T, 0));
+        drop(first);
+        // The next process starts in the same millisecond.
+        let second = Generator::builder(1, 2)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let after = second.next_id().unwrap();
+        assert!(after > before.last());
+        assert_eq!(parts(after), (T + 1, 0), "the build millisecond is skipped");
+        assert_eq!(clock.slept(), Duration::from_millis(1));
+    }
+
+    /// A store whose writes take `delay` of real time and then fail or
+    /// succeed; counts the writes it was asked for.
+    #[derive(Clone)]
+    struct SlowStore {
+        delay: Duration,
+        fail: bool,
+        attempts: std::sync::Arc<AtomicU64>,
+    }
+
+    impl ReservationStore for SlowStore {
+        fn load(&self) -> Result<Option<u64>, StoreError> {
+            Ok(None)
+        }
+
+        fn store(&self, _until_ms: u64) -> Result<(), StoreError> {
+            self.attempts.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(self.delay);
+            if self.fail {
+                Err(StoreError::new(StoreErrorKind::Io, "slow store: disk gone"))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    /// 8 threads mint at once through a store whose write takes `delay`:
+    /// how long each call took, and its outcome.
+    fn eight_callers(store: &SlowStore) -> Vec<(Duration, Result<SnowflakeId, GenerateError>)> {
+        let clock = ManualClock::new(T);
+        let g = std::sync::Arc::new(built_before(
+            &clock,
+            Generator::builder(0, 0).store(store.clone()),
+        ));
+        let start = std::sync::Arc::new(std::sync::Barrier::new(8));
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let (g, start) = (g.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    let began = std::time::Instant::now();
+                    let outcome = g.next_id();
+                    (began.elapsed(), outcome)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    }
+
+    #[test]
+    fn callers_share_one_failing_write_instead_of_queueing() {
+        let delay = Duration::from_millis(300);
+        let store = SlowStore {
+            delay,
+            fail: true,
+            attempts: Default::default(),
+        };
+        let outcomes = eight_callers(&store);
+        for (took, outcome) in &outcomes {
+            // Queued one behind another, the n-th call took n writes.
+            assert!(*took < delay * 2, "a call took {took:?}");
+            let err = outcome.clone().unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "cannot reserve IDs ahead (no ID was issued): slow store: disk gone"
+            );
+        }
+        let attempts = store.attempts.load(Ordering::SeqCst);
+        assert!(attempts < 8, "{attempts} writes for 8 callers");
+    }
+
+    #[test]
+    fn callers_share_one_successful_write() {
+        let store = SlowStore {
+            delay: Duration::from_millis(100),
+            fail: false,
+            attempts: Default::default(),
+        };
+        let outcomes = eight_callers(&store);
+        let mut ids: Vec<_> = outcomes.into_iter().map(|(_, o)| o.unwrap()).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), 8);
+        let attempts = store.attempts.load(Ordering::SeqCst);
+        assert!(attempts < 8, "{attempts} writes for 8 callers");
+    }
+
+    #[test]
+    fn try_next_ids_never_waits() {
+        let store = MemoryStore::new();
+        let clock = ManualClock::new(T);
+        let g = built_before(
+            &clock,
+            Generator::builder(0, 0)
+                .store(store.clone())
+                .reserve_window_ms(100),
+        );
+        // The first ID needs a mark: no write from a call that may not block.
+        assert_eq!(g.try_next_ids(1), Err(GenerateError::WouldBlock));
+        assert_eq!(store.writes(), 0);
+        assert!(g.renewal_due(), "nothing reserved yet");
+        assert!(!g.renewal_due(), "said once per renewal");
+        g.renew_reservation().unwrap();
+        assert_eq!(store.mark(), Some(T + 100));
+        assert!(!g.renewal_due());
+        // Now it issues without blocking, up to the end of the millisecond.
+        assert_eq!(g.try_next_ids(4096).unwrap().len(), 4096);
+        assert_eq!(g.try_next_ids(1), Err(GenerateError::WouldBlock));
+        assert_eq!(clock.slept(), Duration::ZERO);
+        // Close to the mark: still issues, and asks for a renewal once.
+        clock.advance(60);
+        assert_eq!(parts(g.try_next_ids(1).unwrap().first()), (T + 60, 0));
+        assert_eq!(store.writes(), 1, "try_next_ids never writes");
+        assert!(g.renewal_due());
+        assert!(!g.renewal_due());
+        g.renew_reservation().unwrap();
+        assert_eq!(store.mark(), Some(T + 160));
+        // A clock a little behind (within max_borrow + max_wait): a wait
+        // could help once the millisecond is used up, so WouldBlock.
+        g.try_next_ids(4096).unwrap();
+        let g2 = built_before(&clock, Generator::builder(0, 0).max_borrow_ms(0));
+        g2.try_next_ids(4096).unwrap();
+        clock.rewind(5);
+        assert_eq!(g2.try_next_ids(1), Err(GenerateError::WouldBlock));
+        // An hour behind: no wait can help, so the answer is at once.
+        clock.rewind(3_600_000);
+        assert_eq!(
+            g.try_next_ids(1),
+            Err(GenerateError::ClockBehind {
+                behind_ms: 3_600_005,
+                waited_ms: 0
+            })
+        );
+        assert_eq!(clock.slept(), Duration::ZERO);
+        assert_eq!(g.metrics().clock_behind_errors, 1);
+        assert!(g.try_next_ids(0).is_err());
+    }
+
+    #[test]
+    fn readiness_follows_the_clock_and_the_store() {
+        let store = MemoryStore::new();
+        let clock = ManualClock::new(T);
+        let g = stored(&clock, &store);
+        assert_eq!(g.check_ready(), Ok(()));
+        g.next_ids(4096).unwrap();
+        // Behind by less than max_borrow + max_wait (3 s + 1 s): ready.
+        clock.rewind(3_999);
+        assert_eq!(g.check_ready(), Ok(()));
+        clock.rewind(1);
+        assert_eq!(
+            g.check_ready(),
+            Err(GenerateError::ClockBehind {
+                behind_ms: 4_000,
+                waited_ms: 0
+            })
+        );
+        clock.set(T + 1);
+        assert_eq!(g.check_ready(), Ok(()));
+        // Writes failing: not ready until one succeeds again, which a
+        // renewal (with no mint) can find out.
+        store.fail(true);
+        clock.advance(5_000);
+        assert!(matches!(g.next_id(), Err(GenerateError::Reservation(_))));
+        assert!(matches!(
+            g.check_ready(),
+            Err(GenerateError::Reservation(_))
+        ));
+        assert!(g.renew_reservation().is_err());
+        assert!(matches!(
+            g.check_ready(),
+            Err(GenerateError::Reservation(_))
+        ));
+        store.fail(false);
+        g.renew_reservation().unwrap();
+        assert_eq!(g.check_ready(), Ok(()));
+        assert!(store.mark().unwrap() >= clock.now_ms() + 2_000);
+        g.next_id().unwrap();
+        // Past 2080 nothing can be issued.
+        clock.set(MAX_TIMESTAMP_MS + 1);
+        assert!(matches!(g.check_ready(), Err(GenerateError::Timestamp(_))));
     }
 
     mod properties {

@@ -68,6 +68,8 @@ mod clock;
 mod encoding;
 mod error;
 #[cfg(feature = "std")]
+mod flight;
+#[cfg(feature = "std")]
 mod generator;
 mod id;
 mod layout;

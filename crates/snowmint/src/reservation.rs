@@ -8,7 +8,9 @@
 //! back cannot reissue an ID. The hot path touches the store about once per
 //! window, not once per ID.
 //!
-//! [`FileStore`] keeps the mark in a small text file; [`MemoryStore`] is for
+//! [`FileStore`] keeps the mark in a small text file and holds an exclusive
+//! lock on the identity for as long as it lives, so two processes can never
+//! mint as one identity from one state directory; [`MemoryStore`] is for
 //! tests. The server implements the trait over etcd for leased identities.
 
 use std::fmt;
@@ -63,6 +65,9 @@ pub enum StoreErrorKind {
     Damaged,
     /// The store could not be read or written.
     Io,
+    /// Another process holds the identity's lock: it is minting as the same
+    /// identity from the same state directory.
+    InUse,
     /// Any other failure (a remote store's, a test store's).
     Other,
 }
@@ -117,57 +122,148 @@ impl std::error::Error for StoreError {}
 const KEY: &str = "reserved_until_ms=";
 
 /// Keeps the mark in a small text file, `reserved_until_ms=<Unix ms>`, one
-/// line.
+/// line, and owns the identity while it lives.
 ///
-/// A new mark is written to a temporary file beside it, flushed to disk
-/// (`fsync`), renamed over the old file (atomic), and the directory is
-/// flushed too, so after a crash the file holds either the old mark or the
-/// new one, whole. A file that exists but cannot be read or does not hold
-/// exactly one such line with a timestamp in the format's range is an error
-/// naming the path; it is never ignored.
+/// **One owner.** [`FileStore::open`] takes an exclusive OS file lock
+/// (`flock` on Unix) on `snowmint-<datacenter>-<worker>.lock` beside the
+/// mark, and fails with [`StoreErrorKind::InUse`] when another process (or
+/// another store in this one) holds it. The lock is held until the last
+/// clone of the store is dropped, and the kernel releases it when the
+/// process dies, so a crash never leaves the identity locked. Without it two
+/// processes on one state directory would each trust the mark, and the one
+/// that lowered it last at shutdown could let a restart reissue the other's
+/// IDs.
+///
+/// **Crash-safe writes.** A new mark is written to a temporary file with a
+/// name of its own (process ID and a counter), flushed to disk (`fsync`),
+/// renamed over the old file (atomic), and the directory is flushed too, so
+/// after a crash the file holds either the old mark or the new one, whole.
+/// A state directory that `open` creates is flushed into its parent. A file
+/// that exists but cannot be read or does not hold exactly one such line
+/// with a timestamp in the format's range is an error naming the path; it is
+/// never ignored.
 ///
 /// ```
-/// use snowmint::{FileStore, ReservationStore};
+/// use snowmint::{FileStore, ReservationStore, StoreErrorKind};
 /// let dir = tempfile::tempdir()?;
-/// let store = FileStore::in_dir(dir.path(), 1, 2);
+/// let store = FileStore::open(dir.path(), 1, 2)?;
 /// assert_eq!(store.load()?, None);
 /// store.store(1_700_000_000_000)?;
 /// assert_eq!(store.load()?, Some(1_700_000_000_000));
 /// assert!(store.path().ends_with("snowmint-1-2.reservation"));
+///
+/// // A second owner of the same identity and directory is refused.
+/// let err = FileStore::open(dir.path(), 1, 2).unwrap_err();
+/// assert_eq!(err.kind(), StoreErrorKind::InUse);
+/// assert!(err.to_string().starts_with("datacenter 1, worker 2 is already minting from "));
+/// drop(store);
+/// assert!(FileStore::open(dir.path(), 1, 2).is_ok(), "free once the owner is gone");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct FileStore {
     path: PathBuf,
-    tmp: PathBuf,
+    /// The open lock file; the lock is released when the last clone drops it.
+    _lock: Arc<fs::File>,
 }
+
+/// Numbers temporary files within this process (with the process ID, a
+/// name no other writer uses).
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl FileStore {
     /// The store of identity (`datacenter`, `worker`) in directory `dir`:
-    /// the file `snowmint-<datacenter>-<worker>.reservation`. Nothing is
-    /// touched until the first load or store; the directory is created by
-    /// the first store.
-    pub fn in_dir(dir: impl AsRef<Path>, datacenter: u8, worker: u8) -> FileStore {
-        FileStore::at(
-            dir.as_ref()
-                .join(format!("snowmint-{datacenter}-{worker}.reservation")),
-        )
+    /// the mark in `snowmint-<datacenter>-<worker>.reservation`, the lock on
+    /// `snowmint-<datacenter>-<worker>.lock`.
+    ///
+    /// Creates `dir` if needed (durably), takes the identity's lock, and
+    /// removes temporary files a crashed owner left behind. Fails with
+    /// [`StoreErrorKind::InUse`] if another owner holds the lock, and with
+    /// [`StoreErrorKind::Io`] if the directory or the lock file cannot be
+    /// made.
+    pub fn open(
+        dir: impl AsRef<Path>,
+        datacenter: u8,
+        worker: u8,
+    ) -> Result<FileStore, StoreError> {
+        let dir = dir.as_ref();
+        let name = format!("snowmint-{datacenter}-{worker}");
+        let owner = format!(
+            "datacenter {datacenter}, worker {worker} is already minting from {}",
+            dir.display()
+        );
+        FileStore::open_at(dir.join(format!("{name}.reservation")), &owner)
     }
 
-    /// A store in the file at `path`.
-    pub fn at(path: impl Into<PathBuf>) -> FileStore {
+    /// A store in the file at `path`, locked through the file beside it
+    /// whose extension is `lock`; otherwise as [`FileStore::open`].
+    pub fn open_file(path: impl Into<PathBuf>) -> Result<FileStore, StoreError> {
         let path = path.into();
-        let mut tmp = path.clone().into_os_string();
-        tmp.push(".tmp");
-        FileStore {
-            path,
-            tmp: tmp.into(),
+        let owner = format!("{} is already in use", path.display());
+        FileStore::open_at(path, &owner)
+    }
+
+    fn open_at(path: PathBuf, owner: &str) -> Result<FileStore, StoreError> {
+        let dir = parent_dir(&path).to_owned();
+        create_dir_durably(&dir).map_err(|e| StoreError::io("create state directory", &dir, &e))?;
+        let lock_path = path.with_extension("lock");
+        let lock = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .map_err(|e| StoreError::io("open lock file", &lock_path, &e))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(StoreError::new(
+                    StoreErrorKind::InUse,
+                    format!(
+                        "{owner} (another process holds {}); stop it, or give this one \
+                         another identity or state directory",
+                        lock_path.display()
+                    ),
+                ));
+            }
+            Err(fs::TryLockError::Error(e)) => {
+                return Err(StoreError::io("lock", &lock_path, &e));
+            }
         }
+        let store = FileStore {
+            path,
+            _lock: Arc::new(lock),
+        };
+        store.remove_stale_temporaries();
+        Ok(store)
     }
 
     /// The file the mark is kept in.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// `<file name>.` : what every temporary file of this store starts with.
+    fn tmp_prefix(&self) -> String {
+        let name = self.path.file_name().unwrap_or_default().to_string_lossy();
+        format!("{name}.")
+    }
+
+    /// Temporary files are only ever written by the lock's holder, so any
+    /// found now are a crashed owner's leftovers. Best effort: a file that
+    /// cannot be removed is harmless (it is never read).
+    fn remove_stale_temporaries(&self) {
+        let prefix = self.tmp_prefix();
+        let Ok(entries) = fs::read_dir(parent_dir(&self.path)) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with(&prefix) && name.ends_with(".tmp") {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
     }
 
     fn damaged(&self, why: impl fmt::Display) -> StoreError {
@@ -198,32 +294,62 @@ impl FileStore {
     }
 
     fn write(&self, until_ms: u64) -> io::Result<()> {
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs::create_dir_all(dir)?;
+        let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let tmp = self.path.with_file_name(format!(
+            "{}{}-{n}.tmp",
+            self.tmp_prefix(),
+            std::process::id()
+        ));
+        let written = (|| {
+            let mut file = fs::File::create(&tmp)?;
+            file.write_all(format!("{KEY}{until_ms}\n").as_bytes())?;
+            file.sync_all()?;
+            drop(file);
+            fs::rename(&tmp, &self.path)
+        })();
+        if written.is_err() {
+            let _ = fs::remove_file(&tmp);
         }
-        let mut file = fs::File::create(&self.tmp)?;
-        file.write_all(format!("{KEY}{until_ms}\n").as_bytes())?;
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&self.tmp, &self.path)?;
-        sync_dir(&self.path)
+        written?;
+        sync_dir(parent_dir(&self.path))
     }
 }
 
-/// Flushes the directory entry of `path` (the rename) to disk.
-#[cfg(unix)]
-fn sync_dir(path: &Path) -> io::Result<()> {
-    let dir = match path.parent() {
+/// The directory a file is in (`.` for a bare file name).
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
-    };
+    }
+}
+
+/// Creates `dir` and any missing parents, flushing each new directory's
+/// entry into its parent, so a mark written inside survives a crash.
+fn create_dir_durably(dir: &Path) -> io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let parent = parent_dir(dir);
+    if parent != dir {
+        create_dir_durably(parent)?;
+    }
+    match fs::create_dir(dir) {
+        Ok(()) => sync_dir(parent),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Flushes the entries of directory `dir` (a rename, a new file) to disk.
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> io::Result<()> {
     fs::File::open(dir)?.sync_all()
 }
 
 /// Directories cannot be opened for flushing here; the rename is as durable
 /// as the platform makes it.
 #[cfg(not(unix))]
-fn sync_dir(_path: &Path) -> io::Result<()> {
+fn sync_dir(_dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
@@ -340,20 +466,81 @@ mod tests {
     #[test]
     fn file_store_round_trips_and_overwrites() {
         let dir = tempfile::tempdir().unwrap();
-        let store = FileStore::in_dir(dir.path().join("nested/state"), 3, 4);
+        let state = dir.path().join("nested/state");
+        let store = FileStore::open(&state, 3, 4).unwrap();
+        assert!(state.is_dir(), "the directory is created by open");
         assert_eq!(store.load().unwrap(), None);
         store.store(1_700_000_000_000).unwrap();
         store.store(1_700_000_002_000).unwrap();
         assert_eq!(store.load().unwrap(), Some(1_700_000_002_000));
         let text = fs::read_to_string(store.path()).unwrap();
         assert_eq!(text, "reserved_until_ms=1700000002000\n");
-        assert!(!store.tmp.exists(), "the temporary file was renamed");
+        let mut names: Vec<_> = fs::read_dir(&state)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["snowmint-3-4.lock", "snowmint-3-4.reservation"],
+            "the temporary files were renamed"
+        );
+    }
+
+    #[test]
+    fn one_owner_per_identity_and_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FileStore::open(dir.path(), 3, 4).unwrap();
+        let err = FileStore::open(dir.path(), 3, 4).unwrap_err();
+        assert_eq!(err.kind(), StoreErrorKind::InUse);
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with(&format!(
+                "datacenter 3, worker 4 is already minting from {} (another process holds ",
+                dir.path().display()
+            )),
+            "{msg}"
+        );
+        assert!(msg.contains("snowmint-3-4.lock"), "{msg}");
+        // Another identity in the same directory, or the same identity in
+        // another directory, is a different owner.
+        let other_dir = tempfile::tempdir().unwrap();
+        let _a = FileStore::open(dir.path(), 3, 5).unwrap();
+        let _b = FileStore::open(other_dir.path(), 3, 4).unwrap();
+        // Clones share the lock; it is released with the last of them.
+        let clone = store.clone();
+        drop(store);
+        assert_eq!(
+            FileStore::open(dir.path(), 3, 4).unwrap_err().kind(),
+            StoreErrorKind::InUse
+        );
+        drop(clone);
+        FileStore::open(dir.path(), 3, 4).unwrap();
+    }
+
+    #[test]
+    fn a_crashed_owners_temporary_files_are_removed_and_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let leftovers = [
+            "snowmint-0-0.reservation.tmp",
+            "snowmint-0-0.reservation.4242-7.tmp",
+        ];
+        for name in leftovers {
+            fs::write(dir.path().join(name), "reserved_until_ms=9\n").unwrap();
+        }
+        fs::write(dir.path().join("unrelated.tmp"), "").unwrap();
+        let store = FileStore::open(dir.path(), 0, 0).unwrap();
+        assert_eq!(store.load().unwrap(), None);
+        for name in leftovers {
+            assert!(!dir.path().join(name).exists(), "{name}");
+        }
+        assert!(dir.path().join("unrelated.tmp").exists());
     }
 
     #[test]
     fn damaged_files_are_errors_naming_the_path() {
         let dir = tempfile::tempdir().unwrap();
-        let store = FileStore::in_dir(dir.path(), 0, 0);
+        let store = FileStore::open(dir.path(), 0, 0).unwrap();
         for bad in [
             &b""[..],
             b"reserved_until_ms=",
@@ -386,7 +573,7 @@ mod tests {
     fn unreadable_files_are_io_errors_naming_the_path() {
         let dir = tempfile::tempdir().unwrap();
         // A directory where the file should be cannot be read as a file.
-        let store = FileStore::in_dir(dir.path(), 0, 0);
+        let store = FileStore::open(dir.path(), 0, 0).unwrap();
         fs::create_dir(store.path()).unwrap();
         let err = store.load().unwrap_err();
         assert_eq!(err.kind(), StoreErrorKind::Io);
@@ -396,6 +583,16 @@ mod tests {
         assert!(
             err.to_string()
                 .starts_with("cannot write reservation file "),
+            "{err}"
+        );
+        // A state directory that is a file cannot be created.
+        let file = dir.path().join("a-file");
+        fs::write(&file, "").unwrap();
+        let err = FileStore::open(&file, 0, 0).unwrap_err();
+        assert_eq!(err.kind(), StoreErrorKind::Io);
+        assert!(
+            err.to_string()
+                .starts_with("cannot create state directory "),
             "{err}"
         );
     }
