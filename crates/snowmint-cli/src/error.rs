@@ -105,10 +105,11 @@ fn eprint_line(message: &str) {
 /// allowed values, and clap's tip, without the usage block.
 fn clap_message(e: &clap::Error) -> String {
     if e.kind() == ErrorKind::MissingRequiredArgument
-        && let Some(ContextValue::Strings(args)) = e.get(ContextKind::InvalidArg) {
-            let args: Vec<String> = args.iter().map(|a| with_range(a)).collect();
-            return format!("missing {}", args.join(", "));
-        }
+        && let Some(ContextValue::Strings(args)) = e.get(ContextKind::InvalidArg)
+    {
+        let args: Vec<String> = args.iter().map(|a| with_range(a)).collect();
+        return format!("missing {}", args.join(", "));
+    }
     // A value the core refused: its message already names the field, the
     // value and the range.
     if let Some(core) =
@@ -133,9 +134,10 @@ fn clap_message(e: &clap::Error) -> String {
     }
     // `a value is required for '--datacenter <N>'`: say which values.
     if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg)
-        && let Some(range) = field_range(arg).filter(|r| !msg.contains(r.as_str())) {
-            msg.push_str(&format!(" ({range})"));
-        }
+        && let Some(range) = field_range(arg).filter(|r| !msg.contains(r.as_str()))
+    {
+        msg.push_str(&format!(" ({range})"));
+    }
     msg
 }
 

@@ -131,3 +131,79 @@ fn a_state_dir_carries_the_reservation_across_runs() {
     );
     assert!(msg.contains("snowmint-0-4.reservation is damaged"), "{msg}");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_second_owner_of_an_identity_is_refused_and_no_id_repeats() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let state_arg = state.to_str().unwrap();
+    let identity = [
+        "--datacenter",
+        "1",
+        "--worker",
+        "2",
+        "--state-dir",
+        state_arg,
+    ];
+    // A long run that holds the identity: nobody reads its output for now,
+    // so it blocks on the full pipe, alive.
+    let mut first = Command::new(cargo_bin!("snowmint"))
+        .args(["next", "--count", "1000000000"])
+        .args(identity)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(first.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let mut first_ids: Vec<SnowflakeId> = vec![line.trim().parse().unwrap()];
+
+    // While it runs, a second `next` as the same identity is refused ...
+    let mut args = vec!["--count", "10"];
+    args.extend(identity);
+    let msg = refused(&args, 1);
+    let lock = state.join("snowmint-1-2.lock");
+    assert_eq!(
+        msg,
+        format!(
+            "datacenter 1, worker 2 is already minting from {state_arg} (another process \
+             holds {}); stop it, or give this one another identity or state directory",
+            lock.display()
+        )
+    );
+    // ... and so is `serve`: exit 1, one line, nothing on stdout.
+    let served = Command::new(cargo_bin!("snowmint"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(identity)
+        .output()
+        .unwrap();
+    assert_eq!(served.status.code(), Some(1));
+    assert!(served.stdout.is_empty());
+    let err = String::from_utf8(served.stderr).unwrap();
+    assert_eq!(err, format!("error: {msg}\n"));
+    // Another identity in the same directory is another owner.
+    next(&["--count", "3", "--worker", "3", "--state-dir", state_arg]);
+
+    // The holder crashes (no mark lowered on the way out); its printed IDs
+    // are what it issued.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    // A line cut off by the kill is not an ID anyone received.
+    let complete = rest.rfind('\n').map_or("", |end| &rest[..end]);
+    first_ids.extend(complete.lines().map(|l| l.parse::<SnowflakeId>().unwrap()));
+    assert!(first_ids.len() > 1000, "{}", first_ids.len());
+
+    // The identity is free again, and the next owner issues above all of it.
+    let mut args = vec!["--count", "5000"];
+    args.extend(identity);
+    let second = next(&args);
+    let newest = first_ids.iter().max().unwrap();
+    assert!(second[0] > *newest, "{} <= {newest}", second[0]);
+}

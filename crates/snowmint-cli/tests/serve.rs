@@ -124,3 +124,106 @@ fn serves_and_persists_the_reservation_on_sigterm() {
         "the mark {kept} covers the last ID's ms {last_ms}"
     );
 }
+
+/// Starts `snowmint serve` on a free port with `args`; returns the child
+/// and the address it printed.
+fn start_serve(args: &[&str], state_dir: &std::path::Path) -> (std::process::Child, String) {
+    let mut child = snowmint()
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .arg("--state-dir")
+        .arg(state_dir)
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    // Keep draining stderr so logging never blocks the server.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    (child, addr)
+}
+
+/// The machine restarts with its clock an hour behind the reservation mark
+/// (an hour-long NTP step back after a crash): mints must fail within the
+/// wait bound, readiness must say so, and health must not wait for either.
+#[cfg(unix)]
+#[test]
+fn a_clock_an_hour_behind_the_mark_fails_mints_fast_and_keeps_health_fast() {
+    use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+    let dir = tempfile::tempdir().unwrap();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    std::fs::write(
+        dir.path().join("snowmint-0-0.reservation"),
+        format!("reserved_until_ms={}\n", now + 3_600_000),
+    )
+    .unwrap();
+    let (mut child, addr) = start_serve(&[], dir.path());
+
+    let (status, body) = http(&addr, "GET", "/readyz");
+    assert!(status.contains("503"), "{status} {body}");
+    assert!(body.contains("ms behind the IDs already issued"), "{body}");
+
+    let minting = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let mints: Vec<_> = (0..8)
+        .map(|_| {
+            let addr = addr.clone();
+            std::thread::spawn(move || {
+                let started = Instant::now();
+                let (status, body) = http(&addr, "POST", "/api/v1/ids?count=4096");
+                (status, body, started.elapsed())
+            })
+        })
+        .collect();
+    let health = {
+        let (addr, minting) = (addr.clone(), minting.clone());
+        std::thread::spawn(move || {
+            let mut slowest = Duration::ZERO;
+            let mut probes = 0;
+            while probes < 20 || minting.load(std::sync::atomic::Ordering::SeqCst) {
+                let started = Instant::now();
+                let (status, _) = http(&addr, "GET", "/healthz");
+                assert!(status.contains("200"), "{status}");
+                slowest = slowest.max(started.elapsed());
+                probes += 1;
+            }
+            slowest
+        })
+    };
+    for mint in mints {
+        let (status, body, took) = mint.join().unwrap();
+        assert!(status.contains("503"), "{status} {body}");
+        assert!(body.contains("ms behind the IDs already issued"), "{body}");
+        // The generator's wait bound is 1 s.
+        assert!(took < Duration::from_millis(1500), "a mint took {took:?}");
+    }
+    minting.store(false, std::sync::atomic::Ordering::SeqCst);
+    let slowest = health.join().unwrap();
+    assert!(
+        slowest < Duration::from_millis(50),
+        "/healthz took {slowest:?}"
+    );
+    let (status, _) = http(&addr, "GET", "/readyz");
+    assert!(status.contains("503"), "{status}");
+
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    // Nothing was issued, so the mark stays where it was.
+    let kept = std::fs::read_to_string(dir.path().join("snowmint-0-0.reservation")).unwrap();
+    assert_eq!(kept, format!("reserved_until_ms={}\n", now + 3_600_000));
+}

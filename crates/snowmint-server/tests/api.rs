@@ -849,3 +849,144 @@ async fn a_failing_reservation_answers_503_without_internals() {
         "{metrics}"
     );
 }
+
+#[tokio::test]
+async fn readiness_fails_while_the_store_fails_and_comes_back_by_itself() {
+    let clock = snowmint::ManualClock::new(1_700_000_000_000);
+    let store = snowmint::MemoryStore::new();
+    let generator = Generator::builder(7, 7)
+        .clock(clock.clone())
+        .store(store.clone())
+        .build()
+        .unwrap();
+    let minter = Minter::new();
+    minter.install(Arc::new(generator), Arc::new(Fence::never()));
+    let state = AppState::new(minter);
+    assert_eq!(
+        json(&state, "POST", "/api/v1/ids?count=3").await.0,
+        StatusCode::OK
+    );
+    assert_eq!(json(&state, "GET", "/readyz").await.0, StatusCode::OK);
+
+    // The disk goes away; the next ID needs a new mark.
+    store.fail(true);
+    clock.advance(10_000);
+    error(
+        &state,
+        "POST",
+        "/api/v1/ids",
+        StatusCode::SERVICE_UNAVAILABLE,
+        None,
+    )
+    .await;
+    let msg = error(
+        &state,
+        "GET",
+        "/readyz",
+        StatusCode::SERVICE_UNAVAILABLE,
+        None,
+    )
+    .await;
+    assert_eq!(
+        msg,
+        "not ready: the reservation could not be saved, so no ID was issued; try again later"
+    );
+    // Still failing: still not ready, however often it is asked.
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(
+            json(&state, "GET", "/readyz").await.0,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+    }
+
+    // The disk is back: with no mint at all, readiness returns (the probe
+    // itself has a write retried in the background).
+    store.fail(false);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while json(&state, "GET", "/readyz").await.0 != StatusCode::OK {
+        assert!(Instant::now() < deadline, "readiness never came back");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        json(&state, "POST", "/api/v1/ids?count=3").await.0,
+        StatusCode::OK
+    );
+}
+
+/// A store whose writes take `delay` and say when one has begun.
+struct SlowStore {
+    delay: Duration,
+    began: Arc<tokio::sync::Notify>,
+}
+
+impl snowmint::ReservationStore for SlowStore {
+    fn load(&self) -> Result<Option<u64>, snowmint::StoreError> {
+        Ok(None)
+    }
+
+    fn store(&self, _until_ms: u64) -> Result<(), snowmint::StoreError> {
+        self.began.notify_one();
+        std::thread::sleep(self.delay);
+        Ok(())
+    }
+}
+
+/// One async worker thread: a mint that waits for a slow reservation write
+/// must not hold it, or health would wait as long.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_mint_waiting_for_its_reservation_does_not_hold_up_health() {
+    let began = Arc::new(tokio::sync::Notify::new());
+    let generator = Generator::builder(7, 7)
+        .store(SlowStore {
+            delay: Duration::from_secs(3),
+            began: Arc::clone(&began),
+        })
+        .build()
+        .unwrap();
+    let minter = Minter::new();
+    minter.install(Arc::new(generator), Arc::new(Fence::never()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(snowmint_server::run(
+        listener,
+        AppState::new(minter),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let client = reqwest::Client::new();
+    let mint = tokio::spawn({
+        let (client, base) = (client.clone(), base.clone());
+        async move {
+            let started = Instant::now();
+            let response = client
+                .post(format!("{base}/api/v1/ids?count=10"))
+                .send()
+                .await
+                .unwrap();
+            (response.status(), started.elapsed())
+        }
+    });
+    // The mint's first mark write is under way (and takes 3 s).
+    began.notified().await;
+    for path in ["/healthz", "/readyz", "/?id=4194439168"] {
+        let started = Instant::now();
+        let response = client.get(format!("{base}{path}")).send().await.unwrap();
+        let took = started.elapsed();
+        assert_eq!(response.status(), 200, "{path}");
+        assert!(
+            took < Duration::from_millis(1500),
+            "{path} took {took:?} while a mint waited for its reservation"
+        );
+    }
+    let (status, took) = mint.await.unwrap();
+    assert_eq!(status, 200);
+    assert!(
+        took >= Duration::from_secs(3),
+        "the mint did wait: {took:?}"
+    );
+    stop.send(()).unwrap();
+    server.await.unwrap().unwrap();
+}

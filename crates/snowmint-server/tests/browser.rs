@@ -194,12 +194,13 @@ impl Session {
         let mut last = String::new();
         for _ in 0..200 {
             if let Ok(el) = self.client.find(Locator::Css(css)).await
-                && let Ok(text) = el.text().await {
-                    if ok(&text) {
-                        return text;
-                    }
-                    last = text;
+                && let Ok(text) = el.text().await
+            {
+                if ok(&text) {
+                    return text;
                 }
+                last = text;
+            }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         panic!("{css} never got the expected text; last: {last:?}");
