@@ -1,6 +1,9 @@
 //! The JSON API: compose, decode, mint, health, readiness, metrics.
 
-use axum::extract::{FromRequestParts, Path, State};
+use std::net::SocketAddr;
+
+use axum::Extension;
+use axum::extract::{ConnectInfo, FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -11,7 +14,7 @@ use snowmint::{Encoding, Field, Layout, SnowflakeId};
 use crate::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::generator::IdRange;
-use crate::minter::{MAX_BATCH, MintError};
+use crate::minter::MAX_BATCH;
 
 /// A query string read into `T`, whose rejection answers in the API's error
 /// shape instead of axum's plain text.
@@ -193,31 +196,34 @@ pub(crate) fn count(input: Option<&str>) -> Result<usize, ApiError> {
     responses(
         (status = 200, description = "Fresh IDs, strictly increasing, as decimal strings", body = crate::openapi::IdsDoc),
         (status = 400, description = "count out of range", body = ErrorBody),
-        (status = 503, description = "This instance cannot issue safely right now", body = ErrorBody),
+        (status = 413, description = "A request body was sent (the API takes none)", body = ErrorBody),
+        (status = 429, description = "This client's ID quota is used up (see Retry-After)", body = ErrorBody),
+        (status = 503, description = "This instance cannot issue safely right now, or more IDs are waiting than it can issue within its wait bound (see Retry-After)", body = ErrorBody),
     )
 )]
 pub(crate) async fn mint(
     State(state): State<AppState>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     ApiQuery(q): ApiQuery<MintQuery>,
 ) -> Result<Response, ApiError> {
     let n = count(q.count.as_deref())?;
+    let client = peer.map(|Extension(ConnectInfo(addr))| addr.ip());
+    state.admission.check_quota(client, n, &state.metrics)?;
     // `"9223372036854775807",` is 22 bytes.
     let mut body = Vec::with_capacity(10 + 22 * n);
     body.extend_from_slice(b"{\"ids\":[");
     // What can be issued without waiting is issued here; a wait (the
     // millisecond's IDs used up, the clock behind, a mark to write) moves
-    // the rest to a blocking thread, so this worker keeps serving others.
+    // the rest to the admission lane's blocking thread, so this worker
+    // keeps serving others.
     let pending = state
         .minter
         .try_mint_ranges(n, |range| write_range(&mut body, range))?;
     if let Some(pending) = pending {
-        body = tokio::task::spawn_blocking(move || {
-            pending
-                .finish(|range| write_range(&mut body, range))
-                .map(|()| body)
-        })
-        .await
-        .map_err(|_| MintError::Interrupted)??;
+        body = state
+            .admission
+            .finish(pending, body, write_range, &state.metrics)
+            .await?;
     }
     state.minter.renew_in_background_if_due();
     if body.last() == Some(&b',') {

@@ -13,6 +13,8 @@ pub struct ApiError {
     status: StatusCode,
     message: String,
     field: Option<String>,
+    /// Seconds for a `Retry-After` header (429, 503).
+    retry_after: Option<u64>,
 }
 
 /// The JSON body of every error.
@@ -38,7 +40,15 @@ impl ApiError {
             status,
             message: message.into(),
             field: field.map(str::to_owned),
+            retry_after: None,
         }
+    }
+
+    /// Adds `Retry-After: <secs>` (at least 1).
+    #[must_use]
+    pub fn retry_after(mut self, secs: u64) -> ApiError {
+        self.retry_after = Some(secs.max(1));
+        self
     }
 
     /// The HTTP status.
@@ -74,6 +84,7 @@ impl From<MintError> for ApiError {
                     None,
                     other.public_message(),
                 )
+                .retry_after(1)
             }
         }
     }
@@ -85,6 +96,12 @@ impl IntoResponse for ApiError {
             error: self.message,
             field: self.field,
         };
-        (self.status, axum::Json(body)).into_response()
+        let mut response = (self.status, axum::Json(body)).into_response();
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        response
     }
 }

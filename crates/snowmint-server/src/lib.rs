@@ -29,12 +29,14 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod admission;
 mod api;
 mod error;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod generator;
 pub mod hostname;
+pub mod http;
 mod i18n;
 pub mod metrics;
 pub mod minter;
@@ -57,8 +59,10 @@ use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
+pub use admission::Admission;
 pub use error::{ApiError, ErrorBody};
 pub use generator::StaticError;
+pub use http::Limits;
 pub use metrics::Metrics;
 pub use minter::{Fence, Identity, MintError, Minter};
 
@@ -83,6 +87,10 @@ pub struct Config {
     pub lease_ttl: Duration,
     /// Key prefix of the identities in etcd (several clusters can share one etcd).
     pub etcd_prefix: String,
+    /// Connection limit and timeouts.
+    pub limits: Limits,
+    /// Most IDs per second one client IP may mint; `None`: no quota.
+    pub client_quota: Option<std::num::NonZeroU32>,
 }
 
 impl Default for Config {
@@ -95,6 +103,8 @@ impl Default for Config {
             etcd_endpoints: Vec::new(),
             lease_ttl: Duration::from_secs(10),
             etcd_prefix: "/snowmint".to_owned(),
+            limits: Limits::default(),
+            client_quota: None,
         }
     }
 }
@@ -122,6 +132,8 @@ pub struct AppState {
     pub minter: Arc<Minter>,
     /// Prometheus metrics.
     pub metrics: Arc<Metrics>,
+    /// The mint lane and the client quotas.
+    pub admission: Arc<Admission>,
     now: NowFn,
 }
 
@@ -138,6 +150,7 @@ impl AppState {
     pub fn new(minter: Arc<Minter>) -> AppState {
         AppState {
             metrics: Arc::new(Metrics::new(Arc::clone(&minter))),
+            admission: Arc::new(Admission::default()),
             minter,
             now: Arc::new(|| {
                 SystemTime::now()
@@ -151,6 +164,13 @@ impl AppState {
     #[must_use]
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> AppState {
         self.metrics = metrics;
+        self
+    }
+
+    /// Replaces the admission control (to set a client quota).
+    #[must_use]
+    pub fn with_admission(mut self, admission: Admission) -> AppState {
+        self.admission = Arc::new(admission);
         self
     }
 
@@ -175,8 +195,23 @@ pub fn static_state(config: &Config) -> Result<AppState, StaticError> {
         generator::static_generator(config.datacenter, config.worker, &config.state_dir)?;
     let minter = Minter::new();
     minter.install(Arc::new(generator), Arc::new(Fence::never()));
-    Ok(AppState::new(minter))
+    Ok(AppState::new(minter).with_admission(admission(config)))
 }
+
+/// The admission control `config` asks for.
+pub fn admission(config: &Config) -> Admission {
+    match config.client_quota {
+        Some(quota) => Admission::default().with_client_quota(quota),
+        None => Admission::default(),
+    }
+}
+
+/// The API takes no request body; anything longer is refused (413).
+pub const MAX_BODY_BYTES: u64 = 1024;
+
+/// A request still unanswered after this long is answered 503 (every
+/// route's own waits are bounded well below it; this is the backstop).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Routes that exist, as `&'static str` metric labels.
 const ROUTES: &[&str] = &[
@@ -213,6 +248,7 @@ pub fn app(state: AppState) -> Router {
         .route("/metrics", get(api::metrics))
         .fallback(api::not_found)
         .method_not_allowed_fallback(api::method_not_allowed)
+        .layer(middleware::from_fn(guard))
         .layer(middleware::from_fn_with_state(state.clone(), track))
         .layer(TraceLayer::new_for_http())
         .layer(CatchPanicLayer::custom(|_| {
@@ -246,6 +282,40 @@ async fn track(State(state): State<AppState>, request: Request, next: Next) -> R
     response
 }
 
+/// Refuses request bodies (413) and cuts requests at [`REQUEST_TIMEOUT`]
+/// (503), in the API's error shape.
+async fn guard(request: Request, next: Next) -> Response {
+    let declared = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
+        return ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            None,
+            format!(
+                "request bodies are limited to {MAX_BODY_BYTES} bytes (the API takes none), got {}",
+                declared.unwrap_or_default()
+            ),
+        )
+        .into_response();
+    }
+    match tokio::time::timeout(REQUEST_TIMEOUT, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            format!(
+                "the request was not answered within {} s; try again",
+                REQUEST_TIMEOUT.as_secs()
+            ),
+        )
+        .retry_after(1)
+        .into_response(),
+    }
+}
+
 /// Why [`run`] stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -257,24 +327,33 @@ pub enum RunError {
     Persist(generator::StoreError),
 }
 
-/// Serves [`app`] on `listener` until `shutdown` resolves, lets in-flight
-/// requests finish, then persists the generator's reservation.
+/// Serves [`app`] on `listener` with the default [`Limits`]; see
+/// [`run_with`].
 pub async fn run(
     listener: TcpListener,
     state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    run_with(listener, state, Limits::default(), shutdown).await
+}
+
+/// Serves [`app`] on `listener` until `shutdown` resolves (see [`http`] for
+/// the connection limit, the timeouts and the shutdown deadline), then
+/// persists the generator's reservation.
+pub async fn run_with(
+    listener: TcpListener,
+    state: AppState,
+    limits: Limits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
     let minter = Arc::clone(&state.minter);
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, identity = ?minter.identity(), "listening");
     }
-    let served = axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown)
-        .await;
-    // Persist even if serving failed: the mark is what keeps a restart with
-    // the clock set back from reissuing.
+    let metrics = Arc::clone(&state.metrics);
+    http::serve(listener, app(state), limits, metrics, shutdown).await;
+    // The mark is what keeps a restart with the clock set back from
+    // reissuing: lower it to what was issued.
     tracing::info!("stopped serving; persisting the reservation");
-    let persisted = minter.persist_last_issued();
-    served?;
-    persisted.map_err(RunError::Persist)
+    minter.persist_last_issued().map_err(RunError::Persist)
 }

@@ -8,7 +8,7 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -30,6 +30,75 @@ struct RouteLabels {
     route: &'static str,
 }
 
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct EventLabels {
+    event: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+/// Something that happened to a connection, counted in
+/// `snowmint_http_connection_events_total{event}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ConnEvent {
+    /// A connection was accepted.
+    Accepted,
+    /// Accepted over the limit while every connection was busy, and closed.
+    Refused,
+    /// Closed to make room for a new one (it had no request in progress).
+    Shed,
+    /// Closed: a request head did not arrive in time.
+    HeaderTimeout,
+    /// Closed: no request for the idle timeout.
+    IdleTimeout,
+    /// `accept` failed (out of file descriptors, usually).
+    AcceptError,
+    /// Closed at shutdown with no request in progress.
+    ClosedAtShutdown,
+    /// Closed when the shutdown deadline passed, a request still in progress.
+    ClosedAtDeadline,
+}
+
+impl ConnEvent {
+    fn label(self) -> &'static str {
+        match self {
+            ConnEvent::Accepted => "accepted",
+            ConnEvent::Refused => "refused",
+            ConnEvent::Shed => "shed",
+            ConnEvent::HeaderTimeout => "header_timeout",
+            ConnEvent::IdleTimeout => "idle_timeout",
+            ConnEvent::AcceptError => "accept_error",
+            ConnEvent::ClosedAtShutdown => "closed_at_shutdown",
+            ConnEvent::ClosedAtDeadline => "closed_at_deadline",
+        }
+    }
+}
+
+/// Why a mint was refused before it reached the generator, counted in
+/// `snowmint_mints_rejected_total{reason}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Rejection {
+    /// More IDs are already waiting than the generator can serve within
+    /// its wait bound (503).
+    Admission,
+    /// The client's quota is used up (429).
+    Quota,
+}
+
+impl Rejection {
+    fn label(self) -> &'static str {
+        match self {
+            Rejection::Admission => "admission",
+            Rejection::Quota => "quota",
+        }
+    }
+}
+
 type HistogramFamily = Family<RouteLabels, Histogram, fn() -> Histogram>;
 
 /// The server's metrics; `Metrics::new` registers them.
@@ -39,6 +108,9 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     latency: HistogramFamily,
     ids_issued: Counter,
+    connections_open: Gauge,
+    connection_events: Family<EventLabels, Counter>,
+    mints_rejected: Family<ReasonLabels, Counter>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -69,12 +141,33 @@ impl Metrics {
             "IDs handed out by POST /api/v1/ids",
             ids_issued.clone(),
         );
+        let connections_open = Gauge::default();
+        registry.register(
+            "http_connections_open",
+            "HTTP connections open now",
+            connections_open.clone(),
+        );
+        let connection_events = Family::<EventLabels, Counter>::default();
+        registry.register(
+            "http_connection_events",
+            "HTTP connections accepted, refused, shed, timed out or closed at shutdown",
+            connection_events.clone(),
+        );
+        let mints_rejected = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "mints_rejected",
+            "Mint requests refused before minting: admission (503) or client quota (429)",
+            mints_rejected.clone(),
+        );
         registry.register_collector(Box::new(GeneratorCollector { minter }));
         Metrics {
             registry,
             requests,
             latency,
             ids_issued,
+            connections_open,
+            connection_events,
+            mints_rejected,
         }
     }
 
@@ -101,6 +194,34 @@ impl Metrics {
     /// Adds a collector read at each scrape (the etcd lease session's).
     pub fn register_collector(&mut self, collector: Box<dyn Collector>) {
         self.registry.register_collector(collector);
+    }
+
+    /// Counts a connection event.
+    pub fn connection_event(&self, event: ConnEvent) {
+        self.connection_events
+            .get_or_create(&EventLabels {
+                event: event.label(),
+            })
+            .inc();
+    }
+
+    /// One more connection open.
+    pub fn connection_opened(&self) {
+        self.connections_open.inc();
+    }
+
+    /// One connection fewer open.
+    pub fn connection_closed(&self) {
+        self.connections_open.dec();
+    }
+
+    /// Counts a mint refused before minting.
+    pub fn mint_rejected(&self, why: Rejection) {
+        self.mints_rejected
+            .get_or_create(&ReasonLabels {
+                reason: why.label(),
+            })
+            .inc();
     }
 
     /// Counts IDs handed out.
@@ -158,8 +279,8 @@ impl Collector for GeneratorCollector {
         gauge(
             &mut encoder,
             "ready",
-            "1 while this instance holds a valid worker identity",
-            i64::from(self.minter.is_ready()),
+            "1 while a mint would succeed now (as /readyz answers)",
+            i64::from(self.minter.ready().is_ok()),
         )?;
         if let Some(identity) = self.minter.identity() {
             let g = ConstGauge::new(1i64);
