@@ -534,13 +534,9 @@ async fn unreachable_etcd_at_start_means_not_ready_until_it_answers() {
     if !EtcdServer::available() {
         return;
     }
-    let port = support::etcd::free_port();
+    let addr = support::etcd::unused_addr();
     let log = Log::default();
-    let a = Instance::start(
-        "a",
-        options(&format!("http://127.0.0.1:{port}"), "/late", 3),
-        &log,
-    );
+    let a = Instance::start("a", options(&format!("http://{addr}"), "/late", 3), &log);
     wait_until("a retried at least once", Duration::from_secs(10), || {
         a.session.as_ref().unwrap().status().last_error.is_some()
     })
@@ -549,7 +545,7 @@ async fn unreachable_etcd_at_start_means_not_ready_until_it_answers() {
     assert_eq!(a.state(), LeaseState::Connecting);
     assert!(a.minter.mint(1).is_err());
 
-    let Some(_etcd) = EtcdServer::start_on(port) else {
+    let Some(_etcd) = EtcdServer::start_on(addr) else {
         return;
     };
     a.wait_ready(Duration::from_secs(30)).await;
@@ -683,7 +679,8 @@ async fn a_dead_endpoint_in_the_list_is_routed_around() {
     let Some(etcd) = EtcdServer::start() else {
         return;
     };
-    let dead = format!("http://127.0.0.1:{}", support::etcd::free_port());
+    // An address of its own: no other test's etcd can come up there.
+    let dead = format!("http://{}", support::etcd::unused_addr());
     let mut o = options(&dead, "/endpoints", 2);
     o.endpoints.push(etcd.url());
     let log = Log::default();
@@ -802,4 +799,19 @@ async fn a_lost_identity_key_fences_at_once_and_the_instance_claims_again() {
     a.minter.persist_last_issued().unwrap();
     a.shutdown().await;
     check_log(&log);
+}
+
+#[test]
+fn each_etcd_owns_its_own_address() {
+    let (Some(a), Some(b)) = (EtcdServer::start(), EtcdServer::start()) else {
+        return;
+    };
+    assert_ne!(a.addr().ip(), b.addr().ip());
+    support::etcd::listener_owned_by(a.addr(), a.pid()).unwrap();
+    // The check can fail: b's socket is not a's, nor is it this process's.
+    let err = support::etcd::listener_owned_by(b.addr(), a.pid()).unwrap_err();
+    assert!(err.contains("another process"), "{err}");
+    assert!(support::etcd::listener_owned_by(b.addr(), std::process::id()).is_err());
+    let nobody = support::etcd::unused_addr();
+    assert!(support::etcd::listener_owned_by(nobody, b.pid()).is_err());
 }
