@@ -8,6 +8,11 @@
 //! needed (no etcd), but two StatefulSets must not mint into the same ID
 //! space, and the reservation (`--state-dir`) should be on the pod's
 //! persistent volume so a restarted pod never goes back.
+//!
+//! Only StatefulSet-shaped names are accepted: a host named after its IP
+//! address (`ip-10-0-0-5`, `10-0-0-5`) also ends in `-N`, but `ip-10-0-0-5`
+//! and `ip-10-0-1-5` would both be identity 5; see
+//! [`ordinal_from_hostname`].
 
 use std::fmt;
 
@@ -48,11 +53,20 @@ pub const fn ordinal_of_identity(datacenter: u8, worker: u8) -> Option<u16> {
 
 /// Why a hostname gives no identity.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HostnameError {
     /// The name does not end in `-N`.
     NoOrdinal {
         /// The hostname, as read.
         hostname: String,
+    },
+    /// The ordinal has a leading zero (`web-07`), which no StatefulSet
+    /// writes: it would be a second name for identity 7.
+    LeadingZero {
+        /// The hostname, as read.
+        hostname: String,
+        /// The digits after the last `-`.
+        ordinal: String,
     },
     /// The ordinal is 1024 or more (kept as text: it may not fit a u64).
     OutOfRange {
@@ -60,6 +74,13 @@ pub enum HostnameError {
         hostname: String,
         /// The digits after the last `-`.
         ordinal: String,
+    },
+    /// The name is derived from an IPv4 address: its last four
+    /// dash-separated parts are numbers 0..=255 (`ip-10-0-0-5`), so its
+    /// "ordinal" is only the address's last byte, shared by other hosts.
+    IpDerived {
+        /// The hostname, as read.
+        hostname: String,
     },
     /// The hostname could not be read at all.
     Unreadable {
@@ -75,6 +96,20 @@ impl fmt::Display for HostnameError {
                 f,
                 "worker-from-hostname needs a hostname ending in -N with N 0..=1023 \
                  (a StatefulSet pod such as snowmint-3), got {hostname:?}"
+            ),
+            HostnameError::LeadingZero { hostname, ordinal } => write!(
+                f,
+                "worker-from-hostname ordinal must be 0..=1023 without leading zeros, as a \
+                 StatefulSet writes it (web-7, never web-07: both would be identity 7), \
+                 got {ordinal} (from hostname {hostname:?})"
+            ),
+            HostnameError::IpDerived { hostname } => write!(
+                f,
+                "worker-from-hostname refuses {hostname:?}: it is derived from an IP address \
+                 (its last four dash-separated parts are all 0..=255), so its -N is the \
+                 address's last byte, which other hosts share (ip-10-0-0-5 and ip-10-0-1-5 would \
+                 both be identity 5); run as a StatefulSet pod NAME-N with N 0..=1023, or set \
+                 --datacenter and --worker, or use --etcd"
             ),
             HostnameError::OutOfRange { hostname, ordinal } => write!(
                 f,
@@ -94,7 +129,19 @@ impl std::error::Error for HostnameError {}
 /// returns the identity number `N`, 0..=1023.
 ///
 /// A fully qualified name is cut at its first dot first
-/// (`snowmint-3.snowmint.default.svc` is pod `snowmint-3`).
+/// (`snowmint-3.snowmint.default.svc` is pod `snowmint-3`). What is left
+/// must be shaped as a StatefulSet pod name:
+///
+/// - `N` is the whole last dash-separated part: decimal digits, 0..=1023,
+///   without leading zeros (a StatefulSet writes `web-7`, never `web-07`,
+///   which would be a second name for the same identity);
+/// - `NAME` is not empty and does not end in `-`;
+/// - the name is not derived from an IPv4 address: if its last four
+///   dash-separated parts are all numbers 0..=255 (`ip-10-0-0-5`,
+///   `ip-10-0-0-5.ec2.internal`, `10-0-0-5`, `node-192-168-1-20`) it is
+///   refused, since `N` is then the address's last byte and hosts in other
+///   subnets share it. The pods of a StatefulSet whose own name ends in
+///   three such numbers (`web-1-2-3-0`) are refused too: rename it.
 ///
 /// ```
 /// use snowmint_server::hostname::ordinal_from_hostname;
@@ -106,6 +153,9 @@ impl std::error::Error for HostnameError {}
 ///     "worker-from-hostname ordinal must be 0..=1023, got 1024 (from hostname \"snowmint-1024\")"
 /// );
 /// assert!(ordinal_from_hostname("laptop").is_err());
+/// assert!(ordinal_from_hostname("ip-10-0-0-5").unwrap_err().to_string().starts_with(
+///     "worker-from-hostname refuses \"ip-10-0-0-5\": it is derived from an IP address"
+/// ));
 /// ```
 pub fn ordinal_from_hostname(hostname: &str) -> Result<u16, HostnameError> {
     let pod = hostname.trim().split('.').next().unwrap_or_default();
@@ -113,8 +163,23 @@ pub fn ordinal_from_hostname(hostname: &str) -> Result<u16, HostnameError> {
         hostname: echo(hostname),
     };
     let (name, digits) = pod.rsplit_once('-').ok_or_else(no_ordinal)?;
-    if name.is_empty() || digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    if name.is_empty()
+        || name.ends_with('-')
+        || digits.is_empty()
+        || !digits.bytes().all(|b| b.is_ascii_digit())
+    {
         return Err(no_ordinal());
+    }
+    if digits.len() > 1 && digits.starts_with('0') {
+        return Err(HostnameError::LeadingZero {
+            hostname: echo(hostname),
+            ordinal: echo(digits),
+        });
+    }
+    if ends_in_ipv4(pod) {
+        return Err(HostnameError::IpDerived {
+            hostname: echo(hostname),
+        });
     }
     match digits.parse::<u16>() {
         Ok(n) if n < IDENTITIES => Ok(n),
@@ -123,6 +188,19 @@ pub fn ordinal_from_hostname(hostname: &str) -> Result<u16, HostnameError> {
             ordinal: echo(digits),
         }),
     }
+}
+
+/// Whether the last four dash-separated parts of `name` are all numbers
+/// 0..=255, as in the names clouds derive from IPv4 addresses.
+fn ends_in_ipv4(name: &str) -> bool {
+    let parts: Vec<&str> = name.rsplit('-').take(4).collect();
+    parts.len() == 4
+        && parts.iter().all(|p| {
+            !p.is_empty()
+                && p.len() <= 3
+                && p.bytes().all(|b| b.is_ascii_digit())
+                && p.parse::<u16>().is_ok_and(|n| n <= 255)
+        })
 }
 
 /// This machine's hostname: `$HOSTNAME` if set (Kubernetes sets it to the pod
@@ -200,6 +278,7 @@ mod tests {
             "snowmint--1x",
             "",
             "snowmint-+1",
+            "snowmint--1",
         ] {
             let err = ordinal_from_hostname(bad).unwrap_err();
             assert!(
@@ -208,6 +287,64 @@ mod tests {
             );
             assert!(err.to_string().contains(&format!("{bad:?}")), "{err}");
             assert!(err.to_string().contains("0..=1023"), "{err}");
+        }
+    }
+
+    #[test]
+    fn ordinals_with_leading_zeros_are_refused() {
+        for (host, ordinal) in [("snowmint-07", "07"), ("snowmint-00", "00")] {
+            let err = ordinal_from_hostname(host).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "worker-from-hostname ordinal must be 0..=1023 without leading zeros, as a \
+                     StatefulSet writes it (web-7, never web-07: both would be identity 7), \
+                     got {ordinal} (from hostname {host:?})"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn ip_derived_names_are_refused_saying_why() {
+        for bad in [
+            "ip-10-0-0-5",
+            "ip-10-0-1-5",
+            "ip-10-0-0-5.ec2.internal",
+            "ip-172-31-255-255.eu-west-1.compute.internal",
+            "10-0-0-5",
+            "node-192-168-1-20",
+            "ip-0-0-0-0",
+        ] {
+            let err = ordinal_from_hostname(bad).unwrap_err();
+            assert_eq!(
+                err,
+                HostnameError::IpDerived {
+                    hostname: bad.to_owned()
+                },
+                "{bad:?}"
+            );
+            let msg = err.to_string();
+            assert!(msg.contains(&format!("{bad:?}")), "{msg}");
+            assert!(msg.contains("derived from an IP address"), "{msg}");
+            assert!(msg.contains("0..=1023"), "{msg}");
+        }
+    }
+
+    #[test]
+    fn names_that_only_look_numeric_are_still_statefulset_pods() {
+        for (host, n) in [
+            ("snowmint-3", 3),
+            ("web-0", 0),
+            ("snowmint-1023", 1023),
+            // Three numeric parts, or a part above 255: not an address.
+            ("web-1-2-3", 3),
+            ("web-10-0-300-5", 5),
+            ("web-1000-0-0-5", 5),
+            ("v2-web-0", 0),
+            ("ip-10-0-5", 5),
+        ] {
+            assert_eq!(ordinal_from_hostname(host), Ok(n), "{host:?}");
         }
     }
 

@@ -57,31 +57,36 @@ fn driver() -> Option<&'static Driver> {
                 eprintln!("skipping the browser tests: {reason}");
                 return None;
             }
-            let port = std::net::TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .map(|a| a.port())
-                .expect("a free port");
+            // `--port=0`: chromedriver binds a port of its own choosing and
+            // says which, so no other process can hold the port we talk to
+            // (a port picked here and passed on is free only until then).
             // `setsid` gives the shell its own process group, so killing the
             // group at the end also ends browsers a failed test left open.
             let mut child = Command::new("setsid")
                 .arg("sh")
                 .arg("-c")
-                .arg(r#""$1" --port="$2" 2>&1 & cat >/dev/null; kill -- -$$"#)
+                .arg(r#""$1" --port=0 2>&1 & cat >/dev/null; kill -- -$$"#)
                 .arg("sh")
                 .arg(chromedriver.unwrap())
-                .arg(port.to_string())
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .spawn()
                 .expect("start chromedriver");
             let stdout = child.stdout.take().unwrap();
             let mut lines = BufReader::new(stdout).lines();
-            for line in lines.by_ref() {
-                let line = line.unwrap_or_default();
-                if line.contains("started successfully") {
-                    break;
-                }
-            }
+            let mut output = Vec::new();
+            let port = lines
+                .by_ref()
+                .map_while(Result::ok)
+                .find_map(|line| {
+                    // "ChromeDriver was started successfully on port 45041."
+                    let port = line
+                        .split_once("started successfully on port ")
+                        .and_then(|(_, rest)| rest.trim_end_matches('.').trim().parse().ok());
+                    output.push(line);
+                    port
+                })
+                .unwrap_or_else(|| panic!("chromedriver did not start: {output:?}"));
             // Keep draining its output so it never blocks on a full pipe.
             std::thread::spawn(move || for _ in lines {});
             Some(Driver {

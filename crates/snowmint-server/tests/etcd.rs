@@ -534,13 +534,9 @@ async fn unreachable_etcd_at_start_means_not_ready_until_it_answers() {
     if !EtcdServer::available() {
         return;
     }
-    let port = support::etcd::free_port();
+    let addr = support::etcd::unused_addr();
     let log = Log::default();
-    let a = Instance::start(
-        "a",
-        options(&format!("http://127.0.0.1:{port}"), "/late", 3),
-        &log,
-    );
+    let a = Instance::start("a", options(&format!("http://{addr}"), "/late", 3), &log);
     wait_until("a retried at least once", Duration::from_secs(10), || {
         a.session.as_ref().unwrap().status().last_error.is_some()
     })
@@ -549,7 +545,7 @@ async fn unreachable_etcd_at_start_means_not_ready_until_it_answers() {
     assert_eq!(a.state(), LeaseState::Connecting);
     assert!(a.minter.mint(1).is_err());
 
-    let Some(_etcd) = EtcdServer::start_on(port) else {
+    let Some(_etcd) = EtcdServer::start_on(addr) else {
         return;
     };
     a.wait_ready(Duration::from_secs(30)).await;
@@ -683,7 +679,8 @@ async fn a_dead_endpoint_in_the_list_is_routed_around() {
     let Some(etcd) = EtcdServer::start() else {
         return;
     };
-    let dead = format!("http://127.0.0.1:{}", support::etcd::free_port());
+    // An address of its own: no other test's etcd can come up there.
+    let dead = format!("http://{}", support::etcd::unused_addr());
     let mut o = options(&dead, "/endpoints", 2);
     o.endpoints.push(etcd.url());
     let log = Log::default();
@@ -697,4 +694,124 @@ async fn a_dead_endpoint_in_the_list_is_routed_around() {
     );
     a.shutdown().await;
     check_log(&log);
+}
+
+/// The IDs `instance` issued as (datacenter, worker), in order.
+fn issued_as(log: &Log, instance: &str, identity: (u8, u8)) -> Vec<SnowflakeId> {
+    log.lock()
+        .unwrap()
+        .iter()
+        .filter(|b| b.instance == instance)
+        .flat_map(|b| b.ids.iter().copied())
+        .filter(|id| (id.datacenter(), id.worker()) == identity)
+        .collect()
+}
+
+fn batches_of(log: &Log, instance: &str) -> usize {
+    log.lock()
+        .unwrap()
+        .iter()
+        .filter(|b| b.instance == instance)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_identity_key_fences_at_once_and_the_instance_claims_again() {
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    let mut client = etcd_client::Client::connect([etcd.url()], None)
+        .await
+        .unwrap();
+    let log = Log::default();
+    let ttl = 3;
+    let two_ttls = Duration::from_secs(2 * ttl);
+    let a = Instance::start("a", options(&etcd.url(), "/lost", ttl), &log);
+    a.wait_ready(Duration::from_secs(10)).await;
+    let status = || a.session.as_ref().unwrap().status();
+    let first_lease = status().lease.unwrap();
+    wait_until("a issued", Duration::from_secs(10), || {
+        batches_of(&log, "a") >= 50
+    })
+    .await;
+
+    // An operator deletes the key while the lease lives (`etcdctl del`):
+    // the instance gives that lease up and claims again, its old identity
+    // first (it is free), within two TTLs.
+    client.delete("/lost/identities/0/0", None).await.unwrap();
+    wait_until("a claims again", two_ttls, || {
+        status().claims >= 2 && a.minter.is_ready()
+    })
+    .await;
+    assert_eq!(a.identity(), Some((0, 0)));
+    let second_lease = status().lease.unwrap();
+    assert_ne!(second_lease, first_lease, "a fresh lease");
+    let old = client.lease_time_to_live(first_lease, None).await.unwrap();
+    assert_eq!(old.ttl(), -1, "the lease that lost its key was revoked");
+    let before = batches_of(&log, "a");
+    wait_until("a mints again", two_ttls, || {
+        batches_of(&log, "a") >= before + 50
+    })
+    .await;
+    // A graceful stop now persists through the new holder's store.
+    a.minter.persist_last_issued().unwrap();
+
+    // The key is taken over by another lease while ours lives: the
+    // instance stops issuing as (0, 0) at once and moves to (0, 1).
+    let intruder = client.lease_grant(60, None).await.unwrap().id();
+    client
+        .put(
+            "/lost/identities/0/0",
+            "someone else",
+            Some(etcd_client::PutOptions::new().with_lease(intruder)),
+        )
+        .await
+        .unwrap();
+    wait_until("a moves to (0, 1)", two_ttls, || {
+        a.identity() == Some((0, 1)) && a.minter.is_ready()
+    })
+    .await;
+    assert_eq!(status().claims, 3);
+    let as_0_0 = issued_as(&log, "a", (0, 0));
+    let before = batches_of(&log, "a");
+    wait_until("a mints as (0, 1)", two_ttls, || {
+        batches_of(&log, "a") >= before + 50
+    })
+    .await;
+    assert_eq!(
+        issued_as(&log, "a", (0, 0)).len(),
+        as_0_0.len(),
+        "a issued as (0, 0) after losing it"
+    );
+    // The mark covers every (0, 0) ID a issued: the intruder's successor
+    // starts above them.
+    let mark = client.get("/lost/reserved/0/0", None).await.unwrap();
+    let mark: u64 = std::str::from_utf8(mark.kvs()[0].value())
+        .unwrap()
+        .parse()
+        .unwrap();
+    let last = as_0_0.last().unwrap().timestamp_ms();
+    assert!(
+        mark >= last,
+        "mark {mark} below a's last (0, 0) ID at {last}"
+    );
+
+    a.minter.persist_last_issued().unwrap();
+    a.shutdown().await;
+    check_log(&log);
+}
+
+#[test]
+fn each_etcd_owns_its_own_address() {
+    let (Some(a), Some(b)) = (EtcdServer::start(), EtcdServer::start()) else {
+        return;
+    };
+    assert_ne!(a.addr().ip(), b.addr().ip());
+    support::etcd::listener_owned_by(a.addr(), a.pid()).unwrap();
+    // The check can fail: b's socket is not a's, nor is it this process's.
+    let err = support::etcd::listener_owned_by(b.addr(), a.pid()).unwrap_err();
+    assert!(err.contains("another process"), "{err}");
+    assert!(support::etcd::listener_owned_by(b.addr(), std::process::id()).is_err());
+    let nobody = support::etcd::unused_addr();
+    assert!(support::etcd::listener_owned_by(nobody, b.pid()).is_err());
 }

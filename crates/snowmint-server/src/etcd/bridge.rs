@@ -8,12 +8,13 @@
 //! queue refuses when full, the caller gives up after `timeout`, and the
 //! thread drops jobs whose caller has already given up.
 
+use std::collections::HashMap;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use super::keys::Keys;
-use super::ops::{self, Conn, EtcdError};
+use super::ops::{self, Conn, EtcdError, SeenMark};
 
 /// Jobs waiting for the thread; more means etcd is far behind.
 const QUEUE: usize = 16;
@@ -127,6 +128,9 @@ fn serve(
 ) {
     // One endpoint at a time, the next after a failure (see `ops::Conn`).
     let mut conn = Conn::new(&endpoints, timeout);
+    // Each mark as this thread last read or wrote it: the next write is
+    // conditioned on it, one round trip when nobody else moved the mark.
+    let mut seen: HashMap<u16, SeenMark> = HashMap::new();
     while let Ok(job) = jobs.recv() {
         let deadline = match &job {
             Job::Load { deadline, .. } | Job::Store { deadline, .. } => *deadline,
@@ -149,7 +153,8 @@ fn serve(
                     Job::Load { n, reply, .. } => {
                         let result = ops::load_mark(client, &keys, n, left).await;
                         let reached = reached_etcd(&result);
-                        let _ = reply.send(result);
+                        remember(&mut seen, n, &result);
+                        let _ = reply.send(result.map(|mark| mark.value));
                         reached
                     }
                     Job::Store {
@@ -159,9 +164,18 @@ fn serve(
                         reply,
                         ..
                     } => {
-                        let result = ops::store_mark(client, &keys, n, lease, until_ms, left).await;
+                        let known = seen.get(&n).copied();
+                        let result =
+                            ops::store_mark(client, &keys, n, lease, until_ms, known, left).await;
                         let reached = reached_etcd(&result);
-                        let _ = reply.send(result);
+                        if let Err(e @ EtcdError::DamagedMark { .. }) = &result {
+                            tracing::error!(
+                                error = %e,
+                                "cannot raise a damaged reservation mark; not issuing past it"
+                            );
+                        }
+                        remember(&mut seen, n, &result);
+                        let _ = reply.send(result.map(|_| ()));
                         reached
                     }
                 }
@@ -172,6 +186,19 @@ fn serve(
         // (and its reply channel) is dropped here.
         if !runtime.block_on(job_done) {
             conn.failed();
+        }
+    }
+}
+
+/// Keeps what a request saw of mark `n`, or forgets it after a failure
+/// (a write that timed out may have landed or not).
+fn remember(seen: &mut HashMap<u16, SeenMark>, n: u16, result: &Result<SeenMark, EtcdError>) {
+    match result {
+        Ok(mark) => {
+            seen.insert(n, *mark);
+        }
+        Err(_) => {
+            seen.remove(&n);
         }
     }
 }

@@ -15,7 +15,10 @@
 //!    *(when that keep-alive was sent) + TTL - margin*. When the fence
 //!    closes the minter stops issuing (mint and `/readyz` answer 503); the
 //!    session keeps renewing, re-installs if the lease survived, or claims
-//!    again (possibly another identity) if it did not;
+//!    again (possibly another identity) if it did not. Each renewal is
+//!    followed by a read of the identity key, and a reservation write
+//!    refused for it wakes the session at once: a key deleted or taken over
+//!    while the lease lives also fences the minter and makes it claim again;
 //! 5. on [`EtcdIdentity::shutdown`], stop issuing and revoke the lease: the
 //!    identity is free at once.
 //!

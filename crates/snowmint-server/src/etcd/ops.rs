@@ -10,6 +10,8 @@ use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse,
 };
 
+use snowmint::{MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS};
+
 use super::keys::{Keys, all_identities};
 
 /// Why an etcd step failed. Logged, never shown to HTTP clients.
@@ -55,13 +57,26 @@ pub enum EtcdError {
         /// Our lease ID.
         lease: i64,
     },
-    /// A reservation mark that is not a Unix-ms number.
-    #[error("the reservation mark at {key} is damaged: {value:?} is not Unix milliseconds")]
+    /// A reservation mark that is not decimal Unix milliseconds within the
+    /// format's range.
+    #[error(
+        "the reservation mark at {key} is damaged: {value:?} is not Unix milliseconds \
+         (decimal digits, {MIN_TIMESTAMP_MS}..={MAX_TIMESTAMP_MS}); an operator must fix it \
+         (see docs/distributed.md) before this identity is used again"
+    )]
     DamagedMark {
         /// The mark's key.
         key: String,
         /// What it holds (shortened).
         value: String,
+    },
+    /// The mark changed under every one of a write's tries.
+    #[error("the reservation mark at {key} changed under each of {tries} writes; gave up")]
+    MarkContended {
+        /// The mark's key.
+        key: String,
+        /// How many writes were tried.
+        tries: u32,
     },
     /// The generator for a claimed identity could not be built (its mark
     /// is damaged, or could not be read).
@@ -296,86 +311,139 @@ pub(crate) async fn holds(
     Ok(response.kvs().first().is_some_and(|kv| kv.lease() == lease))
 }
 
-/// Width of a stored mark: 20 digits hold any u64, and fixed width makes
-/// etcd's byte-wise value comparison a numeric one.
+/// Width of a written mark: 20 digits hold any u64. Marks are compared as
+/// numbers, never as bytes, and read with or without the padding; they are
+/// still written padded so instances of earlier versions, which compared
+/// bytes, keep working beside this one during a rolling upgrade.
 const MARK_WIDTH: usize = 20;
+
+/// How many times a mark write re-reads and retries when the mark changed
+/// under it before it gives up.
+const MARK_TRIES: u32 = 5;
 
 fn encode_mark(ms: u64) -> String {
     format!("{ms:0MARK_WIDTH$}")
 }
 
+/// A mark as stored: decimal Unix milliseconds within the format's range,
+/// zero-padded or not. Anything else is [`EtcdError::DamagedMark`].
 fn decode_mark(key: &str, value: &[u8]) -> Result<u64, EtcdError> {
     std::str::from_utf8(value)
         .ok()
         .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|v| v.parse().ok())
+        .filter(|ms| (MIN_TIMESTAMP_MS..=MAX_TIMESTAMP_MS).contains(ms))
         .ok_or_else(|| EtcdError::DamagedMark {
             key: key.to_owned(),
             value: String::from_utf8_lossy(&value[..value.len().min(40)]).into_owned(),
         })
 }
 
-/// Identity `n`'s "reserved until" mark, if one was ever written.
+/// A mark as last seen in etcd: its value and the revision that wrote it,
+/// so the next write can be conditioned on nobody having moved it since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SeenMark {
+    /// The mark, Unix ms; `None` when the key is absent.
+    pub value: Option<u64>,
+    /// The key's `mod_revision`; 0 when it is absent.
+    pub mod_revision: i64,
+}
+
+impl SeenMark {
+    /// No mark was ever written.
+    pub const ABSENT: SeenMark = SeenMark {
+        value: None,
+        mod_revision: 0,
+    };
+
+    fn of(key: &str, kv: Option<&etcd_client::KeyValue>) -> Result<SeenMark, EtcdError> {
+        match kv {
+            Some(kv) => Ok(SeenMark {
+                value: Some(decode_mark(key, kv.value())?),
+                mod_revision: kv.mod_revision(),
+            }),
+            None => Ok(SeenMark::ABSENT),
+        }
+    }
+}
+
+/// Identity `n`'s "reserved until" mark, as it is now.
 pub(crate) async fn load_mark(
     client: &mut Client,
     keys: &Keys,
     n: u16,
     after: Duration,
-) -> Result<Option<u64>, EtcdError> {
+) -> Result<SeenMark, EtcdError> {
     let key = keys.reserved(n);
     let response = timed("reservation read", after, client.get(key.as_str(), None)).await?;
-    response
-        .kvs()
-        .first()
-        .map(|kv| decode_mark(&key, kv.value()))
-        .transpose()
+    SeenMark::of(&key, response.kvs().first())
 }
 
 /// Raises identity `n`'s mark to `until_ms`, only while its identity key is
 /// bound to `lease` (a fenced instance cannot move the next holder's mark),
 /// and never lowers it (a late, re-ordered write of a smaller mark is a
-/// no-op). Returns once the mark is at least `until_ms` in etcd.
+/// no-op). Returns once the mark is at least `until_ms` in etcd, with the
+/// mark as it then is.
+///
+/// The comparison is numeric, in Rust: one transaction writes the mark if
+/// the identity key is ours and the mark is still the one `seen` (its
+/// `mod_revision`, or absent), and else reads both back. With an up-to-date
+/// `seen` (the one this returned last time) that is one round trip; a stale
+/// or missing one costs one more. A mark that changed under each of
+/// [`MARK_TRIES`] writes is [`EtcdError::MarkContended`].
 pub(crate) async fn store_mark(
     client: &mut Client,
     keys: &Keys,
     n: u16,
     lease: i64,
     until_ms: u64,
+    seen: Option<SeenMark>,
     after: Duration,
-) -> Result<(), EtcdError> {
+) -> Result<SeenMark, EtcdError> {
     let identity = keys.identity(n);
     let reserved = keys.reserved(n);
-    let value = encode_mark(until_ms);
     let ours = Compare::lease(identity.as_str(), CompareOp::Equal, lease);
-    // First try: raise an existing mark. A value compare fails on a missing
-    // key, so an absent mark takes the second transaction.
-    let raise = Txn::new()
-        .when([
-            ours.clone(),
-            Compare::value(reserved.as_str(), CompareOp::Less, value.as_str()),
-        ])
-        .and_then([TxnOp::put(reserved.as_str(), value.as_str(), None)])
-        .or_else([
-            TxnOp::get(identity.as_str(), None),
-            TxnOp::get(reserved.as_str(), None),
-        ]);
-    for _ in 0..3 {
-        let response = timed("reservation write", after, client.txn(raise.clone())).await?;
+    let read_back = [
+        TxnOp::get(identity.as_str(), None),
+        TxnOp::get(reserved.as_str(), None),
+    ];
+    let mut seen = seen.unwrap_or(SeenMark::ABSENT);
+    for _ in 0..MARK_TRIES {
+        let unchanged = if seen.mod_revision == 0 {
+            Compare::create_revision(reserved.as_str(), CompareOp::Equal, 0)
+        } else {
+            Compare::mod_revision(reserved.as_str(), CompareOp::Equal, seen.mod_revision)
+        };
+        // Already high enough: the transaction only confirms that the key
+        // is ours and the mark unchanged, in one snapshot.
+        let raise = seen.value.is_none_or(|mark| mark < until_ms);
+        let write = if raise {
+            vec![TxnOp::put(reserved.as_str(), encode_mark(until_ms), None)]
+        } else {
+            Vec::new()
+        };
+        let txn = Txn::new()
+            .when([ours.clone(), unchanged])
+            .and_then(write)
+            .or_else(read_back.clone());
+        let response = timed("reservation write", after, client.txn(txn)).await?;
         if response.succeeded() {
-            return Ok(());
+            if !raise {
+                return Ok(seen);
+            }
+            // A transaction's writes all carry the revision it created.
+            return Ok(SeenMark {
+                value: Some(until_ms),
+                mod_revision: response.header().map_or(0, |h| h.revision()),
+            });
         }
         let mut holder_lease = None;
-        let mut current = None;
+        let mut current = SeenMark::ABSENT;
         for (i, op) in response.op_responses().into_iter().enumerate() {
             if let TxnOpResponse::Get(get) = op {
-                let kv = get.kvs().first();
                 match i {
-                    0 => holder_lease = kv.map(|kv| kv.lease()),
-                    _ => {
-                        current = kv
-                            .map(|kv| decode_mark(&reserved, kv.value()))
-                            .transpose()?
-                    }
+                    0 => holder_lease = get.kvs().first().map(|kv| kv.lease()),
+                    _ => current = SeenMark::of(&reserved, get.kvs().first())?,
                 }
             }
         }
@@ -385,29 +453,18 @@ pub(crate) async fn store_mark(
                 lease,
             });
         }
-        match current {
-            Some(mark) if mark >= until_ms => return Ok(()),
-            // Raised by a write of ours that was still in flight: look again.
-            Some(_) => continue,
-            None => {
-                let create = Txn::new()
-                    .when([
-                        ours.clone(),
-                        Compare::create_revision(reserved.as_str(), CompareOp::Equal, 0),
-                    ])
-                    .and_then([TxnOp::put(reserved.as_str(), value.as_str(), None)]);
-                if timed("reservation write", after, client.txn(create))
-                    .await?
-                    .succeeded()
-                {
-                    return Ok(());
-                }
-            }
+        // Both read in one snapshot: ours, and already high enough.
+        if current.value.is_some_and(|mark| mark >= until_ms) {
+            return Ok(current);
         }
+        // Moved since `seen` (by a write of ours still in flight, or by
+        // hand): try again from what is there now.
+        seen = current;
     }
-    Err(EtcdError::Worker(
-        "the reservation mark kept changing under this write",
-    ))
+    Err(EtcdError::MarkContended {
+        key: reserved,
+        tries: MARK_TRIES,
+    })
 }
 
 #[cfg(test)]
@@ -415,22 +472,51 @@ mod tests {
     use super::*;
 
     #[test]
-    fn marks_compare_as_bytes_in_numeric_order() {
-        let samples = [0, 1, 9, 10, 1_288_834_974_657, 3_487_858_230_208, u64::MAX];
+    fn marks_are_written_padded_and_read_as_numbers_padded_or_not() {
+        let samples = [
+            MIN_TIMESTAMP_MS,
+            1_700_000_000_000,
+            3_000_000_000_000,
+            MAX_TIMESTAMP_MS,
+        ];
         for a in samples {
             assert_eq!(encode_mark(a).len(), MARK_WIDTH);
             assert_eq!(decode_mark("k", encode_mark(a).as_bytes()).unwrap(), a);
-            for b in samples {
-                assert_eq!(encode_mark(a).cmp(&encode_mark(b)), a.cmp(&b));
-            }
+            assert_eq!(decode_mark("k", a.to_string().as_bytes()).unwrap(), a);
         }
+        // Hand-written, unpadded: a byte-wise compare would put it above
+        // every padded mark; numerically it is in its place.
+        let unpadded = decode_mark("k", b"1700000000000").unwrap();
+        let padded = decode_mark("k", encode_mark(1_700_000_000_001).as_bytes()).unwrap();
+        assert!(unpadded < padded);
+        assert!(b"1700000000000".as_slice() > encode_mark(1_700_000_000_001).as_bytes());
     }
 
     #[test]
-    fn damaged_marks_are_errors_naming_the_key() {
-        for bad in [&b""[..], b"-1", b"12x", b"99999999999999999999999", b"\xff"] {
+    fn damaged_marks_are_errors_naming_the_key_the_value_and_the_range() {
+        for bad in [
+            &b""[..],
+            b"-1",
+            b"+1700000000000",
+            b" 1700000000000",
+            b"1700000000000\n",
+            b"12x",
+            b"1.7e12",
+            b"1700000000",
+            b"1288834974656",
+            b"3487858230209",
+            b"99999999999999999999999",
+            b"\xff",
+        ] {
             let err = decode_mark("/snowmint/reserved/0/0", bad).unwrap_err();
-            assert!(err.to_string().contains("/snowmint/reserved/0/0"), "{err}");
+            assert!(matches!(err, EtcdError::DamagedMark { .. }), "{err:?}");
+            let msg = err.to_string();
+            assert!(msg.contains("/snowmint/reserved/0/0"), "{msg}");
+            assert!(
+                msg.contains(&format!("{:?}", String::from_utf8_lossy(bad))),
+                "{msg}"
+            );
+            assert!(msg.contains("1288834974657..=3487858230208"), "{msg}");
         }
     }
 }

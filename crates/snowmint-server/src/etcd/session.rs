@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{LeaseKeepAliveStream, LeaseKeeper};
 use snowmint::Generator;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
 use super::bridge::Bridge;
@@ -349,7 +349,8 @@ impl Session {
         let identity = Identity { datacenter, worker };
         // The generator loads the mark through the blocking bridge: build it
         // off the async workers.
-        let store = EtcdStore::new(self.bridge.clone(), n, granted.id);
+        let lost = Arc::new(Notify::new());
+        let store = EtcdStore::new(self.bridge.clone(), n, granted.id, Arc::clone(&lost));
         let factory = Arc::clone(&self.options.generator);
         let built = tokio::task::spawn_blocking(move || factory(identity, store)).await;
         let generator = match built {
@@ -396,12 +397,13 @@ impl Session {
             reserved_until = ?generator.reserved_until_ms(),
             "holding worker identity"
         );
-        self.hold(conn, granted, identity, n, generator, fence)
-            .await;
+        let why = self.hold(conn, granted, n, generator, fence, &lost).await;
+        // Fence at once: the identity may already be someone else's.
         self.minter.clear();
         // Usually gone already; if only the key was lost, free the lease too.
         self.give_up(conn, granted.id).await;
-        tracing::warn!(%identity, "etcd lease lost; claiming again");
+        tracing::warn!(%identity, reason = %why, "worker identity lost: not issuing; claiming again");
+        update(&self.status, |s| s.last_error = Some(why.to_string()));
         Ok(n)
     }
 
@@ -416,17 +418,27 @@ impl Session {
 
     /// Keeps the lease alive; extends the fence on each answer, clears the
     /// minter when the fence closes, re-installs when renewals come back.
-    /// Returns once the lease is gone on the server (expired or revoked) or
-    /// the identity key is no longer ours.
+    /// Returns why it stopped: the lease is gone on the server (expired or
+    /// revoked), or the identity key is no longer bound to it (deleted or
+    /// taken over by hand while the lease lives; seen after a renewal, or
+    /// at once when a reservation write is refused for it, `lost`).
     async fn hold(
         &self,
         conn: &mut Conn,
         granted: Granted,
-        identity: Identity,
         n: u16,
         generator: Arc<Generator>,
         mut fence: Arc<Fence>,
-    ) {
+        lost: &Notify,
+    ) -> EtcdError {
+        let identity = Identity {
+            datacenter: generator.datacenter(),
+            worker: generator.worker(),
+        };
+        let not_holder = || EtcdError::NotHolder {
+            key: self.keys.identity(n),
+            lease: granted.id,
+        };
         let lease = granted.id;
         let mut deadline = Timing::deadline(granted.sent, granted.ttl);
         let mut installed = true;
@@ -452,39 +464,34 @@ impl Session {
                     }
                     continue;
                 }
+                // A reservation write was refused: the key is not ours.
+                () = lost.notified() => return not_holder(),
             }
             let sent = Instant::now();
-            match self.renew(conn, &mut stream, lease).await {
+            // A live lease is not enough: the key can be deleted (or put
+            // under another lease) while it lives, and then the identity is
+            // free for anyone to claim. So each renewal is followed by a
+            // look at the key; the fence moves only when both answer.
+            let renewed = match self.renew(conn, &mut stream, lease).await {
+                Ok(ttl) => match self.holds(conn, n, lease).await {
+                    Ok(true) => Ok(ttl),
+                    Ok(false) => return not_holder(),
+                    Err(e) => Err(e),
+                },
+                Err(e) => Err(e),
+            };
+            match renewed {
                 Ok(ttl) => {
                     deadline = Timing::deadline(sent, ttl);
                     if installed {
                         fence.extend(deadline);
                     } else {
-                        // The lease outlived the silence; make sure the key
-                        // is still ours before issuing again.
-                        let check = match conn.client().await {
-                            Ok(client) => {
-                                ops::holds(client, &self.keys, n, lease, self.timing.request).await
-                            }
-                            Err(e) => Err(e),
-                        };
-                        match check {
-                            Ok(true) => {
-                                fence = Arc::new(Fence::until(deadline));
-                                self.minter
-                                    .install(Arc::clone(&generator), Arc::clone(&fence));
-                                installed = true;
-                                tracing::info!(%identity, "lease renewed again; issuing");
-                            }
-                            Ok(false) => return,
-                            Err(e) => {
-                                stream = None;
-                                conn.failed();
-                                next = Instant::now() + RETRY_AFTER_FAILURE;
-                                update(&self.status, |s| s.last_error = Some(e.to_string()));
-                                continue;
-                            }
-                        }
+                        // The lease (and the key) outlived the silence.
+                        fence = Arc::new(Fence::until(deadline));
+                        self.minter
+                            .install(Arc::clone(&generator), Arc::clone(&fence));
+                        installed = true;
+                        tracing::info!(%identity, "lease renewed again; issuing");
                     }
                     failing_since = None;
                     update(&self.status, |s| {
@@ -494,7 +501,7 @@ impl Session {
                     });
                     next = sent + self.timing.renew_every;
                 }
-                Err(EtcdError::LeaseGone { .. }) => return,
+                Err(gone @ EtcdError::LeaseGone { .. }) => return gone,
                 Err(e) => {
                     stream = None;
                     conn.failed();
@@ -513,6 +520,12 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// Whether identity `n`'s key is still bound to `lease`.
+    async fn holds(&self, conn: &mut Conn, n: u16, lease: i64) -> Result<bool, EtcdError> {
+        let client = conn.client().await?;
+        ops::holds(client, &self.keys, n, lease, self.timing.request).await
     }
 
     /// One keep-alive round trip: the TTL etcd answered with. A stream that

@@ -1,8 +1,10 @@
 //! The etcd-backed reservation store of one (identity, lease).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use snowmint::{ReservationStore, StoreError, StoreErrorKind};
+use tokio::sync::Notify;
 
 use super::bridge::Bridge;
 use super::ops::EtcdError;
@@ -13,7 +15,9 @@ use super::ops::EtcdError;
 /// reads it before it issues. Writes only raise the mark, and only while the
 /// identity key is still bound to this store's lease: a fenced instance
 /// cannot move the next holder's mark, and its own writes fail, so its
-/// generator stops issuing. `store` blocks (bounded by the request timeout)
+/// generator stops issuing. A write refused because the identity key is no
+/// longer bound to the lease (deleted or taken over by hand) also tells the
+/// lease session at once, which fences and claims again. `store` blocks (bounded by the request timeout)
 /// on a dedicated thread; see the bridge.
 #[derive(Debug)]
 pub struct EtcdStore {
@@ -23,15 +27,19 @@ pub struct EtcdStore {
     /// The highest mark this store knows is in etcd: a lower write is
     /// already covered and needs no round trip.
     durable: AtomicU64,
+    /// Notified when etcd says the identity key is not bound to `lease`
+    /// any more: the session must not wait for its next renewal to notice.
+    lost: Arc<Notify>,
 }
 
 impl EtcdStore {
-    pub(crate) fn new(bridge: Bridge, identity: u16, lease: i64) -> EtcdStore {
+    pub(crate) fn new(bridge: Bridge, identity: u16, lease: i64, lost: Arc<Notify>) -> EtcdStore {
         EtcdStore {
             bridge,
             identity,
             lease,
             durable: AtomicU64::new(0),
+            lost,
         }
     }
 
@@ -64,7 +72,12 @@ impl ReservationStore for EtcdStore {
         }
         self.bridge
             .store(self.identity, self.lease, until_ms)
-            .map_err(store_error)?;
+            .map_err(|e| {
+                if matches!(e, EtcdError::NotHolder { .. }) {
+                    self.lost.notify_one();
+                }
+                store_error(e)
+            })?;
         self.durable.fetch_max(until_ms, Ordering::AcqRel);
         Ok(())
     }

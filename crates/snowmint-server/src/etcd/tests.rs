@@ -5,12 +5,16 @@ use std::time::Duration;
 
 use super::bridge::Bridge;
 use super::keys::Keys;
-use super::ops::{self, EtcdError};
+use super::ops::{self, EtcdError, SeenMark};
+use super::store::EtcdStore;
 
 #[path = "../../tests/support/mod.rs"]
 mod support;
 
 const T: Duration = Duration::from_secs(3);
+
+/// A mark in the format's range (2023-11-14).
+const M: u64 = 1_700_000_000_000;
 
 #[tokio::test]
 async fn claims_are_exclusive_and_marks_are_guarded_by_the_lease() {
@@ -55,27 +59,38 @@ async fn claims_are_exclusive_and_marks_are_guarded_by_the_lease() {
     .unwrap();
     assert_eq!(ic, Some(2));
 
-    // Marks: absent, then written, raised, never lowered.
+    // Marks: absent, then written, raised, never lowered; each write from
+    // what the previous one returned, or from nothing.
+    let absent = ops::load_mark(&mut client, &keys, 0, T).await.unwrap();
+    assert_eq!(absent, SeenMark::ABSENT);
+    let seen = ops::store_mark(&mut client, &keys, 0, a.id, M + 1_000, Some(absent), T)
+        .await
+        .unwrap();
+    assert_eq!(seen.value, Some(M + 1_000));
+    let seen = ops::store_mark(&mut client, &keys, 0, a.id, M + 2_000, Some(seen), T)
+        .await
+        .unwrap();
     assert_eq!(
-        ops::load_mark(&mut client, &keys, 0, T).await.unwrap(),
-        None
+        seen,
+        ops::load_mark(&mut client, &keys, 0, T).await.unwrap()
     );
-    ops::store_mark(&mut client, &keys, 0, a.id, 1_000, T)
-        .await
-        .unwrap();
-    ops::store_mark(&mut client, &keys, 0, a.id, 2_000, T)
-        .await
-        .unwrap();
-    ops::store_mark(&mut client, &keys, 0, a.id, 1_500, T)
-        .await
-        .unwrap();
+    // A stale or unknown revision costs a re-read, never a lower mark.
+    for known in [None, Some(absent)] {
+        let now = ops::store_mark(&mut client, &keys, 0, a.id, M + 1_500, known, T)
+            .await
+            .unwrap();
+        assert_eq!(now, seen);
+    }
     assert_eq!(
-        ops::load_mark(&mut client, &keys, 0, T).await.unwrap(),
-        Some(2_000)
+        ops::load_mark(&mut client, &keys, 0, T)
+            .await
+            .unwrap()
+            .value,
+        Some(M + 2_000)
     );
 
     // Another lease cannot move identity 0's mark.
-    let err = ops::store_mark(&mut client, &keys, 0, b.id, 9_000, T)
+    let err = ops::store_mark(&mut client, &keys, 0, b.id, M + 9_000, None, T)
         .await
         .unwrap_err();
     assert!(matches!(err, EtcdError::NotHolder { .. }), "{err}");
@@ -84,7 +99,7 @@ async fn claims_are_exclusive_and_marks_are_guarded_by_the_lease() {
 
     // Revoking frees the identity at once, and the mark stays for the next holder.
     ops::revoke(&mut client, a.id, T).await.unwrap();
-    let err = ops::store_mark(&mut client, &keys, 0, a.id, 9_000, T)
+    let err = ops::store_mark(&mut client, &keys, 0, a.id, M + 9_000, Some(seen), T)
         .await
         .unwrap_err();
     assert!(matches!(err, EtcdError::NotHolder { .. }), "{err}");
@@ -98,8 +113,11 @@ async fn claims_are_exclusive_and_marks_are_guarded_by_the_lease() {
         Some(0)
     );
     assert_eq!(
-        ops::load_mark(&mut client, &keys, 0, T).await.unwrap(),
-        Some(2_000)
+        ops::load_mark(&mut client, &keys, 0, T)
+            .await
+            .unwrap()
+            .value,
+        Some(M + 2_000)
     );
 
     // Another prefix is another cluster.
@@ -206,20 +224,20 @@ fn bridge_serves_blocking_callers_inside_and_outside_a_runtime() {
     });
     let bridge = Bridge::start(endpoints, keys, T).unwrap();
     assert_eq!(bridge.load(0).unwrap(), None);
-    bridge.store(0, lease.id, 42).unwrap();
+    bridge.store(0, lease.id, M + 42).unwrap();
     // From a tokio worker thread, where block_on would panic.
     let inside = bridge.clone();
     let loaded = rt.block_on(async move {
         tokio::spawn(async move {
-            inside.store(0, lease.id, 43).unwrap();
+            inside.store(0, lease.id, M + 43).unwrap();
             inside.load(0).unwrap()
         })
         .await
         .unwrap()
     });
-    assert_eq!(loaded, Some(43));
+    assert_eq!(loaded, Some(M + 43));
     assert!(matches!(
-        bridge.store(0, lease.id + 1, 50),
+        bridge.store(0, lease.id + 1, M + 50),
         Err(EtcdError::NotHolder { .. })
     ));
 }
@@ -253,4 +271,115 @@ fn bridge_calls_are_bounded_when_etcd_is_frozen() {
         answer = bridge.load(7);
     }
     assert_eq!(answer.unwrap(), None);
+}
+
+/// Grants a lease and claims identity 0 under `keys` with it.
+async fn hold_identity_0(url: &str, keys: &Keys) -> i64 {
+    let mut client = ops::connect(url, T).await.unwrap();
+    let lease = ops::grant(&mut client, Duration::from_secs(30), T)
+        .await
+        .unwrap();
+    let claimed = ops::claim(
+        &mut client,
+        keys,
+        lease.id,
+        "t",
+        None,
+        &Default::default(),
+        T,
+    )
+    .await
+    .unwrap();
+    assert_eq!(claimed, Some(0));
+    lease.id
+}
+
+#[test]
+fn a_hand_written_unpadded_mark_is_raised_and_never_issued_under() {
+    let Some(etcd) = support::etcd::EtcdServer::start() else {
+        return;
+    };
+    let keys = Keys::new("/unpadded");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let lease = rt.block_on(async {
+        let mut client = etcd_client::Client::connect([etcd.url()], None)
+            .await
+            .unwrap();
+        // As an operator would: `etcdctl put /unpadded/reserved/0/0 1700000000000`.
+        client
+            .put(keys.reserved(0), M.to_string(), None)
+            .await
+            .unwrap();
+        hold_identity_0(&etcd.url(), &keys).await
+    });
+    let bridge = Bridge::start(vec![etcd.url()], keys.clone(), T).unwrap();
+    let lost = std::sync::Arc::new(tokio::sync::Notify::new());
+    let store = EtcdStore::new(bridge.clone(), 0, lease, lost);
+    // The clock is a second behind the mark: only a raised mark lets the
+    // generator issue (above the mark, on borrowed time).
+    let clock = snowmint::ManualClock::new(M - 1_000);
+    let generator = snowmint::Generator::builder(0, 0)
+        .clock(clock.clone())
+        .max_borrow_ms(10_000)
+        .store(store)
+        .build()
+        .unwrap();
+    assert_eq!(generator.reserved_until_ms(), Some(M));
+    let mut last = None;
+    for _ in 0..3 {
+        for _ in 0..5_000 {
+            let id = generator.next_id().unwrap();
+            assert!(id.timestamp_ms() > M, "{id} at or below the mark {M}");
+            assert!(last < Some(id));
+            last = Some(id);
+        }
+        clock.advance(1_500);
+    }
+    let raised = bridge.load(0).unwrap().unwrap();
+    assert!(
+        raised >= last.unwrap().timestamp_ms(),
+        "mark {raised} below the last ID"
+    );
+    // Written padded: instances of earlier versions compare bytes.
+    let stored = rt.block_on(async {
+        let mut client = etcd_client::Client::connect([etcd.url()], None)
+            .await
+            .unwrap();
+        client.get(keys.reserved(0), None).await.unwrap().kvs()[0]
+            .value()
+            .to_vec()
+    });
+    assert_eq!(stored, format!("{raised:020}").into_bytes());
+}
+
+#[test]
+fn a_malformed_mark_is_refused_naming_the_key_and_the_value() {
+    let Some(etcd) = support::etcd::EtcdServer::start() else {
+        return;
+    };
+    let keys = Keys::new("/malformed");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let lease = rt.block_on(async {
+        let mut client = etcd_client::Client::connect([etcd.url()], None)
+            .await
+            .unwrap();
+        client
+            .put(keys.reserved(0), "1700000000", None)
+            .await
+            .unwrap();
+        hold_identity_0(&etcd.url(), &keys).await
+    });
+    let bridge = Bridge::start(vec![etcd.url()], keys, T).unwrap();
+    for err in [
+        bridge.load(0).unwrap_err(),
+        bridge.store(0, lease, M).unwrap_err(),
+    ] {
+        assert!(matches!(err, EtcdError::DamagedMark { .. }), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "the reservation mark at /malformed/reserved/0/0 is damaged: \"1700000000\" is not \
+             Unix milliseconds (decimal digits, 1288834974657..=3487858230208); an operator \
+             must fix it (see docs/distributed.md) before this identity is used again"
+        );
+    }
 }
