@@ -58,6 +58,33 @@ pub struct ServeArgs {
     /// [default: $XDG_STATE_HOME/snowmint, ~/.local/state/snowmint or ./.snowmint-state].
     #[arg(long, env = "SNOWMINT_STATE_DIR", value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Most connections open at once; a new one beyond it replaces the
+    /// connection idle the longest, or is closed when all are busy
+    /// [default: the open-file limit (raised to its hard limit) less headroom].
+    #[arg(long, env = "SNOWMINT_MAX_CONNECTIONS", value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_connections: Option<u64>,
+    /// A request head must arrive in full within this time.
+    #[arg(long, env = "SNOWMINT_HEADER_TIMEOUT", value_name = "SECONDS",
+          default_value_t = snowmint_server::http::DEFAULT_HEADER_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_timeout: u64,
+    /// A keep-alive connection with no request for this long is closed.
+    #[arg(long, env = "SNOWMINT_IDLE_TIMEOUT", value_name = "SECONDS",
+          default_value_t = snowmint_server::http::DEFAULT_IDLE_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub idle_timeout: u64,
+    /// On SIGTERM, requests in progress get this long to finish; then the
+    /// rest are closed, the reservation is saved and the process exits 0.
+    #[arg(long, env = "SNOWMINT_SHUTDOWN_TIMEOUT", value_name = "SECONDS",
+          default_value_t = snowmint_server::http::DEFAULT_SHUTDOWN_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(0..=3600))]
+    pub shutdown_timeout: u64,
+    /// Most IDs per second one client IP may mint (429 with Retry-After
+    /// beyond it) [default: no quota].
+    #[arg(long, env = "SNOWMINT_CLIENT_QUOTA", value_name = "IDS_PER_SECOND",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub client_quota: Option<u32>,
 }
 
 /// `--datacenter`, checked by the core so the message is the one every surface gives.
@@ -94,6 +121,14 @@ impl ServeArgs {
         if let Some(dir) = &self.state_dir {
             config.state_dir = dir.clone();
         }
+        let limits = &mut config.limits;
+        limits.header_timeout = Duration::from_secs(self.header_timeout);
+        limits.idle_timeout = Duration::from_secs(self.idle_timeout);
+        limits.shutdown_timeout = Duration::from_secs(self.shutdown_timeout);
+        limits.max_connections = self
+            .max_connections
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        config.client_quota = self.client_quota.and_then(std::num::NonZeroU32::new);
         config
     }
 }
@@ -166,7 +201,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             config.worker,
             config.state_dir.display()
         );
-        snowmint_server::run(listener, state, shutdown_signal()).await?;
+        snowmint_server::run_with(listener, state, config.limits, shutdown_signal()).await?;
         Ok(())
     })
 }
@@ -194,7 +229,7 @@ async fn serve_etcd(config: snowmint_server::Config) -> anyhow::Result<()> {
         config.etcd_prefix,
         config.lease_ttl.as_secs()
     );
-    let served = snowmint_server::run(listener, state, shutdown_signal()).await;
+    let served = snowmint_server::run_with(listener, state, config.limits, shutdown_signal()).await;
     session.shutdown().await;
     served?;
     Ok(())

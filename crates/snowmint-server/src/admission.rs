@@ -161,3 +161,100 @@ impl Drop for Admitted<'_> {
         self.0.fetch_sub(self.1, Ordering::AcqRel);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::{Fence, Minter};
+
+    fn write(out: &mut Vec<u8>, range: snowmint::IdRange) {
+        out.extend(range.iter().flat_map(|id| id.to_string().into_bytes()));
+    }
+
+    /// A minter whose current millisecond is used up, so every further
+    /// mint has to wait for the next one.
+    fn exhausted() -> Arc<Minter> {
+        let clock = snowmint::ManualClock::new(1_700_000_000_000);
+        let generator = snowmint::Generator::builder(0, 0)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        clock.advance(1);
+        let minter = Minter::new();
+        minter.install(Arc::new(generator), Arc::new(Fence::never()));
+        assert!(minter.try_mint_ranges(4096, drop).unwrap().is_none());
+        minter
+    }
+
+    #[tokio::test]
+    async fn demand_beyond_the_wait_bound_is_refused_at_once() {
+        let minter = exhausted();
+        let metrics = Metrics::new(Arc::clone(&minter));
+        // A wait bound of 1 ms: the lane admits 4096 IDs at most.
+        let admission = Admission::new(Duration::from_millis(1));
+        let pending = || minter.try_mint_ranges(4096, drop).unwrap().unwrap();
+        let (first, second) = (pending(), pending());
+        // Someone is in the lane (and stays there).
+        let lane = admission.lane.lock().await;
+        let queued = admission.finish(first, Vec::new(), write, &metrics);
+        let refused = admission.finish(second, Vec::new(), write, &metrics);
+        let started = std::time::Instant::now();
+        let (queued, refused) = tokio::join!(queued, refused);
+        // The second did not fit the budget: refused without waiting; the
+        // first could not enter the lane within the bound.
+        for err in [refused.unwrap_err(), queued.unwrap_err()] {
+            assert_eq!(err.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert!(err.message().contains("within its wait bound"), "{err:?}");
+        }
+        assert!(started.elapsed() < Duration::from_millis(500));
+        assert_eq!(
+            admission.queued.load(Ordering::SeqCst),
+            0,
+            "budget given back"
+        );
+        assert!(
+            metrics
+                .render()
+                .contains(r#"snowmint_mints_rejected_total{reason="admission"} 2"#)
+        );
+        // Once the lane is free, the rest of a mint is issued there.
+        drop(lane);
+        let body = admission
+            .finish(pending(), Vec::new(), write, &metrics)
+            .await
+            .unwrap();
+        assert!(!body.is_empty());
+    }
+
+    #[test]
+    fn a_quota_refuses_with_retry_after_and_counts() {
+        let minter = exhausted();
+        let metrics = Metrics::new(minter);
+        let admission = Admission::default().with_client_quota(NonZeroU32::new(10).unwrap());
+        let ip = Some(IpAddr::from([127, 0, 0, 2]));
+        admission.check_quota(ip, 10, &metrics).unwrap();
+        let err = admission.check_quota(ip, 1, &metrics).unwrap_err();
+        assert_eq!(err.status(), StatusCode::TOO_MANY_REQUESTS);
+        let response = axum::response::IntoResponse::into_response(err);
+        assert_eq!(response.headers()["retry-after"], "1");
+        // More than the whole quota at once can never pass: say so.
+        let err = admission.check_quota(ip, 11, &metrics).unwrap_err();
+        assert_eq!(err.field(), Some("count"));
+        assert_eq!(
+            err.message(),
+            "count is more than this client's quota allows at once, got 11"
+        );
+        // Another client, or an unknown one, is not affected.
+        admission
+            .check_quota(Some(IpAddr::from([127, 0, 0, 1])), 10, &metrics)
+            .unwrap();
+        admission.check_quota(None, 4096, &metrics).unwrap();
+        assert!(
+            metrics
+                .render()
+                .contains(r#"snowmint_mints_rejected_total{reason="quota"} 2"#)
+        );
+    }
+}

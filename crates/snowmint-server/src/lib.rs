@@ -15,6 +15,10 @@
 //!   [`Identity`]; identity sources (static here, etcd behind the `etcd`
 //!   feature) fill and empty it.
 //! - [`metrics`]: Prometheus metrics.
+//! - [`http`]: the accept loop [`run_with`] serves through: connection
+//!   limit, header and idle timeouts, the shutdown deadline.
+//! - [`admission`]: the lane mints wait in, bounded by what the generator
+//!   can issue within its wait bound, and per-client quotas.
 //!
 //! ```no_run
 //! # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
@@ -195,11 +199,11 @@ pub fn static_state(config: &Config) -> Result<AppState, StaticError> {
         generator::static_generator(config.datacenter, config.worker, &config.state_dir)?;
     let minter = Minter::new();
     minter.install(Arc::new(generator), Arc::new(Fence::never()));
-    Ok(AppState::new(minter).with_admission(admission(config)))
+    Ok(AppState::new(minter).with_admission(admission_for(config)))
 }
 
 /// The admission control `config` asks for.
-pub fn admission(config: &Config) -> Admission {
+pub fn admission_for(config: &Config) -> Admission {
     match config.client_quota {
         Some(quota) => Admission::default().with_client_quota(quota),
         None => Admission::default(),
@@ -318,10 +322,8 @@ async fn guard(request: Request, next: Next) -> Response {
 
 /// Why [`run`] stopped with an error.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RunError {
-    /// Serving failed.
-    #[error("serving failed: {0}")]
-    Io(#[from] std::io::Error),
     /// The reservation could not be persisted at shutdown.
     #[error("cannot persist the reservation at shutdown: {0}")]
     Persist(generator::StoreError),

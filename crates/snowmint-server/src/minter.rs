@@ -365,10 +365,19 @@ impl Minter {
     }
 
     /// Graceful shutdown: persists the installed generator's last issued
-    /// timestamp as its reservation mark. Nothing installed: nothing to do.
+    /// timestamp as its reservation mark. Nothing installed, or fenced (a
+    /// fenced instance may no longer write its identity's mark; the mark it
+    /// left is higher than what it issued, which is safe): nothing to do.
     pub fn persist_last_issued(&self) -> Result<(), StoreError> {
         match self.current() {
-            Some(slot) => slot.generator.persist_last_issued(),
+            Some(slot) if slot.fence.is_open() => slot.generator.persist_last_issued(),
+            Some(slot) => {
+                tracing::info!(
+                    identity = %slot.identity,
+                    "fenced at shutdown: the reservation mark stays where it was"
+                );
+                Ok(())
+            }
             None => Ok(()),
         }
     }

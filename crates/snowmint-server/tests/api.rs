@@ -990,3 +990,31 @@ async fn a_mint_waiting_for_its_reservation_does_not_hold_up_health() {
     stop.send(()).unwrap();
     server.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn request_bodies_are_refused_with_413_in_the_error_shape() {
+    let h = harness();
+    let (status, body) = send(
+        &h.state,
+        "POST",
+        "/api/v1/ids?count=1",
+        &[("content-length", "2000")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        body,
+        json!({"error": "request bodies are limited to 1024 bytes (the API takes none), got 2000",
+               "field": null})
+    );
+    // A small body is let through (and ignored).
+    let (status, _) = send(
+        &h.state,
+        "POST",
+        "/api/v1/ids?count=1",
+        &[("content-length", "10")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+}

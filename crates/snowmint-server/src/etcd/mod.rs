@@ -71,7 +71,9 @@ pub fn etcd_state(config: &Config) -> Result<(AppState, EtcdIdentity), SpawnErro
     let session = EtcdIdentity::spawn(EtcdOptions::from_config(config), Arc::clone(&minter))?;
     let mut metrics = Metrics::new(Arc::clone(&minter));
     metrics.register_collector(Box::new(EtcdCollector(session.status_reader())));
-    let state = AppState::new(minter).with_metrics(Arc::new(metrics));
+    let state = AppState::new(minter)
+        .with_metrics(Arc::new(metrics))
+        .with_admission(crate::admission_for(config));
     Ok((state, session))
 }
 
