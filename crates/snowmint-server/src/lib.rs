@@ -252,7 +252,6 @@ pub fn app(state: AppState) -> Router {
         .route("/metrics", get(api::metrics))
         .fallback(api::not_found)
         .method_not_allowed_fallback(api::method_not_allowed)
-        .layer(middleware::from_fn(guard))
         .layer(middleware::from_fn_with_state(state.clone(), track))
         .layer(TraceLayer::new_for_http())
         .layer(CatchPanicLayer::custom(|_| {
@@ -261,7 +260,10 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Counts each request by route pattern, method and status, and times it.
+/// Every request passes here once: a body over [`MAX_BODY_BYTES`] is
+/// refused (413), a request is cut at [`REQUEST_TIMEOUT`] (503), both in the
+/// API's error shape; and each answer is counted by route pattern, method
+/// and status, and timed.
 async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let route = request
@@ -279,45 +281,44 @@ async fn track(State(state): State<AppState>, request: Request, next: Next) -> R
         Method::OPTIONS => "OPTIONS",
         _ => "OTHER",
     };
-    let response = next.run(request).await;
+    let response = match body_length(&request) {
+        Some(n) if n > MAX_BODY_BYTES => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            None,
+            format!(
+                "request bodies are limited to {MAX_BODY_BYTES} bytes (the API takes none), got {n}"
+            ),
+        )
+        .into_response(),
+        _ => match tokio::time::timeout(REQUEST_TIMEOUT, next.run(request)).await {
+            Ok(response) => response,
+            Err(_) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                format!(
+                    "the request was not answered within {} s; try again",
+                    REQUEST_TIMEOUT.as_secs()
+                ),
+            )
+            .retry_after(1)
+            .into_response(),
+        },
+    };
     state
         .metrics
         .observe_request(route, method, response.status().as_u16(), started.elapsed());
     response
 }
 
-/// Refuses request bodies (413) and cuts requests at [`REQUEST_TIMEOUT`]
-/// (503), in the API's error shape.
-async fn guard(request: Request, next: Next) -> Response {
-    let declared = request
+/// The declared `Content-Length`, if any.
+fn body_length(request: &Request) -> Option<u64> {
+    request
         .headers()
-        .get(axum::http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
-        return ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            None,
-            format!(
-                "request bodies are limited to {MAX_BODY_BYTES} bytes (the API takes none), got {}",
-                declared.unwrap_or_default()
-            ),
-        )
-        .into_response();
-    }
-    match tokio::time::timeout(REQUEST_TIMEOUT, next.run(request)).await {
-        Ok(response) => response,
-        Err(_) => ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            None,
-            format!(
-                "the request was not answered within {} s; try again",
-                REQUEST_TIMEOUT.as_secs()
-            ),
-        )
-        .retry_after(1)
-        .into_response(),
-    }
+        .get(axum::http::header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
 }
 
 /// Why [`run`] stopped with an error.
