@@ -542,6 +542,37 @@ mod tests {
         assert_eq!(minter.ready(), Err(MintError::Fenced));
     }
 
+    /// A store whose writes take `delay`.
+    struct SlowStore(Duration);
+
+    impl snowmint::ReservationStore for SlowStore {
+        fn load(&self) -> Result<Option<u64>, StoreError> {
+            Ok(None)
+        }
+
+        fn store(&self, _until_ms: u64) -> Result<(), StoreError> {
+            std::thread::sleep(self.0);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn ids_claimed_after_the_fence_closed_are_not_handed_over() {
+        // The fence is open when the mint starts; the claim then waits
+        // 300 ms for its reservation write, past the fence's deadline.
+        let generator = Generator::builder(3, 4)
+            .store(SlowStore(Duration::from_millis(300)))
+            .build()
+            .unwrap();
+        let minter = Minter::new();
+        let fence = Arc::new(Fence::until(Instant::now() + Duration::from_millis(100)));
+        minter.install(Arc::new(generator), fence);
+        let mut handed_over = 0;
+        let outcome = minter.mint_ranges(10, |range| handed_over += range.len());
+        assert_eq!(outcome, Err(MintError::Fenced));
+        assert_eq!(handed_over, 0);
+    }
+
     #[test]
     fn fence_deadlines() {
         let past = Fence::until(Instant::now() - Duration::from_millis(1));
