@@ -260,6 +260,40 @@ async fn slow_headers_are_cut_at_the_header_timeout_while_others_are_served() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_head_after_a_keep_alive_request_is_cut_too_and_idle_ones_are_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        &["--header-timeout", "2", "--idle-timeout", "30"],
+        dir.path(),
+        None,
+    );
+    // One request answered on each connection; then one connection
+    // trickles its next head, the other stays quiet.
+    let mut slow = TcpStream::connect(server.addr).await.unwrap();
+    let mut quiet = TcpStream::connect(server.addr).await.unwrap();
+    for stream in [&mut slow, &mut quiet] {
+        let response = exchange(stream, "GET", "/healthz").await.unwrap();
+        assert_eq!(response.status, 200);
+    }
+    // Long enough for the server to have settled into waiting out the
+    // idle timeout: the head's own deadline must still be seen.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: sn")
+        .await
+        .unwrap();
+    let cut = closed_within(&mut slow, Duration::from_secs(5))
+        .await
+        .expect("the slow head was never cut");
+    assert!(
+        cut >= Duration::from_millis(1900) && cut < Duration::from_secs(3),
+        "cut after {cut:?}"
+    );
+    // The quiet one is within its 30 s idle timeout: still served.
+    let response = exchange(&mut quiet, "GET", "/healthz").await.unwrap();
+    assert_eq!(response.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_sockets_past_the_open_file_limit_do_not_lock_others_out() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&[], dir.path(), Some(512));

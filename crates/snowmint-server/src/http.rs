@@ -459,12 +459,17 @@ async fn serve_connection(
     let connection = builder.serve_connection(io, service);
     let mut connection = std::pin::pin!(connection);
     let mut graceful = false;
+    // A deadline that arises later (a request ends, a new head starts to
+    // arrive) is at least this far from when it arises: waking at least
+    // this often never misses one.
+    let horizon = limits.header_timeout.min(limits.idle_timeout);
     loop {
-        let deadline = conn.deadline(&limits);
-        let sleep_for = deadline
-            .map_or(limits.header_timeout.max(limits.idle_timeout), |(at, _)| {
+        let sleep_for = conn
+            .deadline(&limits)
+            .map_or(horizon, |(at, _)| {
                 Duration::from_millis(at.saturating_sub(now_ms()))
-            });
+            })
+            .min(horizon);
         tokio::select! {
             served = connection.as_mut() => {
                 if let Err(e) = served {
