@@ -20,7 +20,7 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, Throttle};
 use crate::metrics::{Metrics, Rejection};
 use crate::minter::{MintError, PendingMint};
 
@@ -109,6 +109,10 @@ impl Admission {
             ),
         };
         metrics.mint_rejected(Rejection::Quota);
+        static THROTTLE: Throttle = Throttle::new();
+        if let Some(left_out) = THROTTLE.admit() {
+            tracing::warn!(client = %ip, count = n.get(), not_logged_since = left_out, "client quota used up: 429");
+        }
         Err(refused)
     }
 
@@ -143,6 +147,15 @@ impl Admission {
 
     fn overloaded(&self, metrics: &Metrics) -> ApiError {
         metrics.mint_rejected(Rejection::Admission);
+        static THROTTLE: Throttle = Throttle::new();
+        if let Some(left_out) = THROTTLE.admit() {
+            tracing::warn!(
+                queued_ids = self.queued.load(Ordering::Relaxed),
+                budget = self.budget,
+                not_logged_since = left_out,
+                "more IDs asked for than can be issued within the wait bound: 503"
+            );
+        }
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             None,

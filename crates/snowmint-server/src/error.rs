@@ -78,7 +78,7 @@ impl From<MintError> for ApiError {
         match e {
             MintError::Count(_) => ApiError::bad_request(Some("count"), e.public_message()),
             other => {
-                tracing::warn!(error = %other, "mint refused");
+                log_refusal(&other);
                 ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     None,
@@ -103,5 +103,76 @@ impl IntoResponse for ApiError {
                 .insert(axum::http::header::RETRY_AFTER, secs.into());
         }
         response
+    }
+}
+
+/// Logs a refused mint, at most once a second (see [`Throttle`]).
+fn log_refusal(error: &MintError) {
+    static THROTTLE: Throttle = Throttle::new();
+    if let Some(left_out) = THROTTLE.admit() {
+        tracing::warn!(error = %error, not_logged_since = left_out, "mint refused");
+    }
+}
+
+/// Lets one log line a second through and counts the others, so that a
+/// flood (of refusals, timeouts, ...) never becomes a flood of log lines,
+/// each a blocking write to stderr on an async worker.
+#[derive(Debug)]
+pub(crate) struct Throttle {
+    /// Milliseconds since the first call at which the next line may go.
+    next_ms: std::sync::atomic::AtomicU64,
+    left_out: std::sync::atomic::AtomicU64,
+}
+
+impl Throttle {
+    pub(crate) const fn new() -> Throttle {
+        Throttle {
+            next_ms: std::sync::atomic::AtomicU64::new(0),
+            left_out: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// `Some(lines left out since the last one)` when this line may go.
+    pub(crate) fn admit(&self) -> Option<u64> {
+        use std::sync::atomic::Ordering::Relaxed;
+        static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        let now = u64::try_from(
+            ORIGIN
+                .get_or_init(std::time::Instant::now)
+                .elapsed()
+                .as_millis(),
+        )
+        .unwrap_or(u64::MAX);
+        let next = self.next_ms.load(Relaxed);
+        if now >= next
+            && self
+                .next_ms
+                .compare_exchange(next, now + 1000, Relaxed, Relaxed)
+                .is_ok()
+        {
+            Some(self.left_out.swap(0, Relaxed))
+        } else {
+            self.left_out.fetch_add(1, Relaxed);
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Throttle;
+
+    #[test]
+    fn a_throttle_lets_one_line_a_second_through_and_counts_the_rest() {
+        let throttle = Throttle::new();
+        assert_eq!(throttle.admit(), Some(0));
+        for _ in 0..5 {
+            assert_eq!(throttle.admit(), None);
+        }
+        // A second later the next line goes, saying how many were left out.
+        throttle
+            .next_ms
+            .store(0, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(throttle.admit(), Some(5));
     }
 }

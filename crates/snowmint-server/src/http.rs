@@ -44,6 +44,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tower::ServiceExt;
 
+use crate::error::Throttle;
 use crate::metrics::{ConnEvent, Metrics};
 
 /// Default [`Limits::header_timeout`].
@@ -350,7 +351,6 @@ pub(crate) async fn serve(
         TokioExecutor::new(),
     ));
     let mut shutdown = std::pin::pin!(shutdown);
-    let mut last_accept_error: Option<Instant> = None;
     loop {
         let accepted = tokio::select! {
             () = &mut shutdown => break,
@@ -363,9 +363,9 @@ pub(crate) async fn serve(
                 // Out of file descriptors (or a connection reset before it
                 // was accepted): make room and back off, never spin.
                 metrics.connection_event(ConnEvent::AcceptError);
-                if last_accept_error.is_none_or(|t| t.elapsed() > Duration::from_secs(1)) {
-                    tracing::warn!(error = %e, open = open.len(), "accept failed; shedding an idle connection");
-                    last_accept_error = Some(Instant::now());
+                static THROTTLE: Throttle = Throttle::new();
+                if let Some(left_out) = THROTTLE.admit() {
+                    tracing::warn!(error = %e, open = open.len(), not_logged_since = left_out, "accept failed; shedding an idle connection");
                 }
                 open.shed_one();
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -375,6 +375,10 @@ pub(crate) async fn serve(
         if open.len() >= max && !open.shed_one() {
             // Every connection is answering a request: refuse this one.
             metrics.connection_event(ConnEvent::Refused);
+            static THROTTLE: Throttle = Throttle::new();
+            if let Some(left_out) = THROTTLE.admit() {
+                tracing::warn!(%peer, max, not_logged_since = left_out, "at the connection limit with every connection busy: refused");
+            }
             drop(stream);
             continue;
         }
@@ -484,7 +488,10 @@ async fn serve_connection(
                     && now_ms() >= at
                 {
                     metrics.connection_event(event);
-                    tracing::debug!(%peer, ?event, "closing the connection");
+                    static THROTTLE: Throttle = Throttle::new();
+                    if let Some(left_out) = THROTTLE.admit() {
+                        tracing::info!(%peer, ?event, not_logged_since = left_out, "connection timed out; closed");
+                    }
                     return;
                 }
             }
@@ -493,11 +500,15 @@ async fn serve_connection(
             0 => {}
             why if !conn.busy() => {
                 // Nothing in progress: close now.
-                metrics.connection_event(if why == CLOSE_SHED {
-                    ConnEvent::Shed
+                if why == CLOSE_SHED {
+                    metrics.connection_event(ConnEvent::Shed);
+                    static THROTTLE: Throttle = Throttle::new();
+                    if let Some(left_out) = THROTTLE.admit() {
+                        tracing::info!(%peer, not_logged_since = left_out, "at the connection limit: closed an idle connection");
+                    }
                 } else {
-                    ConnEvent::ClosedAtShutdown
-                });
+                    metrics.connection_event(ConnEvent::ClosedAtShutdown);
+                }
                 return;
             }
             _ => {
