@@ -1018,3 +1018,37 @@ async fn request_bodies_are_refused_with_413_in_the_error_shape() {
     .await;
     assert_eq!(status, StatusCode::OK);
 }
+
+/// HTTP/2 with prior knowledge (h2c) over plain TCP, for internal callers.
+#[tokio::test]
+async fn serves_http2_with_prior_knowledge() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::default();
+    config.state_dir = dir.path().to_owned();
+    let state = static_state(&config).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(snowmint_server::run(listener, state, async {
+        let _ = stopped.await;
+    }));
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .http2_only(true)
+        .build_http::<Body>();
+    let request = Request::builder()
+        .method("POST")
+        .uri(format!("http://{addr}/api/v1/ids?count=3"))
+        .body(Body::empty())
+        .unwrap();
+    let response = client.request(request).await.unwrap();
+    assert_eq!(response.version(), axum::http::Version::HTTP_2);
+    assert_eq!(response.status(), StatusCode::OK);
+    let bytes = axum::body::to_bytes(Body::new(response.into_body()), usize::MAX)
+        .await
+        .unwrap();
+    let body: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(body["ids"].as_array().unwrap().len(), 3);
+    drop(client);
+    stop.send(()).unwrap();
+    server.await.unwrap().unwrap();
+}
