@@ -65,32 +65,7 @@ fn etcd_without_the_feature_says_how_to_build_it() {
 #[test]
 fn serves_and_persists_the_reservation_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = snowmint()
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--datacenter",
-            "3",
-            "--worker",
-            "4",
-        ])
-        .arg("--state-dir")
-        .arg(dir.path())
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
+    let (mut child, addr) = start_serve(&["--datacenter", "3", "--worker", "4"], dir.path());
 
     let (status, body) = http(&addr, "GET", "/readyz");
     assert!(status.contains("200"), "{status}");
@@ -133,7 +108,7 @@ fn start_serve(args: &[&str], state_dir: &std::path::Path) -> (std::process::Chi
         .args(args)
         .arg("--state-dir")
         .arg(state_dir)
-        .env("RUST_LOG", "error")
+        .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

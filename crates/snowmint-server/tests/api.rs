@@ -75,6 +75,35 @@ async fn error(
     body["error"].as_str().unwrap().to_owned()
 }
 
+/// [`snowmint_server::run`] on a real socket, until [`Served::stop`].
+struct Served {
+    addr: std::net::SocketAddr,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<Result<(), snowmint_server::RunError>>,
+}
+
+impl Served {
+    async fn start(state: AppState) -> Served {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(snowmint_server::run(listener, state, async {
+            let _ = stopped.await;
+        }));
+        Served { addr, stop, server }
+    }
+
+    fn base(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Shuts down; the server must stop cleanly.
+    async fn stop(self) {
+        self.stop.send(()).unwrap();
+        self.server.await.unwrap().expect("clean shutdown");
+    }
+}
+
 fn reference_object() -> Value {
     json!({"id": "4194439168", "timestamp_ms": 1288834975657u64, "delta_ms": 1000,
         "time": "2010-11-04T01:42:55.657Z", "datacenter": 1, "worker": 1, "sequence": 0,
@@ -754,16 +783,9 @@ async fn serves_over_a_real_socket_and_persists_on_shutdown() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = Config::default();
     config.state_dir = dir.path().join("state");
-    let state = static_state(&config).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(snowmint_server::run(listener, state, async {
-        let _ = stopped.await;
-    }));
-
+    let served = Served::start(static_state(&config).unwrap()).await;
     let client = reqwest::Client::new();
-    let base = format!("http://{addr}");
+    let base = served.base();
     let body: Value = client
         .get(format!(
             "{base}/api/v1/compose?timestamp=1288834975657&datacenter=1&worker=1&sequence=0"
@@ -792,8 +814,7 @@ async fn serves_over_a_real_socket_and_persists_on_shutdown() {
     assert_eq!(page.status(), 200);
     assert!(page.text().await.unwrap().contains("4194439168"));
 
-    stop.send(()).unwrap();
-    server.await.unwrap().expect("clean shutdown");
+    served.stop().await;
     let kept: Vec<_> = std::fs::read_dir(dir.path().join("state"))
         .unwrap()
         .collect();
@@ -946,16 +967,8 @@ async fn a_mint_waiting_for_its_reservation_does_not_hold_up_health() {
         .unwrap();
     let minter = Minter::new();
     minter.install(Arc::new(generator), Arc::new(Fence::never()));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(snowmint_server::run(
-        listener,
-        AppState::new(minter),
-        async {
-            let _ = stopped.await;
-        },
-    ));
+    let served = Served::start(AppState::new(minter)).await;
+    let base = served.base();
     let client = reqwest::Client::new();
     let mint = tokio::spawn({
         let (client, base) = (client.clone(), base.clone());
@@ -987,8 +1000,7 @@ async fn a_mint_waiting_for_its_reservation_does_not_hold_up_health() {
         took >= Duration::from_secs(3),
         "the mint did wait: {took:?}"
     );
-    stop.send(()).unwrap();
-    server.await.unwrap().unwrap();
+    served.stop().await;
 }
 
 #[tokio::test]
@@ -1025,19 +1037,13 @@ async fn serves_http2_with_prior_knowledge() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = Config::default();
     config.state_dir = dir.path().to_owned();
-    let state = static_state(&config).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(snowmint_server::run(listener, state, async {
-        let _ = stopped.await;
-    }));
+    let served = Served::start(static_state(&config).unwrap()).await;
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .http2_only(true)
         .build_http::<Body>();
     let request = Request::builder()
         .method("POST")
-        .uri(format!("http://{addr}/api/v1/ids?count=3"))
+        .uri(format!("{}/api/v1/ids?count=3", served.base()))
         .body(Body::empty())
         .unwrap();
     let response = client.request(request).await.unwrap();
@@ -1049,6 +1055,5 @@ async fn serves_http2_with_prior_knowledge() {
     let body: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(body["ids"].as_array().unwrap().len(), 3);
     drop(client);
-    stop.send(()).unwrap();
-    server.await.unwrap().unwrap();
+    served.stop().await;
 }
