@@ -1,4 +1,4 @@
-//! Real services for snowmint's tests.
+//! Real services for snowmint's tests, and the chaos harness built on them.
 //!
 //! Which piece to use:
 //!
@@ -10,6 +10,8 @@
 //!   be cut (a partition) and restored.
 //! - [`clock::FakeClock`]: a process's wall clock under libfaketime, stepped
 //!   back and forward while it runs.
+//! - [`chaos`]: the randomized fault test of distributed mode (`snowmint-chaos`,
+//!   run by `scripts/chaos`): load, nemesis, checker and report.
 //!
 //! Tests that need an external program call [`skip`] when it is missing: a
 //! printed skip, or a failure under `SNOWMINT_REQUIRE_SERVICES=1`.
@@ -20,9 +22,11 @@
 //! - `proxy.rs`: the cuttable TCP proxy.
 //! - `clock.rs`: libfaketime clock control.
 //! - `signal.rs`: SIGKILL/SIGSTOP/SIGCONT to a process by ID.
+//! - `chaos/`: the harness (`schedule`, `history`, `checker`, `report`, `run`).
 
 #![warn(missing_docs)]
 
+pub mod chaos;
 pub mod clock;
 pub mod etcd;
 pub mod proxy;
