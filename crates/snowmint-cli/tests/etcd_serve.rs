@@ -6,9 +6,6 @@
 //! Skipped with a printed reason when the `etcd` binary is missing, unless
 //! SNOWMINT_REQUIRE_SERVICES=1.
 
-#[path = "../../snowmint-server/tests/support/mod.rs"]
-mod support;
-
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -16,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use support::etcd::EtcdServer;
+use snowmint_testkit::etcd::EtcdServer;
 
 /// A `snowmint serve` child process.
 struct Serve {
@@ -141,7 +138,9 @@ fn serve_leases_frees_on_sigterm_and_is_taken_over_after_sigkill() {
         return;
     };
     if Command::new("etcdctl").arg("version").output().is_err() {
-        support::skip::<()>("the `etcdctl` binary is not installed (apt-get install etcd-client)");
+        snowmint_testkit::skip::<()>(
+            "the `etcdctl` binary is not installed (apt-get install etcd-client)",
+        );
         return;
     }
     let url = etcd.url();

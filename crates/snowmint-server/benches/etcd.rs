@@ -13,9 +13,6 @@
 //! ```
 //! Skipped (with a message) when the `etcd` binary is missing.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,7 +23,7 @@ use snowmint_server::etcd::{EtcdIdentity, EtcdOptions};
 use snowmint_server::{Fence, Minter};
 
 fn benches(c: &mut Criterion) {
-    let Some(etcd) = support::etcd::EtcdServer::start() else {
+    let Some(etcd) = snowmint_testkit::etcd::EtcdServer::start() else {
         return;
     };
     let runtime = tokio::runtime::Runtime::new().unwrap();

@@ -6,8 +6,6 @@
 //! Skipped with a printed reason when the `etcd` binary is missing, unless
 //! SNOWMINT_REQUIRE_SERVICES=1.
 
-mod support;
-
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,8 +17,8 @@ use snowmint_server::Minter;
 use snowmint_server::etcd::{
     EtcdCollector, EtcdIdentity, EtcdOptions, GeneratorFactory, LeaseState,
 };
-use support::etcd::EtcdServer;
-use support::proxy::Proxy;
+use snowmint_testkit::etcd::EtcdServer;
+use snowmint_testkit::proxy::Proxy;
 
 /// One successful mint: who, when it started and ended, what it issued.
 #[derive(Debug, Clone)]
@@ -534,7 +532,7 @@ async fn unreachable_etcd_at_start_means_not_ready_until_it_answers() {
     if !EtcdServer::available() {
         return;
     }
-    let addr = support::etcd::unused_addr();
+    let addr = snowmint_testkit::etcd::unused_addr();
     let log = Log::default();
     let a = Instance::start("a", options(&format!("http://{addr}"), "/late", 3), &log);
     wait_until("a retried at least once", Duration::from_secs(10), || {
@@ -680,7 +678,7 @@ async fn a_dead_endpoint_in_the_list_is_routed_around() {
         return;
     };
     // An address of its own: no other test's etcd can come up there.
-    let dead = format!("http://{}", support::etcd::unused_addr());
+    let dead = format!("http://{}", snowmint_testkit::etcd::unused_addr());
     let mut o = options(&dead, "/endpoints", 2);
     o.endpoints.push(etcd.url());
     let log = Log::default();
@@ -807,11 +805,11 @@ fn each_etcd_owns_its_own_address() {
         return;
     };
     assert_ne!(a.addr().ip(), b.addr().ip());
-    support::etcd::listener_owned_by(a.addr(), a.pid()).unwrap();
+    snowmint_testkit::etcd::listener_owned_by(a.addr(), a.pid()).unwrap();
     // The check can fail: b's socket is not a's, nor is it this process's.
-    let err = support::etcd::listener_owned_by(b.addr(), a.pid()).unwrap_err();
+    let err = snowmint_testkit::etcd::listener_owned_by(b.addr(), a.pid()).unwrap_err();
     assert!(err.contains("another process"), "{err}");
-    assert!(support::etcd::listener_owned_by(b.addr(), std::process::id()).is_err());
-    let nobody = support::etcd::unused_addr();
-    assert!(support::etcd::listener_owned_by(nobody, b.pid()).is_err());
+    assert!(snowmint_testkit::etcd::listener_owned_by(b.addr(), std::process::id()).is_err());
+    let nobody = snowmint_testkit::etcd::unused_addr();
+    assert!(snowmint_testkit::etcd::listener_owned_by(nobody, b.pid()).is_err());
 }

@@ -8,9 +8,6 @@ use super::keys::Keys;
 use super::ops::{self, EtcdError, SeenMark};
 use super::store::EtcdStore;
 
-#[path = "../../tests/support/mod.rs"]
-mod support;
-
 const T: Duration = Duration::from_secs(3);
 
 /// A mark in the format's range (2023-11-14).
@@ -18,7 +15,7 @@ const M: u64 = 1_700_000_000_000;
 
 #[tokio::test]
 async fn claims_are_exclusive_and_marks_are_guarded_by_the_lease() {
-    let Some(etcd) = support::etcd::EtcdServer::start() else {
+    let Some(etcd) = snowmint_testkit::etcd::EtcdServer::start() else {
         return;
     };
     let endpoints = [etcd.url()];
@@ -132,7 +129,7 @@ async fn claims_are_exclusive_and_marks_are_guarded_by_the_lease() {
 
 #[tokio::test]
 async fn all_identities_taken_is_none() {
-    let Some(etcd) = support::etcd::EtcdServer::start() else {
+    let Some(etcd) = snowmint_testkit::etcd::EtcdServer::start() else {
         return;
     };
     let keys = Keys::new("/full");
@@ -195,7 +192,7 @@ async fn all_identities_taken_is_none() {
 
 #[test]
 fn bridge_serves_blocking_callers_inside_and_outside_a_runtime() {
-    let Some(etcd) = support::etcd::EtcdServer::start() else {
+    let Some(etcd) = snowmint_testkit::etcd::EtcdServer::start() else {
         return;
     };
     let keys = Keys::new("/bridge");
@@ -244,7 +241,7 @@ fn bridge_serves_blocking_callers_inside_and_outside_a_runtime() {
 
 #[test]
 fn bridge_calls_are_bounded_when_etcd_is_frozen() {
-    let Some(mut etcd) = support::etcd::EtcdServer::start() else {
+    let Some(mut etcd) = snowmint_testkit::etcd::EtcdServer::start() else {
         return;
     };
     let bridge = Bridge::start(
@@ -296,7 +293,7 @@ async fn hold_identity_0(url: &str, keys: &Keys) -> i64 {
 
 #[test]
 fn a_hand_written_unpadded_mark_is_raised_and_never_issued_under() {
-    let Some(etcd) = support::etcd::EtcdServer::start() else {
+    let Some(etcd) = snowmint_testkit::etcd::EtcdServer::start() else {
         return;
     };
     let keys = Keys::new("/unpadded");
@@ -354,7 +351,7 @@ fn a_hand_written_unpadded_mark_is_raised_and_never_issued_under() {
 
 #[test]
 fn a_malformed_mark_is_refused_naming_the_key_and_the_value() {
-    let Some(etcd) = support::etcd::EtcdServer::start() else {
+    let Some(etcd) = snowmint_testkit::etcd::EtcdServer::start() else {
         return;
     };
     let keys = Keys::new("/malformed");

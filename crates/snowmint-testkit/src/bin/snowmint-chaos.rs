@@ -1,0 +1,75 @@
+//! `snowmint-chaos`: one randomized fault run of distributed mode (see
+//! `snowmint_testkit::chaos`). Exits 0 only when the checker passes.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use snowmint_testkit::chaos::run::{Config, run};
+
+/// Randomized fault testing of `snowmint serve --etcd`, Jepsen-style.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// Length of the load, seconds.
+    #[arg(long, default_value_t = 30)]
+    seconds: u64,
+    /// Seed of the fault schedule and of the batch sizes (random when absent).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// How many `serve --etcd` instances (a static-mode one runs too).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=32))]
+    instances: u64,
+    /// The instances' lease TTL, seconds.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(2..=60))]
+    lease_ttl: u64,
+    /// Each client pauses up to this long between mints, ms.
+    #[arg(long, default_value_t = 40)]
+    think_ms: u64,
+    /// The `snowmint` binary, built with `--features etcd`.
+    #[arg(long, env = "SNOWMINT_BIN", default_value = "target/release/snowmint")]
+    snowmint: PathBuf,
+    /// Where the report goes.
+    #[arg(long, default_value = "artifacts/chaos")]
+    out: PathBuf,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64 % 1_000_000)
+    });
+    println!(
+        "chaos: seed {seed} ({} s, {} instances; replay with --seed {seed})",
+        args.seconds, args.instances
+    );
+    let config = Config {
+        seconds: args.seconds,
+        seed,
+        instances: args.instances as usize,
+        members: 3,
+        lease_ttl: args.lease_ttl,
+        think_ms: args.think_ms,
+        snowmint: args.snowmint,
+        out: args.out,
+    };
+    let out = config.out.clone();
+    match run(config).await {
+        Ok(outcome) => {
+            println!("{}", outcome.line);
+            println!("chaos: report in {}/report.html", out.display());
+            if outcome.passed {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("chaos: error: {e:#} (seed {seed})");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,799 @@
+//! One chaos run: start etcd and the instances, mint from every instance
+//! while the nemesis carries out the schedule and the probes watch
+//! `/readyz`, then stop everything, check and report.
+//!
+//! Every process the run starts is killed when it ends, also on an error or
+//! SIGINT/SIGTERM (`scripts/chaos` also kills the harness's process group
+//! afterwards, for the case the harness itself is killed). Every loop is
+//! bounded in time: the load stops after `seconds`, faults still under way
+//! get at most [`GRACE`] more.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use tokio::process::{Child, Command};
+use tokio::task::JoinHandle;
+
+use super::checker;
+use super::history::{FaultRecord, History, Mint, Probe, Readiness};
+use super::report;
+use super::schedule::{self, Fault, FaultKind, Plan};
+use crate::clock::{self, FakeClock};
+use crate::etcd::{self, EtcdCluster};
+use crate::proxy::Proxy;
+
+/// How long faults still under way when the load stops may take to heal.
+pub const GRACE: Duration = Duration::from_secs(60);
+
+/// How often each instance's `/readyz` is probed.
+pub const PROBE_EVERY: Duration = Duration::from_millis(150);
+
+/// The identity of the static-mode instance (etcd-mode instances claim the
+/// lowest free identities, so they never reach it).
+pub const STATIC_IDENTITY: (u8, u8) = (31, 31);
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Length of the load, seconds.
+    pub seconds: u64,
+    /// The seed of the schedule and of the clients' batch sizes.
+    pub seed: u64,
+    /// How many `serve --etcd` instances (one static-mode instance runs too).
+    pub instances: usize,
+    /// How many etcd members.
+    pub members: usize,
+    /// The instances' `--lease-ttl`, seconds.
+    pub lease_ttl: u64,
+    /// Each client waits up to this long (drawn from the seed) between mints, ms.
+    pub think_ms: u64,
+    /// The `snowmint` binary, built with `--features etcd`.
+    pub snowmint: PathBuf,
+    /// Where the report goes (`ids.txt`, `summary.json`, `report.html`, `logs/`).
+    pub out: PathBuf,
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Whether the checker passed (and nothing else went wrong).
+    pub passed: bool,
+    /// The one-line summary printed at the end.
+    pub line: String,
+}
+
+/// A `snowmint serve` process the harness owns, on a fixed address.
+struct Instance {
+    name: String,
+    addr: SocketAddr,
+    args: Vec<String>,
+    clock: FakeClock,
+    log: PathBuf,
+    child: Option<Child>,
+    /// One proxy per etcd member (empty in static mode): the instance's line to etcd.
+    proxies: Vec<Proxy>,
+}
+
+impl Instance {
+    /// Starts the process and waits until it owns its listening socket.
+    async fn spawn(&mut self, binary: &Path) -> anyhow::Result<()> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .with_context(|| format!("open {}", self.log.display()))?;
+        let mut child = Command::new(binary)
+            .args(&self.args)
+            .envs(self.clock.env())
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("spawn {}", binary.display()))?;
+        let pid = child.id().context("no pid")?;
+        let start = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait()? {
+                bail!(
+                    "{} exited at start with {status}: {}",
+                    self.name,
+                    tail(&self.log)
+                );
+            }
+            match etcd::listener_owned_by(self.addr, pid) {
+                Ok(()) => break,
+                Err(e) if start.elapsed() > Duration::from_secs(20) => {
+                    let _ = child.start_kill();
+                    bail!("{} did not listen: {e}", self.name);
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+        self.child = Some(child);
+        Ok(())
+    }
+
+    /// The process ID while the process runs.
+    fn pid(&mut self) -> Option<u32> {
+        let child = self.child.as_mut()?;
+        match child.try_wait() {
+            Ok(None) => child.id(),
+            _ => None,
+        }
+    }
+
+    /// SIGKILLs and reaps the process; `false` when none was running.
+    async fn kill(&mut self) -> bool {
+        let running = self.pid().is_some();
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill().await;
+        }
+        running
+    }
+}
+
+type Shared<T> = Arc<tokio::sync::Mutex<T>>;
+
+/// Everything the tasks of one run share.
+struct World {
+    config: Config,
+    t0: Instant,
+    instances: Vec<Shared<Instance>>,
+    cluster: Arc<Mutex<EtcdCluster>>,
+    history: Mutex<History>,
+    stop: AtomicBool,
+}
+
+impl World {
+    fn now_us(&self) -> u64 {
+        self.t0.elapsed().as_micros() as u64
+    }
+
+    fn incident(&self, what: String) {
+        eprintln!("chaos: {what}");
+        let at = self.now_us();
+        self.history.lock().unwrap().incidents.push((at, what));
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// Runs one chaos run as `config` says, and writes its report.
+///
+/// # Errors
+///
+/// When the run cannot be set up (etcd, etcdctl, libfaketime or the binary
+/// missing, a process that does not start) or the report cannot be written.
+/// A run whose checks fail is not an error: see [`Outcome::passed`].
+pub async fn run(config: Config) -> anyhow::Result<Outcome> {
+    let library =
+        clock::libfaketime().context("libfaketime is not installed (apt-get install faketime)")?;
+    anyhow::ensure!(
+        config.snowmint.exists(),
+        "{} not found (cargo build --release --features etcd -p snowmint-cli)",
+        config.snowmint.display()
+    );
+    std::fs::create_dir_all(&config.out)?;
+    for stale in ["ids.txt", "summary.json", "report.html", "logs"] {
+        let path = config.out.join(stale);
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_dir_all(&path);
+    }
+    let logs = config.out.join("logs");
+    std::fs::create_dir_all(&logs)?;
+    let scratch = tempfile::tempdir()?;
+    preflight_clock(&config.snowmint, &library, scratch.path()).await?;
+
+    let members = config.members;
+    let cluster = tokio::task::spawn_blocking(move || EtcdCluster::start(members))
+        .await?
+        .map_err(anyhow::Error::msg)?;
+    let cluster = Arc::new(Mutex::new(cluster));
+    let started_unix_ms = unix_ms();
+
+    let mut instances = Vec::new();
+    for i in 0..=config.instances {
+        let statik = i == config.instances;
+        let name = if statik {
+            "static".to_owned()
+        } else {
+            format!("i{i}")
+        };
+        let ip = etcd::random_loopback();
+        let addr = SocketAddr::from((ip, etcd::free_port_on(ip)));
+        let mut args = vec!["serve".to_owned(), "--listen".to_owned(), addr.to_string()];
+        let mut proxies = Vec::new();
+        if statik {
+            let state = scratch.path().join("static-state");
+            args.extend([
+                "--datacenter".to_owned(),
+                STATIC_IDENTITY.0.to_string(),
+                "--worker".to_owned(),
+                STATIC_IDENTITY.1.to_string(),
+                "--state-dir".to_owned(),
+                state.display().to_string(),
+            ]);
+        } else {
+            let upstreams: Vec<SocketAddr> = {
+                let cluster = cluster.lock().unwrap();
+                (0..cluster.len()).map(|m| cluster.addr(m)).collect()
+            };
+            for upstream in upstreams {
+                proxies.push(Proxy::start(upstream).await);
+            }
+            let urls: Vec<String> = proxies.iter().map(Proxy::url).collect();
+            args.extend([
+                "--etcd".to_owned(),
+                urls.join(","),
+                "--etcd-prefix".to_owned(),
+                "/chaos".to_owned(),
+                "--lease-ttl".to_owned(),
+                config.lease_ttl.to_string(),
+            ]);
+        }
+        let clock = FakeClock::new(
+            library.clone(),
+            scratch.path().join(format!("{name}.clock")),
+        )?;
+        let mut instance = Instance {
+            log: logs.join(format!("{name}.log")),
+            name,
+            addr,
+            args,
+            clock,
+            child: None,
+            proxies,
+        };
+        instance.spawn(&config.snowmint).await?;
+        instances.push(Arc::new(tokio::sync::Mutex::new(instance)));
+    }
+
+    let world = Arc::new(World {
+        t0: Instant::now(),
+        instances,
+        cluster,
+        history: Mutex::new(History {
+            errors: vec![BTreeMap::new(); config.instances + 1],
+            ..History::default()
+        }),
+        stop: AtomicBool::new(false),
+        config,
+    });
+    wait_ready(&world).await?;
+
+    let result = drive(&world).await;
+    cleanup(&world).await;
+    let members_logs: Vec<(String, String)> = {
+        let cluster = world.cluster.lock().unwrap();
+        (0..cluster.len())
+            .map(|m| {
+                let log = cluster.dir().join(format!("etcd{m}.log"));
+                (cluster.name(m).to_owned(), log.display().to_string())
+            })
+            .collect()
+    };
+    for (name, path) in members_logs {
+        let _ = std::fs::copy(path, logs.join(format!("{name}.log")));
+    }
+    let interrupted = result?;
+
+    let history = std::mem::take(&mut *world.history.lock().unwrap());
+    let findings = checker::check(&history.mints);
+    let plan = plan(&world.config);
+    let faults = schedule::schedule(&plan);
+    let lanes: Vec<String> = {
+        let mut lanes = Vec::new();
+        for instance in &world.instances {
+            lanes.push(instance.lock().await.name.clone());
+        }
+        let cluster = world.cluster.lock().unwrap();
+        lanes.extend((0..cluster.len()).map(|m| cluster.name(m).to_owned()));
+        lanes
+    };
+    let input = report::Input {
+        config: &world.config,
+        started_unix_ms,
+        history: &history,
+        findings: &findings,
+        schedule: &faults,
+        lanes: &lanes,
+        interrupted,
+    };
+    let outcome = report::write(&input, &world.config.out)?;
+    Ok(outcome)
+}
+
+/// The schedule's inputs for `config`.
+pub fn plan(config: &Config) -> Plan {
+    Plan {
+        seed: config.seed,
+        seconds: config.seconds,
+        instances: config.instances,
+        members: config.members,
+        lease_ttl: config.lease_ttl,
+    }
+}
+
+/// Checks that libfaketime shifts the wall clock the `snowmint` binary
+/// reads: `snowmint compose` without a timestamp, 100 s back.
+async fn preflight_clock(binary: &Path, library: &Path, dir: &Path) -> anyhow::Result<()> {
+    let mut clock = FakeClock::new(library.to_owned(), dir.join("preflight.clock"))?;
+    clock.set_offset_ms(-100_000)?;
+    let out = Command::new(binary)
+        .args([
+            "compose",
+            "--datacenter",
+            "0",
+            "--worker",
+            "0",
+            "--sequence",
+            "0",
+        ])
+        .arg("--json")
+        .envs(clock.env())
+        .output()
+        .await?;
+    let now = unix_ms() as i64;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .with_context(|| format!("snowmint compose under libfaketime: {out:?}"))?;
+    let seen = v["timestamp_ms"].as_i64().context("timestamp_ms")?;
+    anyhow::ensure!(
+        (seen - now + 100_000).abs() < 5_000,
+        "libfaketime does not shift snowmint's clock: asked -100 s, saw {} ms",
+        seen - now
+    );
+    Ok(())
+}
+
+/// Waits (at most 60 s) until every instance answers `/readyz` with 200.
+async fn wait_ready(world: &World) -> anyhow::Result<()> {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(1))
+        .build()?;
+    for instance in &world.instances {
+        let (name, addr) = {
+            let i = instance.lock().await;
+            (i.name.clone(), i.addr)
+        };
+        let start = Instant::now();
+        loop {
+            let ok = client
+                .get(format!("http://{addr}/readyz"))
+                .send()
+                .await
+                .is_ok_and(|r| r.status() == 200);
+            if ok {
+                break;
+            }
+            anyhow::ensure!(
+                start.elapsed() < Duration::from_secs(60),
+                "{name} not ready after 60 s"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    Ok(())
+}
+
+/// The load, the probes, the watchdog and the nemesis, until `seconds` have
+/// passed (and the faults under way have healed) or SIGINT/SIGTERM. Returns
+/// whether the run was interrupted.
+async fn drive(world: &Arc<World>) -> anyhow::Result<bool> {
+    let mut tasks: Vec<JoinHandle<()>> = Vec::new();
+    let mut addrs = Vec::new();
+    for instance in &world.instances {
+        addrs.push(instance.lock().await.addr);
+    }
+    for (i, &addr) in addrs.iter().enumerate() {
+        tasks.push(tokio::spawn(client(Arc::clone(world), i, addr)));
+        tasks.push(tokio::spawn(prober(Arc::clone(world), i, addr)));
+    }
+    tasks.push(tokio::spawn(watchdog(Arc::clone(world))));
+    let faults = schedule::schedule(&plan(&world.config));
+    let (etcd_faults, instance_faults): (Vec<_>, Vec<_>) = faults
+        .into_iter()
+        .enumerate()
+        .partition(|(_, f)| f.kind.on_etcd());
+    let mut lanes = vec![
+        tokio::spawn(nemesis(Arc::clone(world), instance_faults)),
+        tokio::spawn(nemesis(Arc::clone(world), etcd_faults)),
+    ];
+
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let load_end = world.t0 + Duration::from_secs(world.config.seconds);
+    let interrupted = tokio::select! {
+        _ = tokio::time::sleep_until(load_end.into()) => false,
+        _ = tokio::signal::ctrl_c() => true,
+        _ = sigterm.recv() => true,
+    };
+    world.stop.store(true, Ordering::Relaxed);
+    if interrupted {
+        eprintln!("chaos: interrupted; stopping every process");
+    } else {
+        let healed = async {
+            for lane in lanes.iter_mut() {
+                let _ = lane.await;
+            }
+        };
+        let _ = tokio::time::timeout(GRACE, healed).await;
+    }
+    for lane in &lanes {
+        lane.abort();
+    }
+    // Clients and probes see `stop` within one request timeout.
+    let finish = async {
+        for task in tasks.iter_mut() {
+            let _ = task.await;
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(10), finish).await;
+    for task in &tasks {
+        task.abort();
+    }
+    Ok(interrupted)
+}
+
+/// Kills every instance and etcd member (also paused ones: SIGKILL ends a
+/// stopped process too) and closes the proxies.
+async fn cleanup(world: &World) {
+    for instance in &world.instances {
+        let mut instance = instance.lock().await;
+        instance.kill().await;
+        instance.proxies.clear();
+    }
+    let cluster = Arc::clone(&world.cluster);
+    let _ = tokio::task::spawn_blocking(move || {
+        let mut cluster = cluster.lock().unwrap_or_else(|e| e.into_inner());
+        for m in 0..cluster.len() {
+            cluster.kill(m);
+        }
+    })
+    .await;
+}
+
+/// Mints from one instance until the load stops, recording every 200.
+async fn client(world: Arc<World>, instance: usize, addr: SocketAddr) {
+    let mut rng = ChaCha8Rng::seed_from_u64(
+        world.config.seed ^ 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(instance as u64 + 1),
+    );
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .connect_timeout(Duration::from_millis(500))
+        .build()
+        .expect("an HTTP client");
+    while !world.stopped() {
+        // Log-uniform in 1..=4096: as many small batches as large ones.
+        let exponent: f64 = rng.random_range(0.0..=12.0);
+        let count = (2f64.powf(exponent).round() as u32).clamp(1, 4096);
+        let think = Duration::from_millis(rng.random_range(0..=world.config.think_ms));
+        let start_us = world.now_us();
+        let answer = async {
+            let response = http
+                .post(format!("http://{addr}/api/v1/ids?count={count}"))
+                .send()
+                .await?;
+            let status = response.status().as_u16();
+            let body = response.bytes().await?;
+            Ok::<_, reqwest::Error>((status, body))
+        }
+        .await;
+        let end_us = world.now_us();
+        match answer {
+            Ok((200, body)) => match parse_ids(&body) {
+                Some(ids) => world.history.lock().unwrap().mints.push(Mint {
+                    instance,
+                    start_us,
+                    end_us,
+                    count,
+                    ids,
+                }),
+                None => world.incident(format!(
+                    "instance {instance} answered 200 with a body that is not {{\"ids\": [...]}}: {}",
+                    String::from_utf8_lossy(&body[..body.len().min(200)])
+                )),
+            },
+            Ok((status, _)) => {
+                *world.history.lock().unwrap().errors[instance]
+                    .entry(status)
+                    .or_default() += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(_) => {
+                *world.history.lock().unwrap().errors[instance]
+                    .entry(0)
+                    .or_default() += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        tokio::time::sleep(think).await;
+    }
+}
+
+/// `{"ids": ["1", ...]}` as numbers.
+fn parse_ids(body: &[u8]) -> Option<Vec<u64>> {
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    v["ids"]
+        .as_array()?
+        .iter()
+        .map(|id| id.as_str()?.parse().ok())
+        .collect()
+}
+
+/// Probes one instance's `/readyz` every [`PROBE_EVERY`] until the load stops.
+async fn prober(world: Arc<World>, instance: usize, addr: SocketAddr) {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_millis(300))
+        .build()
+        .expect("an HTTP client");
+    let mut every = tokio::time::interval(PROBE_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    while !world.stopped() {
+        every.tick().await;
+        let at_us = world.now_us();
+        let readiness = match http.get(format!("http://{addr}/readyz")).send().await {
+            Ok(r) if r.status() == 200 => Readiness::Ready,
+            Ok(_) => Readiness::NotReady,
+            Err(_) => Readiness::Unreachable,
+        };
+        world.history.lock().unwrap().probes.push(Probe {
+            instance,
+            at_us,
+            readiness,
+        });
+    }
+}
+
+/// Notices an instance that exited without the nemesis killing it (an
+/// incident: a crash), and starts it again.
+async fn watchdog(world: Arc<World>) {
+    while !world.stopped() {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        for instance in &world.instances {
+            let mut instance = instance.lock().await;
+            let exited = match instance.child.as_mut().map(Child::try_wait) {
+                Some(Ok(Some(status))) => Some(status.to_string()),
+                Some(Err(e)) => Some(e.to_string()),
+                _ => None,
+            };
+            if let Some(status) = exited {
+                instance.child = None;
+                world.incident(format!(
+                    "{} exited on its own ({status}): {}",
+                    instance.name,
+                    tail(&instance.log)
+                ));
+                if let Err(e) = instance.spawn(&world.config.snowmint).await {
+                    world.incident(format!("{} did not restart: {e:#}", instance.name));
+                }
+            }
+        }
+    }
+}
+
+/// Carries out one lane of the schedule, one fault after the other.
+async fn nemesis(world: Arc<World>, faults: Vec<(usize, Fault)>) {
+    for (index, fault) in faults {
+        tokio::time::sleep_until((world.t0 + Duration::from_millis(fault.at_ms)).into()).await;
+        if world.stopped() && world.t0.elapsed() > Duration::from_secs(world.config.seconds) + GRACE
+        {
+            return;
+        }
+        let record = FaultRecord {
+            index,
+            kind: fault.kind,
+            lane: None,
+            start_us: world.now_us(),
+            end_us: None,
+            happened: false,
+            detail: String::new(),
+        };
+        let slot = {
+            let mut history = world.history.lock().unwrap();
+            history.faults.push(record);
+            history.faults.len() - 1
+        };
+        let update = Recorder {
+            world: &world,
+            slot,
+        };
+        let outcome = if fault.kind.on_etcd() {
+            etcd_fault(&world, &fault, &update).await
+        } else {
+            instance_fault(&world, &fault, &update).await
+        };
+        let end = world.now_us();
+        update.set(|r| r.end_us = Some(end));
+        if let Err(e) = outcome {
+            world.incident(format!("fault {index} ({}): {e:#}", fault.kind.name()));
+        }
+    }
+}
+
+/// Fills in one fault's record as the fault goes.
+struct Recorder<'a> {
+    world: &'a World,
+    slot: usize,
+}
+
+impl Recorder<'_> {
+    fn set(&self, f: impl FnOnce(&mut FaultRecord)) {
+        f(&mut self.world.history.lock().unwrap().faults[self.slot]);
+    }
+}
+
+async fn instance_fault(world: &World, fault: &Fault, update: &Recorder<'_>) -> anyhow::Result<()> {
+    let target = fault.target.context("instance faults have a target")?;
+    let shared = &world.instances[target];
+    let hold = Duration::from_millis(fault.hold_ms);
+    let name = shared.lock().await.name.clone();
+    update.set(|r| r.lane = Some(name.clone()));
+    match fault.kind {
+        FaultKind::InstanceKill | FaultKind::StaticKillClockBack => {
+            let killed = shared.lock().await.kill().await;
+            update.set(|r| r.happened = killed);
+            tokio::time::sleep(hold).await;
+            let mut instance = shared.lock().await;
+            let mut detail = format!("SIGKILL, down {} ms", fault.hold_ms);
+            if fault.kind == FaultKind::StaticKillClockBack {
+                let offset = instance.clock.offset_ms() - fault.back_ms as i64;
+                instance.clock.set_offset_ms(offset)?;
+                detail += &format!(
+                    ", restarted with its clock {} s",
+                    clock::format_offset(offset)
+                );
+            }
+            update.set(|r| r.detail = detail.clone());
+            instance.spawn(&world.config.snowmint).await?;
+        }
+        FaultKind::InstancePause => {
+            let pid = shared.lock().await.pid();
+            let Some(pid) = pid else {
+                update.set(|r| r.detail = "no process to pause".to_owned());
+                return Ok(());
+            };
+            let stopped = tokio::task::spawn_blocking(move || {
+                crate::signal::stop(pid, Duration::from_secs(10))
+            })
+            .await?;
+            update.set(|r| {
+                r.happened = stopped.is_ok();
+                r.detail = format!("SIGSTOP for {} ms", fault.hold_ms);
+            });
+            tokio::time::sleep(hold).await;
+            tokio::task::spawn_blocking(move || {
+                crate::signal::resume(pid, Duration::from_secs(10))
+            })
+            .await??;
+        }
+        FaultKind::Partition => {
+            {
+                let instance = shared.lock().await;
+                instance.proxies.iter().for_each(Proxy::cut);
+            }
+            update.set(|r| {
+                r.happened = true;
+                r.detail = format!("line to etcd cut for {} ms", fault.hold_ms);
+            });
+            tokio::time::sleep(hold).await;
+            shared.lock().await.proxies.iter().for_each(Proxy::restore);
+        }
+        FaultKind::ClockStep => {
+            let alive = shared.lock().await.pid().is_some();
+            let back = -(fault.back_ms as i64);
+            shared.lock().await.clock.set_offset_ms(back)?;
+            update.set(|r| {
+                r.happened = alive;
+                r.detail = format!(
+                    "clock {} s for {} ms, then {} s for {} ms, then back to the real time",
+                    clock::format_offset(back),
+                    fault.hold_ms,
+                    clock::format_offset(fault.forward_ms as i64),
+                    fault.hold_ms
+                );
+            });
+            tokio::time::sleep(hold).await;
+            shared
+                .lock()
+                .await
+                .clock
+                .set_offset_ms(fault.forward_ms as i64)?;
+            tokio::time::sleep(hold).await;
+            shared.lock().await.clock.set_offset_ms(0)?;
+        }
+        kind => bail!("{} is not an instance fault", kind.name()),
+    }
+    Ok(())
+}
+
+/// Something done to the cluster on a blocking thread.
+type ClusterOp = Box<dyn FnOnce(&mut EtcdCluster) -> anyhow::Result<bool> + Send>;
+
+async fn etcd_fault(world: &World, fault: &Fault, update: &Recorder<'_>) -> anyhow::Result<()> {
+    let cluster = Arc::clone(&world.cluster);
+    let hold = Duration::from_millis(fault.hold_ms);
+    let blocking = |f: ClusterOp| {
+        let cluster = Arc::clone(&cluster);
+        tokio::task::spawn_blocking(move || f(&mut cluster.lock().unwrap()))
+    };
+    let member = match fault.target {
+        Some(m) => Some(m),
+        None => {
+            let leader = Arc::clone(&cluster);
+            tokio::task::spawn_blocking(move || leader.lock().unwrap().leader()).await?
+        }
+    };
+    let Some(m) = member else {
+        update.set(|r| r.detail = "no leader found".to_owned());
+        return Ok(());
+    };
+    update.set(|r| r.lane = Some(format!("etcd{m}")));
+    let restart = move |c: &mut EtcdCluster| {
+        c.restart(m, Duration::from_secs(30))
+            .map_err(anyhow::Error::msg)
+            .map(|()| true)
+    };
+    match fault.kind {
+        FaultKind::EtcdLeaderKill => {
+            let killed = blocking(Box::new(move |c| Ok(c.kill(m)))).await??;
+            update.set(|r| {
+                r.happened = killed;
+                r.detail = format!("SIGKILL the leader, down {} ms", fault.hold_ms);
+            });
+            tokio::time::sleep(hold).await;
+            blocking(Box::new(restart)).await??;
+        }
+        FaultKind::EtcdMemberRestart => {
+            let stopped = blocking(Box::new(move |c| {
+                Ok(c.terminate(m, Duration::from_secs(10)))
+            }))
+            .await??;
+            update.set(|r| {
+                r.happened = stopped;
+                r.detail = format!("SIGTERM, down {} ms", fault.hold_ms);
+            });
+            tokio::time::sleep(hold).await;
+            blocking(Box::new(restart)).await??;
+        }
+        FaultKind::EtcdMemberPause => {
+            let paused = blocking(Box::new(move |c| Ok(c.pause(m).is_ok()))).await??;
+            update.set(|r| {
+                r.happened = paused;
+                r.detail = format!("SIGSTOP for {} ms", fault.hold_ms);
+            });
+            tokio::time::sleep(hold).await;
+            if paused {
+                blocking(Box::new(move |c| {
+                    c.resume(m).map(|()| true).map_err(Into::into)
+                }))
+                .await??;
+            }
+        }
+        kind => bail!("{} is not an etcd fault", kind.name()),
+    }
+    Ok(())
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The last lines of a log, for messages.
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(5)..].join(" | ")
+}

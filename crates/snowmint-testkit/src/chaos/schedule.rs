@@ -1,0 +1,272 @@
+//! The nemesis's plan: which fault, when, on whom, for how long, drawn from
+//! the seed before the run starts.
+//!
+//! The same seed (with the same `seconds`, instance count and TTL) gives the
+//! same schedule. The timing of a run is not reproducible: when a request
+//! lands relative to a fault depends on the machine.
+
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// A kind of fault. Its [`name`](FaultKind::name) says which family it is
+/// in: `kill`, `pause`, `partition`, `clock`, and `etcd` for the store's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FaultKind {
+    /// SIGKILL an etcd-mode instance, then start it again.
+    InstanceKill,
+    /// SIGSTOP an etcd-mode instance for longer than its lease TTL, then SIGCONT.
+    InstancePause,
+    /// Cut an etcd-mode instance's line to every etcd member, then heal it.
+    Partition,
+    /// Step an etcd-mode instance's wall clock back, then forward past the
+    /// real time, then back to it, while it runs.
+    ClockStep,
+    /// SIGKILL the static-mode instance and start it with its clock set back.
+    StaticKillClockBack,
+    /// SIGKILL the etcd member that leads, then start it again.
+    EtcdLeaderKill,
+    /// SIGSTOP one etcd member, then SIGCONT.
+    EtcdMemberPause,
+    /// SIGTERM one etcd member, then start it again.
+    EtcdMemberRestart,
+}
+
+impl FaultKind {
+    /// Every kind, in report order.
+    pub const ALL: [FaultKind; 8] = [
+        FaultKind::InstanceKill,
+        FaultKind::InstancePause,
+        FaultKind::Partition,
+        FaultKind::ClockStep,
+        FaultKind::StaticKillClockBack,
+        FaultKind::EtcdLeaderKill,
+        FaultKind::EtcdMemberPause,
+        FaultKind::EtcdMemberRestart,
+    ];
+
+    /// The name in `summary.json` and the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::InstanceKill => "instance_kill",
+            FaultKind::InstancePause => "instance_pause",
+            FaultKind::Partition => "partition",
+            FaultKind::ClockStep => "clock_step",
+            FaultKind::StaticKillClockBack => "static_kill_clock_back",
+            FaultKind::EtcdLeaderKill => "etcd_leader_kill",
+            FaultKind::EtcdMemberPause => "etcd_member_pause",
+            FaultKind::EtcdMemberRestart => "etcd_member_restart",
+        }
+    }
+
+    /// Whether the fault acts on etcd members (else on instances).
+    pub fn on_etcd(self) -> bool {
+        matches!(
+            self,
+            FaultKind::EtcdLeaderKill | FaultKind::EtcdMemberPause | FaultKind::EtcdMemberRestart
+        )
+    }
+}
+
+/// What the schedule is drawn for.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan {
+    /// The seed.
+    pub seed: u64,
+    /// Length of the load, in seconds; every fault starts and is planned to
+    /// end within it.
+    pub seconds: u64,
+    /// How many etcd-mode instances (the static one comes after them).
+    pub instances: usize,
+    /// How many etcd members.
+    pub members: usize,
+    /// The instances' lease TTL, in seconds.
+    pub lease_ttl: u64,
+}
+
+/// One planned fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    /// When it starts, in milliseconds after the load starts.
+    pub at_ms: u64,
+    /// What it does.
+    pub kind: FaultKind,
+    /// The instance or member it acts on (instances `0..instances` are in
+    /// etcd mode, `instances` is the static one); `None` for the etcd leader,
+    /// found when the fault starts.
+    pub target: Option<usize>,
+    /// How long the fault holds (down, paused, cut, or each clock step), ms.
+    pub hold_ms: u64,
+    /// For clock faults: how far the clock steps back, ms.
+    pub back_ms: u64,
+    /// For [`FaultKind::ClockStep`]: how far past the real time it then
+    /// steps forward, ms.
+    pub forward_ms: u64,
+}
+
+impl Fault {
+    /// How long the fault is planned to take, with time for a restart.
+    pub fn planned_ms(&self) -> u64 {
+        match self.kind {
+            FaultKind::ClockStep => 2 * self.hold_ms,
+            FaultKind::InstanceKill
+            | FaultKind::StaticKillClockBack
+            | FaultKind::EtcdLeaderKill
+            | FaultKind::EtcdMemberRestart => self.hold_ms + 1500,
+            FaultKind::InstancePause | FaultKind::Partition | FaultKind::EtcdMemberPause => {
+                self.hold_ms
+            }
+        }
+    }
+}
+
+/// The schedule of `plan`: two lanes run side by side, one for faults on
+/// instances and one for faults on etcd, each fault after the previous one
+/// of its lane, kinds in rounds (each round every kind of the lane, in a
+/// shuffled order) so that a run long enough sees every kind. Sorted by start.
+pub fn schedule(plan: &Plan) -> Vec<Fault> {
+    let mut rng = ChaCha8Rng::seed_from_u64(plan.seed);
+    let end_ms = plan.seconds * 1000;
+    let ttl_ms = plan.lease_ttl * 1000;
+    let mut faults = Vec::new();
+    let lanes: [(&[FaultKind], u64); 2] = [
+        (
+            &[
+                FaultKind::InstanceKill,
+                FaultKind::InstancePause,
+                FaultKind::Partition,
+                FaultKind::ClockStep,
+                FaultKind::StaticKillClockBack,
+            ],
+            2000,
+        ),
+        (
+            &[
+                FaultKind::EtcdLeaderKill,
+                FaultKind::EtcdMemberPause,
+                FaultKind::EtcdMemberRestart,
+            ],
+            3000,
+        ),
+    ];
+    for (kinds, first_ms) in lanes {
+        let mut at_ms = first_ms;
+        let mut round: Vec<FaultKind> = Vec::new();
+        loop {
+            if round.is_empty() {
+                round = kinds.to_vec();
+                round.shuffle(&mut rng);
+            }
+            let kind = round.pop().expect("refilled above");
+            let fault = draw(&mut rng, plan, kind, at_ms, ttl_ms);
+            if fault.at_ms + fault.planned_ms() + 1000 > end_ms {
+                break;
+            }
+            at_ms += fault.planned_ms() + rng.random_range(500..=2000);
+            faults.push(fault);
+        }
+    }
+    faults.sort_by_key(|f| (f.at_ms, f.kind));
+    faults
+}
+
+fn draw(rng: &mut ChaCha8Rng, plan: &Plan, kind: FaultKind, at_ms: u64, ttl_ms: u64) -> Fault {
+    let instance = |rng: &mut ChaCha8Rng| Some(rng.random_range(0..plan.instances.max(1)));
+    let member = |rng: &mut ChaCha8Rng| Some(rng.random_range(0..plan.members.max(1)));
+    let (target, hold_ms, back_ms, forward_ms) = match kind {
+        FaultKind::InstanceKill => (instance(rng), rng.random_range(200..=2000), 0, 0),
+        FaultKind::InstancePause => (instance(rng), ttl_ms + rng.random_range(500..=2500), 0, 0),
+        FaultKind::Partition => (
+            instance(rng),
+            rng.random_range(1000..=2 * ttl_ms + 1000),
+            0,
+            0,
+        ),
+        FaultKind::ClockStep => (
+            instance(rng),
+            rng.random_range(1000..=3000),
+            rng.random_range(500..=5000),
+            rng.random_range(0..=3000),
+        ),
+        FaultKind::StaticKillClockBack => (
+            Some(plan.instances),
+            rng.random_range(200..=1000),
+            rng.random_range(1000..=4000),
+            0,
+        ),
+        FaultKind::EtcdLeaderKill => (None, rng.random_range(500..=3000), 0, 0),
+        FaultKind::EtcdMemberPause => (member(rng), rng.random_range(1000..=5000), 0, 0),
+        FaultKind::EtcdMemberRestart => (member(rng), rng.random_range(200..=2000), 0, 0),
+    };
+    Fault {
+        at_ms,
+        kind,
+        target,
+        hold_ms,
+        back_ms,
+        forward_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(seed: u64, seconds: u64) -> Plan {
+        Plan {
+            seed,
+            seconds,
+            instances: 5,
+            members: 3,
+            lease_ttl: 3,
+        }
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_schedule() {
+        assert_eq!(schedule(&plan(7, 60)), schedule(&plan(7, 60)));
+        assert_ne!(schedule(&plan(7, 60)), schedule(&plan(8, 60)));
+    }
+
+    #[test]
+    fn faults_fit_in_the_run_and_hit_real_targets() {
+        for seed in 0..50 {
+            let faults = schedule(&plan(seed, 30));
+            assert!(!faults.is_empty());
+            for f in &faults {
+                assert!(f.at_ms + f.planned_ms() <= 30_000, "{f:?}");
+                match (f.kind, f.target) {
+                    (FaultKind::EtcdLeaderKill, t) => assert_eq!(t, None),
+                    (FaultKind::StaticKillClockBack, t) => assert_eq!(t, Some(5)),
+                    (k, Some(t)) if k.on_etcd() => assert!(t < 3),
+                    (_, Some(t)) => assert!(t < 5),
+                    (_, None) => panic!("{f:?} has no target"),
+                }
+                if f.kind == FaultKind::InstancePause {
+                    assert!(f.hold_ms > 3000, "a pause outlasts the TTL");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_minute_sees_every_kind() {
+        let faults = schedule(&plan(1, 60));
+        for kind in FaultKind::ALL {
+            assert!(faults.iter().any(|f| f.kind == kind), "{kind:?} missing");
+        }
+    }
+
+    #[test]
+    fn kind_names_name_their_family() {
+        for kind in FaultKind::ALL {
+            let name = kind.name();
+            assert!(
+                ["kill", "pause", "partition", "clock", "restart"]
+                    .iter()
+                    .any(|f| name.contains(f))
+            );
+            assert_eq!(kind.on_etcd(), name.contains("etcd"));
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! Real services for snowmint's tests, and the chaos harness built on them.
+//!
+//! Which piece to use:
+//!
+//! - [`etcd::EtcdServer`]: one etcd member for one test, on a loopback
+//!   address of its own, killed when dropped.
+//! - [`etcd::EtcdCluster`]: a three-member (or larger) etcd cluster with real
+//!   Raft, whose members can be killed, paused and restarted.
+//! - [`proxy::Proxy`]: a TCP proxy between an instance and etcd whose line can
+//!   be cut (a partition) and restored.
+//! - [`clock::FakeClock`]: a process's wall clock under libfaketime, stepped
+//!   back and forward while it runs.
+//! - [`chaos`]: the randomized fault test of distributed mode (`snowmint-chaos`,
+//!   run by `scripts/chaos`): load, nemesis, checker and report.
+//!
+//! Tests that need an external program call [`skip`] when it is missing: a
+//! printed skip, or a failure under `SNOWMINT_REQUIRE_SERVICES=1`.
+//!
+//! # Layout
+//!
+//! - `etcd.rs`: etcd members and clusters, the "process owns its socket" check.
+//! - `proxy.rs`: the cuttable TCP proxy.
+//! - `clock.rs`: libfaketime clock control.
+//! - `signal.rs`: SIGKILL/SIGSTOP/SIGCONT to a process by ID.
+//! - `chaos/`: the harness (`schedule`, `history`, `checker`, `report`, `run`).
+
+#![warn(missing_docs)]
+
+pub mod chaos;
+pub mod clock;
+pub mod etcd;
+pub mod proxy;
+pub mod signal;
+
+/// Whether a missing external program must fail the test instead of
+/// skipping it (`SNOWMINT_REQUIRE_SERVICES=1`, set by `scripts/test` and CI).
+pub fn services_required() -> bool {
+    std::env::var("SNOWMINT_REQUIRE_SERVICES").is_ok_and(|v| v == "1")
+}
+
+/// Reports why a test cannot run: a skip with a printed reason, or a failure
+/// when services are required. Returns `None` so callers can `?`/`let else`.
+///
+/// # Panics
+///
+/// When `SNOWMINT_REQUIRE_SERVICES=1`.
+pub fn skip<T>(reason: &str) -> Option<T> {
+    if services_required() {
+        panic!("SNOWMINT_REQUIRE_SERVICES=1 but {reason}");
+    }
+    eprintln!("skipping: {reason} (set SNOWMINT_REQUIRE_SERVICES=1 to make this a failure)");
+    None
+}

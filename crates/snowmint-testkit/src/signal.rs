@@ -1,0 +1,78 @@
+//! Signals to a process by ID, and waiting until its threads obey them.
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal, kill_process};
+
+/// Sends `signal` to process `pid`.
+///
+/// # Errors
+///
+/// When there is no such process (it exited) or it may not be signalled.
+pub fn send(pid: u32, signal: Signal) -> io::Result<()> {
+    let raw = i32::try_from(pid).map_err(|_| io::Error::other(format!("pid {pid} too large")))?;
+    let pid = Pid::from_raw(raw).ok_or_else(|| io::Error::other("pid 0"))?;
+    kill_process(pid, signal).map_err(io::Error::from)
+}
+
+/// The state letter of every thread of `pid` (`R`, `S`, `T` for stopped, ...),
+/// read from `/proc/PID/task/TID/stat`; empty when the process is gone.
+pub fn thread_states(pid: u32) -> Vec<char> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|dir| {
+            dir.filter_map(|task| {
+                let stat = std::fs::read_to_string(task.ok()?.path().join("stat")).ok()?;
+                // "TID (comm) S ...": the comm may hold spaces and parens.
+                stat.rsplit_once(')')?.1.trim_start().chars().next()
+            })
+            .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Stops `pid` with SIGSTOP and returns once every thread of it has stopped
+/// (`kill` only queues the signal; a thread running on another core could
+/// still answer a request sent right after).
+///
+/// # Errors
+///
+/// When the process is gone, or its threads are not all stopped after `limit`.
+pub fn stop(pid: u32, limit: Duration) -> io::Result<()> {
+    send(pid, Signal::STOP)?;
+    wait_threads(pid, limit, "stopped", |s| s == 'T')
+}
+
+/// Resumes `pid` with SIGCONT and returns once no thread of it is stopped.
+///
+/// # Errors
+///
+/// When the process is gone, or a thread is still stopped after `limit`.
+pub fn resume(pid: u32, limit: Duration) -> io::Result<()> {
+    send(pid, Signal::CONT)?;
+    wait_threads(pid, limit, "running", |s| s != 'T')
+}
+
+fn wait_threads(
+    pid: u32,
+    limit: Duration,
+    what: &str,
+    wanted: impl Fn(char) -> bool,
+) -> io::Result<()> {
+    let start = Instant::now();
+    loop {
+        let states = thread_states(pid);
+        if states.is_empty() {
+            return Err(io::Error::other(format!("process {pid} is gone")));
+        }
+        if states.iter().all(|&s| wanted(s)) {
+            return Ok(());
+        }
+        if start.elapsed() > limit {
+            return Err(io::Error::other(format!(
+                "process {pid}'s threads not all {what} after {limit:?}: {states:?}"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
