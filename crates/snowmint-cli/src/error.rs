@@ -11,6 +11,20 @@ use std::process::ExitCode;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use snowmint::{Field, Layout};
 
+/// A flag's value out of its range or not a number; the message names the
+/// flag, the value and the range (`header-timeout must be 1..=3600
+/// (seconds), got 0`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlagError(pub String);
+
+impl fmt::Display for FlagError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for FlagError {}
+
 /// Why a subcommand did not succeed.
 #[derive(Debug)]
 pub enum CliError {
@@ -116,6 +130,10 @@ fn clap_message(e: &clap::Error) -> String {
         std::error::Error::source(e).and_then(|s| s.downcast_ref::<snowmint::Error>())
     {
         return core.to_string();
+    }
+    // Likewise a flag's own range check.
+    if let Some(flag) = std::error::Error::source(e).and_then(|s| s.downcast_ref::<FlagError>()) {
+        return flag.to_string();
     }
     let rendered = e.render().to_string();
     let mut paragraphs = rendered.split("\n\n");

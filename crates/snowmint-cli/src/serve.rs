@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use snowmint_server::Config;
 
-use crate::error::CliError;
+use crate::error::{CliError, FlagError};
 
 /// Flags of `snowmint serve`; each can also come from the environment.
 #[derive(Debug, clap::Args)]
@@ -38,7 +38,7 @@ pub struct ServeArgs {
     pub etcd: Vec<String>,
     /// TTL of the etcd identity lease.
     #[arg(long, env = "SNOWMINT_LEASE_TTL", default_value_t = 10, value_name = "SECONDS",
-          value_parser = clap::value_parser!(u64).range(2..=3600))]
+          allow_negative_numbers = true, value_parser = whole("lease-ttl", 2, 3600, "seconds"))]
     pub lease_ttl: u64,
     /// Key prefix of the identities in etcd; clusters with different
     /// prefixes share one etcd without sharing identities.
@@ -62,29 +62,51 @@ pub struct ServeArgs {
     /// connection idle the longest, or is closed when all are busy
     /// [default: the open-file limit (raised to its hard limit) less headroom].
     #[arg(long, env = "SNOWMINT_MAX_CONNECTIONS", value_name = "N",
-          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+          allow_negative_numbers = true, value_parser = whole("max-connections", 1, 1_000_000, "connections"))]
     pub max_connections: Option<u64>,
     /// A request head must arrive in full within this time.
     #[arg(long, env = "SNOWMINT_HEADER_TIMEOUT", value_name = "SECONDS",
           default_value_t = snowmint_server::http::DEFAULT_HEADER_TIMEOUT.as_secs(),
-          value_parser = clap::value_parser!(u64).range(1..=3600))]
+          allow_negative_numbers = true, value_parser = whole("header-timeout", 1, 3600, "seconds"))]
     pub header_timeout: u64,
     /// A keep-alive connection with no request for this long is closed.
     #[arg(long, env = "SNOWMINT_IDLE_TIMEOUT", value_name = "SECONDS",
           default_value_t = snowmint_server::http::DEFAULT_IDLE_TIMEOUT.as_secs(),
-          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+          allow_negative_numbers = true, value_parser = whole("idle-timeout", 1, 86_400, "seconds"))]
     pub idle_timeout: u64,
     /// On SIGTERM, requests in progress get this long to finish; then the
     /// rest are closed, the reservation is saved and the process exits 0.
     #[arg(long, env = "SNOWMINT_SHUTDOWN_TIMEOUT", value_name = "SECONDS",
           default_value_t = snowmint_server::http::DEFAULT_SHUTDOWN_TIMEOUT.as_secs(),
-          value_parser = clap::value_parser!(u64).range(0..=3600))]
+          allow_negative_numbers = true, value_parser = whole("shutdown-timeout", 0, 3600, "seconds"))]
     pub shutdown_timeout: u64,
     /// Most IDs per second one client IP may mint (429 with Retry-After
     /// beyond it) [default: no quota].
     #[arg(long, env = "SNOWMINT_CLIENT_QUOTA", value_name = "IDS_PER_SECOND",
-          value_parser = clap::value_parser!(u32).range(1..))]
-    pub client_quota: Option<u32>,
+          allow_negative_numbers = true, value_parser = whole("client-quota", 1, u64::from(u32::MAX), "IDs per second"))]
+    pub client_quota: Option<u64>,
+}
+
+/// A flag that takes a whole number in `min..=max` (of `unit`): its error
+/// names the flag, the value and the range, like every other surface's.
+fn whole(
+    flag: &'static str,
+    min: u64,
+    max: u64,
+    unit: &'static str,
+) -> impl Fn(&str) -> Result<u64, FlagError> + Clone + Send + Sync + 'static {
+    move |input| {
+        let text = input.trim();
+        match text.parse::<i128>() {
+            Ok(v) if (i128::from(min)..=i128::from(max)).contains(&v) => Ok(v as u64),
+            Ok(_) => Err(FlagError(format!(
+                "{flag} must be {min}..={max} ({unit}), got {text}"
+            ))),
+            Err(_) => Err(FlagError(format!(
+                "{flag} must be a whole number {min}..={max} ({unit}), got {text:?}"
+            ))),
+        }
+    }
 }
 
 /// `--datacenter`, checked by the core so the message is the one every surface gives.
@@ -128,7 +150,10 @@ impl ServeArgs {
         limits.max_connections = self
             .max_connections
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
-        config.client_quota = self.client_quota.and_then(std::num::NonZeroU32::new);
+        config.client_quota = self
+            .client_quota
+            .and_then(|q| u32::try_from(q).ok())
+            .and_then(std::num::NonZeroU32::new);
         config
     }
 }

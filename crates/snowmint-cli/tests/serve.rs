@@ -38,6 +38,30 @@ fn bad_flags_exit_2_with_one_line() {
             &["--worker", "abc"],
             r#"error: worker must be a decimal integer 0..=31, got "abc""#,
         ),
+        (
+            &["--header-timeout", "0"],
+            "error: header-timeout must be 1..=3600 (seconds), got 0",
+        ),
+        (
+            &["--shutdown-timeout", "-1"],
+            "error: shutdown-timeout must be 0..=3600 (seconds), got -1",
+        ),
+        (
+            &["--idle-timeout", "99999999"],
+            "error: idle-timeout must be 1..=86400 (seconds), got 99999999",
+        ),
+        (
+            &["--max-connections", "abc"],
+            r#"error: max-connections must be a whole number 1..=1000000 (connections), got "abc""#,
+        ),
+        (
+            &["--client-quota", "0"],
+            "error: client-quota must be 1..=4294967295 (IDs per second), got 0",
+        ),
+        (
+            &["--lease-ttl", "1"],
+            "error: lease-ttl must be 2..=3600 (seconds), got 1",
+        ),
     ] {
         let out = snowmint().arg("serve").args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
