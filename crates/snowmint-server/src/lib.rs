@@ -61,7 +61,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 pub use admission::Admission;
 pub use error::{ApiError, ErrorBody};
@@ -253,7 +253,13 @@ pub fn app(state: AppState) -> Router {
         .fallback(api::not_found)
         .method_not_allowed_fallback(api::method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), track))
-        .layer(TraceLayer::new_for_http())
+        // Per-request spans at debug level. A 5xx is not logged here: under a
+        // flood of 503s that would be a log line (a blocking write) per
+        // request; refusals are logged, throttled, where they are decided.
+        .layer(
+            TraceLayer::new_for_http()
+                .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
+        )
         .layer(CatchPanicLayer::custom(|_| {
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, None, "internal error").into_response()
         }))
