@@ -717,6 +717,10 @@ async fn instance_fault(world: &World, fault: &Fault, update: &Recorder<'_>) -> 
     Ok(())
 }
 
+/// How long a leader kill looks for the leader before it gives up (and
+/// the run fails, the fault not having happened).
+const LEADER_SEARCH: Duration = Duration::from_secs(15);
+
 /// Something done to the cluster on a blocking thread.
 type ClusterOp = Box<dyn FnOnce(&mut EtcdCluster) -> anyhow::Result<bool> + Send>;
 
@@ -730,12 +734,24 @@ async fn etcd_fault(world: &World, fault: &Fault, update: &Recorder<'_>) -> anyh
     let member = match fault.target {
         Some(m) => Some(m),
         None => {
-            let leader = Arc::clone(&cluster);
-            tokio::task::spawn_blocking(move || leader.lock().unwrap().leader()).await?
+            // The cluster may be between leaders (an election after the
+            // previous fault) or slow to answer under load: ask again for
+            // a while before giving up on this fault.
+            let mut found = None;
+            let asking = Instant::now();
+            while found.is_none() && asking.elapsed() < LEADER_SEARCH {
+                let leader = Arc::clone(&cluster);
+                found =
+                    tokio::task::spawn_blocking(move || leader.lock().unwrap().leader()).await?;
+                if found.is_none() {
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+            }
+            found
         }
     };
     let Some(m) = member else {
-        update.set(|r| r.detail = "no leader found".to_owned());
+        update.set(|r| r.detail = format!("no leader found within {} s", LEADER_SEARCH.as_secs()));
         return Ok(());
     };
     update.set(|r| r.lane = Some(format!("etcd{m}")));
