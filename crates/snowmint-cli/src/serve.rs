@@ -16,7 +16,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "SNOWMINT_LISTEN",
-        default_value = "127.0.0.1:8080",
+        default_value_t = snowmint_server::DEFAULT_LISTEN,
         value_name = "ADDR"
     )]
     pub listen: SocketAddr,
@@ -130,8 +130,8 @@ impl ServeArgs {
     fn config(&self) -> Config {
         let mut config = Config::default();
         config.listen = self.listen;
-        config.datacenter = self.datacenter;
-        config.worker = self.worker;
+        config.identity = snowmint::Identity::new(self.datacenter.into(), self.worker.into())
+            .expect("both flags are checked by the core's field ranges");
         config.etcd_endpoints = self
             .etcd
             .iter()
@@ -182,10 +182,8 @@ pub fn run_cli(args: ServeArgs) -> Result<(), CliError> {
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut config = args.config();
     if args.worker_from_hostname {
-        let (datacenter, worker) = snowmint_server::hostname::identity_from_hostname()
+        config.identity = snowmint_server::hostname::identity_from_hostname()
             .map_err(|e| UsageError(e.to_string()))?;
-        config.datacenter = datacenter;
-        config.worker = worker;
     }
     if !config.etcd_endpoints.is_empty() && !cfg!(feature = "etcd") {
         return Err(UsageError(
@@ -220,10 +218,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         eprintln!(
-            "snowmint: serving the explorer on http://{}/ (datacenter {}, worker {}, state in {})",
+            "snowmint: serving the explorer on http://{}/ ({}, state in {})",
             listener.local_addr().unwrap_or(config.listen),
-            config.datacenter,
-            config.worker,
+            config.identity,
             config.state_dir.display()
         );
         snowmint_server::run_with(listener, state, config.limits, shutdown_signal()).await?;

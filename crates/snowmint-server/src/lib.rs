@@ -51,7 +51,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::{MatchedPath, Request, State};
@@ -79,10 +79,8 @@ pub use minter::{Fence, Identity, MintError, Minter};
 pub struct Config {
     /// Address to listen on.
     pub listen: SocketAddr,
-    /// Static identity: datacenter ID, 0..=31.
-    pub datacenter: u8,
-    /// Static identity: worker ID, 0..=31.
-    pub worker: u8,
+    /// The static identity (ignored when `etcd_endpoints` is set).
+    pub identity: Identity,
     /// Where the static identity's reservation file is kept.
     pub state_dir: PathBuf,
     /// etcd endpoints; empty means the static identity.
@@ -100,9 +98,8 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Config {
         Config {
-            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            datacenter: 0,
-            worker: 0,
+            listen: DEFAULT_LISTEN,
+            identity: Identity::default(),
             state_dir: default_state_dir(),
             etcd_endpoints: Vec::new(),
             lease_ttl: Duration::from_secs(10),
@@ -112,6 +109,12 @@ impl Default for Config {
         }
     }
 }
+
+/// Where `snowmint serve` listens unless told otherwise: 127.0.0.1:8080.
+pub const DEFAULT_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+    std::net::Ipv4Addr::LOCALHOST,
+    8080,
+));
 
 /// `$XDG_STATE_HOME/snowmint`, else `~/.local/state/snowmint`, else
 /// `./.snowmint-state`.
@@ -156,11 +159,7 @@ impl AppState {
             metrics: Arc::new(Metrics::new(Arc::clone(&minter))),
             admission: Arc::new(Admission::default()),
             minter,
-            now: Arc::new(|| {
-                SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |d| d.as_millis() as u64)
-            }),
+            now: Arc::new(snowmint::unix_now_ms),
         }
     }
 
@@ -191,12 +190,11 @@ impl AppState {
     }
 }
 
-/// The static identity: a generator for `config.datacenter`/`config.worker`
+/// The static identity: a generator for `config.identity`
 /// with its reservation under `config.state_dir`, installed with
 /// [`Fence::never`].
 pub fn static_state(config: &Config) -> Result<AppState, StaticError> {
-    let generator =
-        generator::static_generator(config.datacenter, config.worker, &config.state_dir)?;
+    let generator = generator::static_generator(config.identity, &config.state_dir)?;
     let minter = Minter::new();
     minter.install(Arc::new(generator), Arc::new(Fence::never()));
     Ok(AppState::new(minter).with_admission(admission_for(config)))

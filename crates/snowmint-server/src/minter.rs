@@ -24,23 +24,7 @@ use snowmint::SnowflakeId;
 
 use crate::generator::{GenerateError, Generator, IdRange, StoreError};
 
-/// Most IDs one mint may ask for: one per sequence value of a millisecond.
-pub const MAX_BATCH: usize = 4096;
-
-/// A worker identity: the (datacenter, worker) pair this instance issues as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Identity {
-    /// Datacenter ID, 0..=31.
-    pub datacenter: u8,
-    /// Worker ID, 0..=31.
-    pub worker: u8,
-}
-
-impl fmt::Display for Identity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "datacenter {}, worker {}", self.datacenter, self.worker)
-    }
-}
+pub use snowmint::{Identity, MAX_BATCH};
 
 /// The process-wide origin of the monotonic clock fences count from.
 fn monotonic_ns(at: Instant) -> u64 {
@@ -241,10 +225,7 @@ impl Minter {
     /// Replaces whatever was installed.
     pub fn install(&self, generator: Arc<Generator>, fence: Arc<Fence>) {
         // The identity is the generator's own: nothing to keep in step.
-        let identity = Identity {
-            datacenter: generator.datacenter(),
-            worker: generator.worker(),
-        };
+        let identity = generator.identity();
         self.slot.store(Some(Arc::new(Slot {
             identity,
             generator,
@@ -522,13 +503,7 @@ mod tests {
             .unwrap();
         let fence = Arc::new(Fence::until(Instant::now() + Duration::from_secs(60)));
         minter.install(Arc::new(generator), Arc::clone(&fence));
-        assert_eq!(
-            minter.ready(),
-            Ok(Identity {
-                datacenter: 3,
-                worker: 4
-            })
-        );
+        assert_eq!(minter.ready(), Ok(Identity::new(3, 4).unwrap()));
         clock.rewind(3_600_000);
         let err = minter.ready().unwrap_err();
         assert!(

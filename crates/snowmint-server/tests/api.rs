@@ -22,8 +22,7 @@ struct Harness {
 fn harness() -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let mut config = Config::default();
-    config.datacenter = 1;
-    config.worker = 2;
+    config.identity = snowmint::Identity::new(1, 2).unwrap();
     config.state_dir = dir.path().to_owned();
     let state = static_state(&config)
         .unwrap()

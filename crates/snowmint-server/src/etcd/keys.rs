@@ -5,7 +5,7 @@
 //! <prefix>/reserved/<datacenter>/<worker>    NOT bound to a lease; value: "reserved until" Unix ms
 //! ```
 
-use crate::hostname::{IDENTITIES, identity_of_ordinal, ordinal_of_identity};
+use snowmint::Identity;
 
 /// The default key prefix.
 pub const DEFAULT_PREFIX: &str = "/snowmint";
@@ -37,13 +37,15 @@ impl Keys {
 
     /// The key that says who holds identity number `n`.
     pub fn identity(&self, n: u16) -> String {
-        let (dc, worker) = identity_of_ordinal(n).expect("identity number 0..=1023");
+        let id = Identity::from_ordinal(n.into()).expect("identity number 0..=1023");
+        let (dc, worker) = (id.datacenter(), id.worker());
         format!("{}/identities/{dc}/{worker}", self.prefix)
     }
 
     /// The key of identity number `n`'s "reserved until" mark.
     pub fn reserved(&self, n: u16) -> String {
-        let (dc, worker) = identity_of_ordinal(n).expect("identity number 0..=1023");
+        let id = Identity::from_ordinal(n.into()).expect("identity number 0..=1023");
+        let (dc, worker) = (id.datacenter(), id.worker());
         format!("{}/reserved/{dc}/{worker}", self.prefix)
     }
 
@@ -52,7 +54,9 @@ impl Keys {
         let key = std::str::from_utf8(key).ok()?;
         let rest = key.strip_prefix(&self.identities())?;
         let (dc, worker) = rest.split_once('/')?;
-        let n = ordinal_of_identity(dc.parse().ok()?, worker.parse().ok()?)?;
+        let n = Identity::new(dc.parse().ok()?, worker.parse().ok()?)
+            .ok()?
+            .ordinal();
         // Only the canonical spelling: "01" is not identity 1's key.
         (self.identity(n) == key).then_some(n)
     }
@@ -60,7 +64,7 @@ impl Keys {
 
 /// Every identity number, in claim order.
 pub(crate) fn all_identities() -> impl Iterator<Item = u16> {
-    0..IDENTITIES
+    Identity::all().map(Identity::ordinal)
 }
 
 #[cfg(test)]

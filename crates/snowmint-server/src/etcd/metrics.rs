@@ -56,8 +56,8 @@ impl Collector for EtcdCollector {
                 ConstGauge::new(1i64).metric_type(),
             )?;
             let labels = IdentityLabels {
-                datacenter: identity.datacenter,
-                worker: identity.worker,
+                datacenter: identity.datacenter(),
+                worker: identity.worker(),
                 lease: format!("{lease:x}"),
             };
             ConstGauge::new(1i64).encode(family.encode_family(&labels)?)?;

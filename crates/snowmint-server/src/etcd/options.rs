@@ -27,9 +27,7 @@ pub fn default_generator(
     identity: Identity,
     store: EtcdStore,
 ) -> Result<Generator, snowmint::BuildError> {
-    Generator::builder(u64::from(identity.datacenter), u64::from(identity.worker))
-        .store(store)
-        .build()
+    Generator::builder_for(identity).store(store).build()
 }
 
 /// Options of distributed mode (`snowmint serve --etcd ...`).

@@ -16,7 +16,6 @@ use super::ops::{self, Conn, EtcdError, Granted};
 use super::options::{EtcdOptions, OptionsError, fence_margin};
 use super::status::{EtcdStatus, LeaseState, SharedStatus, StatusReader, update};
 use super::store::EtcdStore;
-use crate::hostname::identity_of_ordinal;
 use crate::{Fence, Identity, Minter};
 
 /// A running lease session; see [`EtcdIdentity::spawn`].
@@ -345,8 +344,7 @@ impl Session {
                 }));
             }
         };
-        let (datacenter, worker) = identity_of_ordinal(n).expect("claims return 0..=1023");
-        let identity = Identity { datacenter, worker };
+        let identity = Identity::from_ordinal(n.into()).expect("claims return 0..=1023");
         // The generator loads the mark through the blocking bridge: build it
         // off the async workers.
         let lost = Arc::new(Notify::new());
@@ -431,10 +429,7 @@ impl Session {
         mut fence: Arc<Fence>,
         lost: &Notify,
     ) -> EtcdError {
-        let identity = Identity {
-            datacenter: generator.datacenter(),
-            worker: generator.worker(),
-        };
+        let identity = generator.identity();
         let not_holder = || EtcdError::NotHolder {
             key: self.keys.identity(n),
             lease: granted.id,
