@@ -1,14 +1,11 @@
 //! The production minter: a lock-free [`Generator`] that never issues the
 //! same ID twice, across threads, clock steps and restarts.
 
+mod state;
+
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
-
-#[cfg(loom)]
-use loom::sync::atomic::AtomicU64 as StateCell;
-#[cfg(not(loom))]
-use std::sync::atomic::AtomicU64 as StateCell;
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Field};
@@ -16,13 +13,10 @@ use crate::flight::Flight;
 use crate::id::SnowflakeId;
 use crate::identity::Identity;
 use crate::layout::{
-    Layout, MAX_DELTA_MS, MAX_SEQUENCE, MAX_TIMESTAMP_MS, SEQUENCE_BITS, TIMESTAMP_SHIFT,
-    TWITTER_EPOCH_MS,
+    Layout, MAX_BATCH, MAX_DELTA_MS, MAX_TIMESTAMP_MS, TIMESTAMP_SHIFT, TWITTER_EPOCH_MS,
 };
 use crate::reservation::{ReservationStore, StoreError, StoreErrorKind};
-
-/// IDs per millisecond: 4096.
-const PER_MS: u64 = MAX_SEQUENCE + 1;
+use state::{AtomicMark, AtomicState, State};
 
 /// Default of [`GeneratorBuilder::max_borrow_ms`].
 pub const DEFAULT_MAX_BORROW_MS: u64 = 3_000;
@@ -112,9 +106,8 @@ pub struct Generator {
 ///
 /// # Invariants
 ///
-/// `state` packs the last issued position: `delta_ms << 12 | sequence`,
-/// where `delta_ms` is milliseconds since the Twitter epoch (41 bits, so the
-/// word never overflows) and `sequence` is 0..=4095.
+/// `state` is the last issued position, a [`State`]: (millisecond since
+/// the Twitter epoch, sequence) packed into one word (`state.rs`).
 ///
 /// 1. `state` only increases, and only by a successful compare-and-swap
 ///    from the value the caller loaded. A caller that wins the swap from
@@ -137,8 +130,9 @@ pub struct Generator {
 ///    `reserved_until` is `u64::MAX` without a store.
 #[cfg_attr(not(loom), repr(align(128)))]
 struct Hot {
-    state: StateCell,
-    reserved_until: StateCell,
+    state: AtomicState,
+    /// The durable mark, in ms since the epoch.
+    reserved_until: AtomicMark,
     /// Whether the clock was last seen behind `state` (to count regressions
     /// once each, not once per call).
     behind: AtomicBool,
@@ -172,6 +166,14 @@ struct Claim {
     delta_ms: u64,
     first_sequence: u64,
     count: u64,
+}
+
+impl Claim {
+    /// The state after the claim: its last position.
+    #[inline]
+    fn end(self) -> State {
+        State::new(self.delta_ms, self.first_sequence + self.count - 1)
+    }
 }
 
 impl Generator {
@@ -296,7 +298,7 @@ impl Generator {
 
     #[inline]
     fn ids<const BLOCK: bool>(&self, n: usize) -> Result<IdRange, GenerateError> {
-        if n == 0 || n > PER_MS as usize {
+        if n == 0 || n > MAX_BATCH {
             return Err(GenerateError::Count { requested: n });
         }
         let c = self.claim::<BLOCK>(n as u64)?;
@@ -324,15 +326,16 @@ impl Generator {
         // expected to be monotonic across threads).
         let mut cur = self.hot.state.load(Ordering::Acquire);
         let mut now = self.clock.now_ms();
-        // Not a state value (those are below 2^53): the first reading that
-        // is behind the state is read again before it counts as a regression,
-        // because a time-stamp counter read is not ordered after the load.
-        let mut read_after = u64::MAX;
+        // The state the clock was last read after, if any: the first reading
+        // that is behind the state is read again before it counts as a
+        // regression, because a time-stamp counter read is not ordered after
+        // the load.
+        let mut read_after: Option<State> = None;
         let mut waited = Duration::ZERO;
         let mut counted_wait = false;
         loop {
-            let last = cur >> SEQUENCE_BITS;
-            let seq = cur & MAX_SEQUENCE;
+            let last = cur.ms();
+            let seq = cur.sequence();
             let Some(now_delta) = now.checked_sub(TWITTER_EPOCH_MS) else {
                 return Err(timestamp_error(now));
             };
@@ -353,23 +356,24 @@ impl Generator {
                 if now_delta < last {
                     // Once a regression is being counted, a second reading
                     // would only confirm it: skip it on the hot path.
-                    if read_after != cur && !self.hot.behind.load(Ordering::Relaxed) {
+                    if read_after != Some(cur) && !self.hot.behind.load(Ordering::Relaxed) {
                         // The reading predates the state we now hold (or
                         // may): read again, after this branch on the loaded
                         // state, before believing the clock went back.
                         now = self.reread_clock();
-                        read_after = cur;
+                        read_after = Some(cur);
                         continue;
                     }
                     self.note_regression(last - now_delta);
                 }
-                if seq < MAX_SEQUENCE {
+                let left = cur.left();
+                if left > 0 {
                     // The same millisecond, or a logical one ahead of a
                     // clock that is behind.
                     Claim {
                         delta_ms: last,
                         first_sequence: seq + 1,
-                        count: want.min(MAX_SEQUENCE - seq),
+                        count: want.min(left),
                     }
                 } else if now_delta == last {
                     // The 4096 of this millisecond are used up: wait for the
@@ -394,7 +398,7 @@ impl Generator {
                         .max(MIN_WAIT_CHARGE);
                     cur = self.hot.state.load(Ordering::Acquire);
                     now = self.clock.now_ms();
-                    read_after = cur;
+                    read_after = Some(cur);
                     continue;
                 } else {
                     // Used up, and the clock is behind: borrow the next
@@ -422,7 +426,7 @@ impl Generator {
                             .max(MIN_WAIT_CHARGE);
                         cur = self.hot.state.load(Ordering::Acquire);
                         now = self.clock.now_ms();
-                        read_after = cur;
+                        read_after = Some(cur);
                         continue;
                     }
                     if next > MAX_DELTA_MS {
@@ -442,7 +446,7 @@ impl Generator {
                 // Issuing would need a mark write first.
                 return Err(GenerateError::WouldBlock);
             }
-            let new = (claim.delta_ms << SEQUENCE_BITS) | (claim.first_sequence + claim.count - 1);
+            let new = claim.end();
             match self
                 .hot
                 .state
@@ -532,7 +536,7 @@ impl Generator {
         let Some(store) = &self.store else {
             return Ok(());
         };
-        let claimed = self.hot.state.load(Ordering::SeqCst) >> SEQUENCE_BITS;
+        let claimed = self.hot.state.load(Ordering::SeqCst).ms();
         let mark = delta_ms
             .max(claimed)
             .saturating_add(self.window_ms)
@@ -572,7 +576,7 @@ impl Generator {
         if self.store.is_none() {
             return false;
         }
-        let last = self.hot.state.load(Ordering::Acquire) >> SEQUENCE_BITS;
+        let last = self.hot.state.load(Ordering::Acquire).ms();
         (last + self.renew_ahead_ms > self.hot.reserved_until.load(Ordering::SeqCst)
             || self.store_failing.load(Ordering::Relaxed))
             && !self.renewal_asked.load(Ordering::Relaxed)
@@ -598,7 +602,7 @@ impl Generator {
             .saturating_sub(TWITTER_EPOCH_MS)
             .min(MAX_DELTA_MS);
         let covered = |last_ok: bool| {
-            let last = self.hot.state.load(Ordering::Acquire) >> SEQUENCE_BITS;
+            let last = self.hot.state.load(Ordering::Acquire).ms();
             last_ok && last + self.renew_ahead_ms <= self.hot.reserved_until.load(Ordering::SeqCst)
         };
         let outcome = self.flight.ensure(covered, || self.write_mark(now_delta));
@@ -635,7 +639,7 @@ impl Generator {
             Some(d) if d <= MAX_DELTA_MS => d,
             _ => return Err(timestamp_error(now)),
         };
-        let last = self.hot.state.load(Ordering::Acquire) >> SEQUENCE_BITS;
+        let last = self.hot.state.load(Ordering::Acquire).ms();
         let reach = now_delta
             .saturating_add(self.max_borrow_ms)
             .saturating_add(whole_ms(self.max_wait));
@@ -668,7 +672,7 @@ impl Generator {
             // Make every claim from here on take the slow path (invariant
             // 4), then read what has been claimed so far.
             self.hot.reserved_until.store(0, Ordering::SeqCst);
-            let last = self.hot.state.load(Ordering::SeqCst) >> SEQUENCE_BITS;
+            let last = self.hot.state.load(Ordering::SeqCst).ms();
             // On failure the store may hold either mark (a rename can land
             // before its directory sync fails), so `reserved_until` stays 0:
             // the next claim writes a fresh mark covering everything issued
@@ -695,7 +699,7 @@ impl Generator {
     /// The millisecond (Unix ms) of the last issued ID; before the first ID,
     /// the mark the generator started from (or the epoch).
     pub fn last_issued_ms(&self) -> u64 {
-        (self.hot.state.load(Ordering::Acquire) >> SEQUENCE_BITS) + TWITTER_EPOCH_MS
+        (self.hot.state.load(Ordering::Acquire).ms()) + TWITTER_EPOCH_MS
     }
 
     /// The durable "reserved until" mark (Unix ms), or `None` without a
@@ -726,9 +730,9 @@ impl Generator {
         let closed = c.closed.load(Ordering::Relaxed);
         let state = self.hot.state.load(Ordering::Acquire);
         let burned = c.burned.load(Ordering::Relaxed);
-        let issued = (closed + (state & MAX_SEQUENCE) + 1).saturating_sub(PER_MS + burned);
+        let issued = (closed + state.sequence() + 1).saturating_sub(State::PER_MS + burned);
         let issued = c.reported.fetch_max(issued, Ordering::Relaxed).max(issued);
-        let last_ms = (state >> SEQUENCE_BITS) + TWITTER_EPOCH_MS;
+        let last_ms = state.ms() + TWITTER_EPOCH_MS;
         GeneratorMetrics {
             ids_issued: issued,
             exhaustion_waits: c.exhaustion_waits.load(Ordering::Relaxed),
@@ -885,8 +889,8 @@ impl GeneratorBuilder {
         let start = mark_delta.max(built_delta);
         Generator {
             hot: Hot {
-                state: StateCell::new((start << SEQUENCE_BITS) | MAX_SEQUENCE),
-                reserved_until: StateCell::new(reserved),
+                state: AtomicState::new(State::end_of(start)),
+                reserved_until: AtomicMark::new(reserved),
                 behind: AtomicBool::new(false),
             },
             node: identity.node_bits(),
@@ -991,7 +995,7 @@ impl fmt::Display for GenerateError {
                 write!(f, "cannot reserve IDs ahead (no ID was issued): {e}")
             }
             GenerateError::Count { requested } => {
-                write!(f, "count must be 1..={PER_MS}, got {requested}")
+                write!(f, "count must be 1..={MAX_BATCH}, got {requested}")
             }
             GenerateError::WouldBlock => f.write_str(
                 "issuing now would have to wait (for the clock or for a reservation write); \
