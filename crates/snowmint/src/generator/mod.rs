@@ -11,6 +11,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Field};
 use crate::flight::Flight;
 use crate::id::SnowflakeId;
+use crate::id_range::IdRange;
 use crate::identity::Identity;
 use crate::layout::{
     Layout, MAX_BATCH, MAX_DELTA_MS, MAX_TIMESTAMP_MS, TIMESTAMP_SHIFT, TWITTER_EPOCH_MS,
@@ -302,10 +303,10 @@ impl Generator {
             return Err(GenerateError::Count { requested: n });
         }
         let c = self.claim::<BLOCK>(n as u64)?;
-        Ok(IdRange {
-            first: self.id_of(c.delta_ms, c.first_sequence),
-            len: c.count as u16,
-        })
+        Ok(IdRange::new(
+            self.id_of(c.delta_ms, c.first_sequence),
+            c.count as u16,
+        ))
     }
 
     #[inline]
@@ -1046,108 +1047,6 @@ pub struct GeneratorMetrics {
     /// The durable mark (Unix ms), if there is a store and a mark.
     pub reserved_until_ms: Option<u64>,
 }
-
-/// Consecutive IDs of one millisecond, from [`Generator::next_ids`]: a
-/// first ID and a length (1..=4096), iterated in increasing order.
-///
-/// ```
-/// let range = snowmint::Generator::new(0, 0)?.next_ids(3)?;
-/// let ids: Vec<_> = range.into_iter().collect();
-/// assert_eq!(ids.len(), range.len());
-/// assert_eq!(ids[0], range.first());
-/// assert_eq!(*ids.last().unwrap(), range.last());
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct IdRange {
-    first: SnowflakeId,
-    len: u16,
-}
-
-impl IdRange {
-    /// The first (smallest) ID.
-    pub fn first(&self) -> SnowflakeId {
-        self.first
-    }
-
-    /// The last (largest) ID.
-    pub fn last(&self) -> SnowflakeId {
-        SnowflakeId::from_raw(self.first.get() + u64::from(self.len) - 1)
-    }
-
-    /// How many IDs: 1..=4096.
-    #[allow(clippy::len_without_is_empty)]
-    pub fn len(&self) -> usize {
-        usize::from(self.len)
-    }
-
-    /// Whether `id` is in the range.
-    pub fn contains(&self, id: SnowflakeId) -> bool {
-        self.first <= id && id <= self.last()
-    }
-
-    /// The IDs, in increasing order.
-    pub fn iter(&self) -> IdRangeIter {
-        IdRangeIter {
-            next: self.first.get(),
-            end: self.first.get() + u64::from(self.len),
-        }
-    }
-}
-
-impl IntoIterator for IdRange {
-    type Item = SnowflakeId;
-    type IntoIter = IdRangeIter;
-
-    fn into_iter(self) -> IdRangeIter {
-        self.iter()
-    }
-}
-
-impl IntoIterator for &IdRange {
-    type Item = SnowflakeId;
-    type IntoIter = IdRangeIter;
-
-    fn into_iter(self) -> IdRangeIter {
-        self.iter()
-    }
-}
-
-/// Iterator over an [`IdRange`].
-#[derive(Debug, Clone)]
-pub struct IdRangeIter {
-    next: u64,
-    end: u64,
-}
-
-impl Iterator for IdRangeIter {
-    type Item = SnowflakeId;
-
-    #[inline]
-    fn next(&mut self) -> Option<SnowflakeId> {
-        (self.next < self.end).then(|| {
-            self.next += 1;
-            SnowflakeId::from_raw(self.next - 1)
-        })
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = (self.end - self.next) as usize;
-        (n, Some(n))
-    }
-}
-
-impl DoubleEndedIterator for IdRangeIter {
-    fn next_back(&mut self) -> Option<SnowflakeId> {
-        (self.next < self.end).then(|| {
-            self.end -= 1;
-            SnowflakeId::from_raw(self.end)
-        })
-    }
-}
-
-impl ExactSizeIterator for IdRangeIter {}
-impl std::iter::FusedIterator for IdRangeIter {}
 
 #[cfg(all(test, not(loom)))]
 mod tests {
