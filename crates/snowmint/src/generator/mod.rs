@@ -1,5 +1,20 @@
 //! The production minter: a lock-free [`Generator`] that never issues the
 //! same ID twice, across threads, clock steps and restarts.
+//!
+//! # Layout
+//!
+//! Each file keeps the invariants numbered above [`Hot`]:
+//!
+//! - this file: the `Generator` type, its public API and the claim loop
+//!   (the compare-and-swap of invariants 1 and 2, and the check after it of
+//!   invariant 4);
+//! - `state.rs`: [`State`], the packed (millisecond, sequence) word, the
+//!   only code that shifts or masks it;
+//! - `builder.rs`: [`GeneratorBuilder`] and the start state (invariant 3);
+//! - `reserve.rs`: the reservation path (invariant 4): the mark write
+//!   through the single flight, renewal, and lowering at shutdown;
+//! - `metrics.rs`: the counters and [`GeneratorMetrics`];
+//! - `error.rs`: [`BuildError`] and [`GenerateError`].
 
 mod builder;
 mod error;
@@ -133,6 +148,9 @@ pub struct Generator {
 ///    so a concurrent [`Generator::persist_last_issued`] that lowers the
 ///    mark either sees the swap or is seen by the check; both are `SeqCst`).
 ///    `reserved_until` is `u64::MAX` without a store.
+///
+/// 1 and 2 are kept by [`Generator::claim`], 3 by `builder.rs`, 4 by the
+/// check in `claim` and by `reserve.rs`.
 #[cfg_attr(not(loom), repr(align(128)))]
 struct Hot {
     state: AtomicState,
