@@ -328,11 +328,11 @@ impl Generator {
         // expected to be monotonic across threads).
         let mut cur = self.hot.state.load(Ordering::Acquire);
         let mut now = self.clock.now_ms();
-        // The state the clock was last read after, if any: the first reading
-        // that is behind the state is read again before it counts as a
-        // regression, because a time-stamp counter read is not ordered after
-        // the load.
-        let mut read_after: Option<State> = None;
+        // The state the clock was last read after (none yet): the first
+        // reading that is behind the state is read again before it counts as
+        // a regression, because a time-stamp counter read is not ordered
+        // after the load.
+        let mut read_after = State::NONE;
         let mut waited = Duration::ZERO;
         let mut counted_wait = false;
         loop {
@@ -358,12 +358,12 @@ impl Generator {
                 if now_delta < last {
                     // Once a regression is being counted, a second reading
                     // would only confirm it: skip it on the hot path.
-                    if read_after != Some(cur) && !self.hot.behind.load(Ordering::Relaxed) {
+                    if read_after != cur && !self.hot.behind.load(Ordering::Relaxed) {
                         // The reading predates the state we now hold (or
                         // may): read again, after this branch on the loaded
                         // state, before believing the clock went back.
                         now = self.reread_clock();
-                        read_after = Some(cur);
+                        read_after = cur;
                         continue;
                     }
                     self.note_regression(last - now_delta);
@@ -400,7 +400,7 @@ impl Generator {
                         .max(MIN_WAIT_CHARGE);
                     cur = self.hot.state.load(Ordering::Acquire);
                     now = self.clock.now_ms();
-                    read_after = Some(cur);
+                    read_after = cur;
                     continue;
                 } else {
                     // Used up, and the clock is behind: borrow the next
@@ -428,7 +428,7 @@ impl Generator {
                             .max(MIN_WAIT_CHARGE);
                         cur = self.hot.state.load(Ordering::Acquire);
                         now = self.clock.now_ms();
-                        read_after = Some(cur);
+                        read_after = cur;
                         continue;
                     }
                     if next > MAX_DELTA_MS {

@@ -34,6 +34,11 @@ impl State {
     /// Positions in one millisecond: 4096.
     pub(super) const PER_MS: u64 = MAX_SEQUENCE + 1;
 
+    /// Not a position any generator holds (those are below 2^53): "none",
+    /// for the claim loop, where an `Option<State>` would take one more
+    /// register on the hot path.
+    pub(super) const NONE: State = State(u64::MAX);
+
     /// The position (`delta_ms`, `sequence`); `delta_ms <= MAX_DELTA_MS` and
     /// `sequence <= 4095`.
     #[inline]
@@ -135,8 +140,10 @@ mod tests {
             (end.ms(), end.sequence(), end.left()),
             (MAX_DELTA_MS, 4095, 0)
         );
-        // 41 + 12 bits: the largest state fits with room to spare.
+        // 41 + 12 bits: the largest state fits with room to spare, so NONE
+        // is none of them.
         assert!(end.pack() < 1 << 53);
+        assert!(end < State::NONE);
         assert_eq!(State::PER_MS, 4096);
         assert_eq!(format!("{s:?}"), "State { ms: 5, sequence: 7 }");
     }
