@@ -74,6 +74,8 @@ mod flight;
 #[cfg(feature = "std")]
 mod generator;
 mod id;
+#[cfg(feature = "std")]
+mod id_range;
 mod identity;
 mod layout;
 mod parse;
@@ -91,9 +93,11 @@ pub use error::{Error, Field};
 #[cfg(feature = "std")]
 pub use generator::{
     BuildError, DEFAULT_MAX_BORROW_MS, DEFAULT_MAX_WAIT, DEFAULT_RESERVE_WINDOW_MS, GenerateError,
-    Generator, GeneratorBuilder, GeneratorMetrics, IdRange, IdRangeIter,
+    Generator, GeneratorBuilder, GeneratorMetrics,
 };
 pub use id::SnowflakeId;
+#[cfg(feature = "std")]
+pub use id_range::{IdRange, IdRangeIter};
 pub use identity::Identity;
 pub use layout::{
     DATACENTER_BITS, DATACENTER_SHIFT, FieldOrder, IdSpan, Layout, MAX_BATCH, MAX_DATACENTER,
