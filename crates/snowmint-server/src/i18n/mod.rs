@@ -141,6 +141,8 @@ pub(crate) type Stated = fn(&Facts) -> String;
 /// Every string of the page in one language.
 pub(crate) struct Text {
     pub title: &'static str,
+    /// The page's `<meta name="description">`.
+    pub description: &'static str,
     pub tagline: &'static str,
     pub switch: &'static str,
     pub skip: &'static str,

@@ -10,6 +10,7 @@ fn n(v: u64) -> String {
 
 pub(super) static TEXT: Text = Text {
     title: "snowmint: utforsker for Snowflake-ID-er",
+    description: "Bygg en Snowflake-ID i Twitter-formatet av tidsstempel, datasenter, arbeider og sekvens, se de 64 bitene, dekod en eksisterende ID og lær hvordan formatet virker.",
     tagline: "Bygg en Snowflake-ID i Twitter-formatet av de fire verdiene og se hvordan de fyller de 64 bitene, eller ta en eksisterende ID fra hverandre.",
     switch: "English",
     skip: "Hopp til resultatet",

@@ -13,7 +13,7 @@
 //! - [`form`]: the labelled field with hint and inline error the forms
 //!   share; [`link`]: the page's own URLs;
 //! - [`facts`]: every number the page states about the format, derived
-//!   from the core's layout; [`assets`]: the embedded CSS and JS.
+//!   from the core's layout; [`assets`]: the embedded CSS, JS and icons.
 //!
 //! HTML is written with maud templates, which escape every value; nothing
 //! here writes unescaped text.
@@ -27,6 +27,8 @@ mod limits;
 mod link;
 mod live;
 mod result;
+#[cfg(test)]
+mod tests;
 
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -35,7 +37,7 @@ use maud::{DOCTYPE, Markup, html};
 use serde::Deserialize;
 use snowmint::{Breakdown, Field};
 
-pub(crate) use self::assets::asset;
+pub(crate) use self::assets::{asset, favicon};
 use self::facts::{FACTS, Facts};
 use crate::AppState;
 use crate::i18n::{Lang, Text};
@@ -179,6 +181,9 @@ fn frame(page: &Page) -> Markup {
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 meta name="color-scheme" content="light dark";
                 title { (t.title) }
+                meta name="description" content=(t.description);
+                link rel="icon" href="/favicon.ico" sizes="32x32";
+                link rel="icon" href="/assets/favicon.svg" type="image/svg+xml";
                 link rel="stylesheet" href="/assets/app.css";
                 script src="/assets/app.js" defer {}
             }
