@@ -6,6 +6,7 @@
 mod en;
 mod nb;
 
+use maud::Markup;
 use snowmint::time::Iso8601;
 use snowmint::{Field, Layout};
 
@@ -137,6 +138,9 @@ impl Lang {
 
 /// A string that states figures of the format.
 pub(crate) type Stated = fn(&Facts) -> String;
+/// Paragraphs (or list items) of prose that state figures of the format.
+/// Templates escape every value, so prose may hold links and code safely.
+pub(crate) type Prose = fn(&Facts) -> Markup;
 
 /// Every string of the page in one language.
 pub(crate) struct Text {
@@ -204,6 +208,34 @@ pub(crate) struct Text {
     pub live_count_error: Stated,
     pub api_heading: &'static str,
     pub api_text: &'static str,
+    pub guide: Guide,
+}
+
+/// The explanatory sections below the tools.
+pub(crate) struct Guide {
+    pub heading: &'static str,
+    pub what_heading: &'static str,
+    pub what: Prose,
+    pub how_heading: &'static str,
+    pub how: Prose,
+    pub why_heading: &'static str,
+    pub why: Prose,
+    pub example_heading: &'static str,
+    pub example_intro: Prose,
+    /// One sentence per step: the difference, the three shifts, the
+    /// sequence, the combination. The page adds each step's arithmetic.
+    pub example_steps: [Prose; 6],
+    /// Caption of the four shifted terms written out in binary.
+    pub example_bits: &'static str,
+    pub example_or: Prose,
+    pub example_shifts: Prose,
+    pub example_link: &'static str,
+    pub uses_heading: &'static str,
+    pub uses: Prose,
+    pub minter_heading: &'static str,
+    pub minter: Prose,
+    pub history_heading: &'static str,
+    pub history: Prose,
 }
 
 #[cfg(test)]

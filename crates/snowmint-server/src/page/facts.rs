@@ -80,17 +80,22 @@ impl Facts {
         self.layout.range(field)
     }
 
-    /// The reference case.
+    /// The worked example, step by step.
     pub fn example(&self) -> &'static Example {
         static EXAMPLE_STEPS: LazyLock<Example> = LazyLock::new(|| Example::of(FACTS.layout));
         &EXAMPLE_STEPS
     }
 }
 
-/// [`EXAMPLE`] and the ID it composes to.
+/// [`EXAMPLE`] composed one field at a time.
 #[derive(Debug)]
 pub(crate) struct Example {
     pub parts: Parts,
+    /// Milliseconds since the epoch.
+    pub delta: u64,
+    /// Each field shifted into place, most significant first: timestamp,
+    /// datacenter, worker, sequence (which is not shifted).
+    pub shifted: [u64; 4],
     /// The ID, as the core composes it.
     pub id: SnowflakeId,
 }
@@ -98,8 +103,16 @@ pub(crate) struct Example {
 impl Example {
     fn of(layout: Layout) -> Example {
         let parts = EXAMPLE;
+        let delta = parts.timestamp_ms - layout.epoch_ms();
         Example {
             parts,
+            delta,
+            shifted: [
+                delta << layout.timestamp_shift(),
+                parts.datacenter << layout.datacenter_shift(),
+                parts.worker << layout.worker_shift(),
+                parts.sequence,
+            ],
             id: layout
                 .compose_parts(parts)
                 .expect("the reference case is a valid ID"),
@@ -138,6 +151,21 @@ mod tests {
             (32, 32, 1024)
         );
         assert_eq!(f.years(), 69);
-        assert_eq!(f.example().id.get(), 4_194_439_168);
+    }
+
+    #[test]
+    fn the_worked_example_adds_up_to_the_composed_id() {
+        let e = FACTS.example();
+        assert_eq!(e.delta, 1000);
+        assert_eq!(e.shifted, [4_194_304_000, 131_072, 4_096, 0]);
+        assert_eq!(e.id.get(), 4_194_439_168);
+        // The fields do not overlap, so adding them is OR-ing them.
+        assert_eq!(e.shifted.iter().sum::<u64>(), e.id.get());
+        assert_eq!(e.shifted.iter().fold(0, |a, b| a | b), e.id.get());
+        for (i, a) in e.shifted.iter().enumerate() {
+            for b in &e.shifted[i + 1..] {
+                assert_eq!(a & b, 0);
+            }
+        }
     }
 }

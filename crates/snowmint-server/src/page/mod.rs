@@ -8,8 +8,8 @@
 //! - this file: the route, what the query asks for ([`Page`]) and the
 //!   frame around the panels (head, header, footer);
 //! - one file per panel, each a `panel(&Page) -> Markup`: [`compose`],
-//!   [`decode`], [`result`], [`live`] and [`limits`]. A new panel is a
-//!   new file and one line in [`frame`];
+//!   [`decode`], [`result`], [`live`], [`limits`] and the explanatory
+//!   [`guide`]. A new panel is a new file and one line in [`frame`];
 //! - [`form`]: the labelled field with hint and inline error the forms
 //!   share; [`link`]: the page's own URLs;
 //! - [`facts`]: every number the page states about the format, derived
@@ -23,6 +23,7 @@ mod compose;
 mod decode;
 pub(crate) mod facts;
 mod form;
+mod guide;
 mod limits;
 mod link;
 mod live;
@@ -209,6 +210,7 @@ fn frame(page: &Page) -> Markup {
                     (result::panel(page))
                     (live::panel(page))
                     (limits::panel(page))
+                    (guide::panel(page))
                 }
                 footer {
                     h2 { (t.api_heading) }
