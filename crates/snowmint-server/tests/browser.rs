@@ -633,6 +633,10 @@ async fn the_guide_in_both_languages_and_its_example_fills_the_form() {
     assert!(steps.contains("= 4,194,439,168"), "{steps}");
     s.element_screenshot("#guide-example", "explorer-guide-example.png")
         .await;
+    s.client.set_window_size(390, 1400).await.unwrap();
+    s.element_screenshot("#guide-example", "explorer-guide-example-phone.png")
+        .await;
+    s.client.set_window_size(1280, 1800).await.unwrap();
     s.follow_the_worked_example().await;
     s.screenshot("explorer-guide-example-followed.png").await;
 

@@ -51,8 +51,9 @@ fn example(page: &Page) -> Markup {
             }
         }
         figure {
-            figcaption { (g.example_bits) }
-            pre.terms { code { (terms(page, e)) } }
+            figcaption #guide-terms { (g.example_bits) }
+            // Wider than a phone: focusable, so it scrolls from the keyboard too.
+            pre.terms role="region" tabindex="0" aria-labelledby="guide-terms" { code { (terms(page, e)) } }
         }
         ((g.example_or)(f))
         ((g.example_shifts)(f))
