@@ -4,9 +4,13 @@
 // IDs are only ever strings or BigInt here, never a Number.
 "use strict";
 (function () {
-  const EPOCH = 1288834974657n;
   const $ = (id) => document.getElementById(id);
   const body = document.body;
+  // The layout's numbers, from the server (which takes them from the core).
+  const EPOCH = BigInt(body.dataset.epoch);
+  const TIMESTAMP_SHIFT = BigInt(body.dataset.timestampShift);
+  const MAX_SEQUENCE = BigInt(body.dataset.maxSequence);
+  const MAX_COUNT = Number(body.dataset.maxCount);
   let generation = 0;
   let timer = null;
 
@@ -136,8 +140,8 @@
       $("count").removeAttribute("aria-invalid");
       const items = data.ids.slice(-50).reverse().map((id) => {
         const big = BigInt(id);
-        const ms = (big >> 22n) + EPOCH;
-        const seq = big & 4095n;
+        const ms = (big >> TIMESTAMP_SHIFT) + EPOCH;
+        const seq = big & MAX_SEQUENCE;
         const li = document.createElement("li");
         const a = document.createElement("a");
         a.href = "/?id=" + id;
@@ -159,7 +163,7 @@
     e.preventDefault();
     const count = $("count").value.trim() || "1";
     // Checked here too so the message is in the page's language.
-    if (!/^\d{1,4}$/.test(count) || Number(count) < 1 || Number(count) > 4096) {
+    if (!/^\d{1,9}$/.test(count) || Number(count) < 1 || Number(count) > MAX_COUNT) {
       const err = $("count-error");
       err.textContent = body.dataset.countError + " " + JSON.stringify(count.slice(0, 40));
       err.hidden = false;

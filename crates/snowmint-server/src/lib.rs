@@ -219,6 +219,7 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const ROUTES: &[&str] = &[
     "/",
     "/assets/{file}",
+    "/favicon.ico",
     "/api/v1/compose",
     "/api/v1/decode/{id}",
     "/api/v1/range",
@@ -234,6 +235,7 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .route("/", get(page::index))
         .route("/assets/{file}", get(page::asset))
+        .route("/favicon.ico", get(page::favicon))
         .route("/api/v1/compose", get(api::compose))
         .route("/api/v1/decode/{id}", get(api::decode))
         .route("/api/v1/range", get(api::range))

@@ -211,6 +211,81 @@ impl Session {
         panic!("{css} never got the expected text; last: {last:?}");
     }
 
+    /// Waits (bounded) until the form field `id` holds `expected`.
+    async fn wait_value(&self, id: &str, expected: &str) {
+        let mut last = None;
+        for _ in 0..200 {
+            if let Ok(el) = self.client.find(Locator::Id(id)).await
+                && let Ok(value) = el.prop("value").await
+            {
+                if value.as_deref() == Some(expected) {
+                    return;
+                }
+                last = value;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("#{id} never held {expected:?}; last: {last:?}");
+    }
+
+    /// The headings of the explanatory sections, in order.
+    async fn guide_headings(&self) -> Vec<String> {
+        let mut headings = vec![self.text("#guide-h").await];
+        for el in self
+            .client
+            .find_all(Locator::Css("#guide section > h3"))
+            .await
+            .unwrap()
+        {
+            headings.push(el.text().await.unwrap());
+        }
+        headings
+    }
+
+    /// Follows the worked example's link and checks that it fills the
+    /// compose form and shows the reference ID.
+    async fn follow_the_worked_example(&self) {
+        // Nothing on a fresh page is the example yet.
+        assert_eq!(
+            self.client
+                .find(Locator::Id("timestamp"))
+                .await
+                .unwrap()
+                .prop("value")
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("")
+        );
+        self.client
+            .find(Locator::Id("example-link"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        self.wait_value("timestamp", "1288834975657").await;
+        for (field, value) in [("datacenter", "1"), ("worker", "1"), ("sequence", "0")] {
+            self.wait_value(field, value).await;
+        }
+        self.wait_text("#id-value", |t| t == "4194439168").await;
+        let url = self.client.current_url().await.unwrap();
+        assert!(
+            url.as_str()
+                .contains("?timestamp=1288834975657&datacenter=1&worker=1&sequence=0"),
+            "{url}"
+        );
+        assert_eq!(url.fragment(), Some("compose"), "{url}");
+    }
+
+    async fn element_screenshot(&self, css: &str, name: &str) {
+        let el = self.client.find(Locator::Css(css)).await.unwrap();
+        let png = el.screenshot().await.unwrap();
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../artifacts");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(name), png).unwrap();
+    }
+
     async fn active_id(&self) -> String {
         let el = self.client.active_element().await.unwrap();
         el.attr("id").await.unwrap().unwrap_or_default()
@@ -527,5 +602,81 @@ async fn works_without_javascript() {
             .as_str()
             .contains("id=4194439168")
     );
+
+    // The worked example's link fills the form without the script too.
+    s.goto("/").await;
+    s.follow_the_worked_example().await;
+    s.close().await;
+}
+
+#[tokio::test]
+async fn the_guide_in_both_languages_and_its_example_fills_the_form() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(s) = Session::start_live().await else {
+        return;
+    };
+    assert_eq!(
+        s.guide_headings().await,
+        [
+            "Snowflake IDs explained",
+            "What a Snowflake ID is",
+            "How this tool works",
+            "Why the IDs sort by time",
+            "A worked example, step by step",
+            "Where Snowflake IDs are used",
+            "This calculator versus a production minter",
+            "A short history",
+        ]
+    );
+    let steps = s.text("#guide-example .steps").await;
+    assert!(steps.contains("1000 << 22 = 4,194,304,000"), "{steps}");
+    assert!(steps.contains("= 4,194,439,168"), "{steps}");
+    s.element_screenshot("#guide-example", "explorer-guide-example.png")
+        .await;
+    s.client.set_window_size(390, 1400).await.unwrap();
+    s.element_screenshot("#guide-example", "explorer-guide-example-phone.png")
+        .await;
+    s.client.set_window_size(1280, 1800).await.unwrap();
+    s.follow_the_worked_example().await;
+    s.screenshot("explorer-guide-example-followed.png").await;
+
+    s.goto("/?lang=nb").await;
+    s.client
+        .wait()
+        .for_element(Locator::Css("#now:not([hidden])"))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.guide_headings().await,
+        [
+            "Snowflake-ID-er forklart",
+            "Hva en Snowflake-ID er",
+            "Slik virker verktøyet",
+            "Hvorfor ID-ene sorteres etter tid",
+            "Et regneeksempel, steg for steg",
+            "Hvor Snowflake-ID-er brukes",
+            "Kalkulatoren og en ekte ID-generator",
+            "Litt historie",
+        ]
+    );
+    // textContent: WebDriver's text turns no-break spaces into spaces.
+    let steps = s.content("#guide-example .steps").await;
+    assert!(
+        steps.contains("1000 << 22 = 4\u{a0}194\u{a0}304\u{a0}000"),
+        "{steps:?}"
+    );
+    s.element_screenshot("#guide-example", "explorer-guide-example-nb.png")
+        .await;
+    s.follow_the_worked_example().await;
+    // Still in Bokmål after the link.
+    assert!(
+        s.client
+            .current_url()
+            .await
+            .unwrap()
+            .as_str()
+            .contains("lang=nb")
+    );
+    assert_eq!(s.text("#compose-h").await, "Lag en ID");
     s.close().await;
 }

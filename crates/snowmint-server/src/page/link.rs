@@ -1,0 +1,102 @@
+//! The page's own URLs: results, the language switch, the worked example.
+
+use std::fmt::Write as _;
+
+use snowmint::Breakdown;
+
+use super::{Mode, Page};
+
+/// Percent-encodes a query value.
+fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                out.push(b as char);
+            }
+            _ => {
+                let _ = write!(out, "%{b:02X}");
+            }
+        }
+    }
+    out
+}
+
+/// `path?k=v&...` from the pairs with a value; `path` alone when none has.
+pub(super) fn to(path: &str, pairs: &[(&str, &str)]) -> String {
+    let query: Vec<String> = pairs
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| format!("{k}={}", encode(v)))
+        .collect();
+    if query.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{path}?{}", query.join("&"))
+    }
+}
+
+/// The current query with `lang` set to the other language.
+pub(super) fn switch(page: &Page) -> String {
+    let q = page.q;
+    let mut pairs = vec![("lang", page.lang.other().code())];
+    let fields: [(&str, &Option<String>); 7] = [
+        ("timestamp", &q.timestamp),
+        ("at", &q.at),
+        ("datacenter", &q.datacenter),
+        ("worker", &q.worker),
+        ("sequence", &q.sequence),
+        ("id", &q.id),
+        ("from", &q.from),
+    ];
+    for (k, v) in fields {
+        if let Some(v) = v {
+            pairs.push((k, v));
+        }
+    }
+    to("/", &pairs)
+}
+
+/// The URL of a result: its four values, or the ID it decodes.
+pub(super) fn share(page: &Page, b: &Breakdown) -> String {
+    match page.mode {
+        Mode::Decode => to(
+            "/",
+            &[("id", &b.id.to_string()), ("lang", page.lang_param())],
+        ),
+        Mode::Compose => to(
+            "/",
+            &[
+                ("timestamp", &b.timestamp_ms.to_string()),
+                ("datacenter", &b.datacenter.to_string()),
+                ("worker", &b.worker.to_string()),
+                ("sequence", &b.sequence.to_string()),
+                ("lang", page.lang_param()),
+            ],
+        ),
+    }
+}
+
+/// `path` with the worked example's four values (and `lang`, unless empty)
+/// as the query.
+pub(super) fn example(page: &Page, path: &str, lang: &str) -> String {
+    let query = page.facts.example().query();
+    let mut pairs: Vec<(&str, &str)> = query.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    pairs.push(("lang", lang));
+    to(path, &pairs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_every_byte_outside_the_unreserved_set() {
+        assert_eq!(
+            to("/", &[("id", "a b&c=d/é"), ("from", "")]),
+            "/?id=a%20b%26c%3Dd%2F%C3%A9"
+        );
+        assert_eq!(to("/", &[("from", "")]), "/");
+        assert_eq!(to("/x", &[("a", "1"), ("b", "2")]), "/x?a=1&b=2");
+    }
+}

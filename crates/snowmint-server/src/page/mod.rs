@@ -1,0 +1,234 @@
+//! The explorer page: server-rendered HTML that works without JavaScript
+//! (the forms submit with GET, so every result has a URL), made live by
+//! `assets/app.js`, which fetches the same page for new input and swaps the
+//! result in. IDs are only ever strings (or `BigInt`) in the browser.
+//!
+//! # Layout
+//!
+//! - this file: the route, what the query asks for ([`Page`]) and the
+//!   frame around the panels (head, header, footer);
+//! - one file per panel, each a `panel(&Page) -> Markup`: [`compose`],
+//!   [`decode`], [`result`], [`live`], [`limits`] and the explanatory
+//!   [`guide`]. A new panel is a new file and one line in [`frame`];
+//! - [`form`]: the labelled field with hint and inline error the forms
+//!   share; [`link`]: the page's own URLs;
+//! - [`facts`]: every number the page states about the format, derived
+//!   from the core's layout; [`assets`]: the embedded CSS, JS and icons.
+//!
+//! HTML is written with maud templates, which escape every value; nothing
+//! here writes unescaped text.
+
+mod assets;
+mod compose;
+mod decode;
+pub(crate) mod facts;
+mod form;
+mod guide;
+mod limits;
+mod link;
+mod live;
+mod result;
+#[cfg(test)]
+mod tests;
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{Html, IntoResponse, Response};
+use maud::{DOCTYPE, Markup, html};
+use serde::Deserialize;
+use snowmint::{Breakdown, Field};
+
+pub(crate) use self::assets::{asset, favicon};
+use self::facts::{FACTS, Facts};
+use crate::AppState;
+use crate::i18n::{Lang, Text};
+
+/// The Content-Security-Policy of the page. Everything it needs comes from
+/// this server; no inline script or style, so a reflected value could never
+/// run.
+const CSP: &str = "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// Query of the page: the compose fields, or `id` (+ `from`) to decode.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct PageQuery {
+    timestamp: Option<String>,
+    at: Option<String>,
+    datacenter: Option<String>,
+    worker: Option<String>,
+    sequence: Option<String>,
+    id: Option<String>,
+    from: Option<String>,
+    lang: Option<String>,
+}
+
+/// What the page shows.
+enum Outcome {
+    Id(Breakdown),
+    /// The first bad field (its form-field name) and the message.
+    Invalid(&'static str, String),
+}
+
+/// Which form produced the result.
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum Mode {
+    Compose,
+    Decode,
+}
+
+/// One rendering of the page: the request, its outcome, and what every
+/// panel needs to draw itself.
+struct Page<'a> {
+    t: &'static Text,
+    lang: Lang,
+    /// Whether `?lang=` chose the language (links then keep it).
+    explicit_lang: bool,
+    q: &'a PageQuery,
+    mode: Mode,
+    outcome: Outcome,
+    state: &'a AppState,
+    facts: &'static Facts,
+}
+
+/// `GET /`: the explorer.
+pub(crate) async fn index(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    query: Result<Query<PageQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let q = query.map(|Query(q)| q).unwrap_or_default();
+    let accept = headers
+        .get(header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok());
+    let lang = Lang::choose(q.lang.as_deref(), accept);
+    // The same test `choose` applies, so `?lang=no` is kept in links too.
+    let explicit_lang = q.lang.as_deref().and_then(Lang::from_tag).is_some();
+    let mode = if q.id.is_some() {
+        Mode::Decode
+    } else {
+        Mode::Compose
+    };
+    let outcome = match mode {
+        Mode::Decode => decode::outcome(&q, lang),
+        Mode::Compose => compose::outcome(&q, lang, state.now_ms()),
+    };
+    let page = Page {
+        t: lang.text(),
+        lang,
+        explicit_lang,
+        q: &q,
+        mode,
+        outcome,
+        state: &state,
+        facts: &FACTS,
+    };
+    (
+        [
+            (header::VARY, HeaderValue::from_static("Accept-Language")),
+            (
+                header::CONTENT_LANGUAGE,
+                HeaderValue::from_static(lang.code()),
+            ),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(CSP),
+            ),
+            (
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            ),
+        ],
+        Html(frame(&page).into_string()),
+    )
+        .into_response()
+}
+
+impl Page<'_> {
+    /// The inline error of the form field `name`, if the outcome is one.
+    fn error_for(&self, name: &str) -> Option<&str> {
+        match &self.outcome {
+            Outcome::Invalid(field, msg) if *field == name => Some(msg),
+            _ => None,
+        }
+    }
+
+    /// `lang` for links: kept only when the query chose it.
+    fn lang_param(&self) -> &'static str {
+        if self.explicit_lang {
+            self.lang.code()
+        } else {
+            ""
+        }
+    }
+
+    /// A field's range as a label shows it: `0–31`.
+    fn range(&self, field: Field) -> String {
+        let (min, max) = self.facts.range(field);
+        format!("{min}–{max}")
+    }
+}
+
+/// The whole document: head, header, the panels in order, footer.
+fn frame(page: &Page) -> Markup {
+    let t = page.t;
+    let f = page.facts;
+    let l = f.layout;
+    let example = f.example();
+    let (_, max_count) = f.range(Field::Count);
+    html! {
+        (DOCTYPE)
+        html lang=(page.lang.code()) {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="color-scheme" content="light dark";
+                title { (t.title) }
+                meta name="description" content=(t.description);
+                link rel="icon" href="/favicon.ico" sizes="32x32";
+                link rel="icon" href="/assets/favicon.svg" type="image/svg+xml";
+                link rel="stylesheet" href="/assets/app.css";
+                script src="/assets/app.js" defer {}
+            }
+            // What the script needs: messages in the page's language and
+            // the layout's numbers, so that it never carries its own.
+            body data-copied=(t.copied) data-live-failed=(t.live_failed)
+                data-live-seq=(t.live_seq) data-count-error=((t.live_count_error)(f))
+                data-epoch=(l.epoch_ms()) data-timestamp-shift=(l.timestamp_shift())
+                data-max-sequence=(l.max_sequence()) data-max-count=(max_count) {
+                a.skip href="#result" { (t.skip) }
+                header.top {
+                    div { h1 { "snowmint" } p.tagline { (t.tagline) } }
+                    nav aria-label=(t.language) {
+                        a #lang-switch href=(link::switch(page)) hreflang=(page.lang.other().code())
+                            lang=(page.lang.other().code()) { (t.switch) }
+                    }
+                }
+                main {
+                    div.forms {
+                        (compose::panel(page))
+                        (decode::panel(page))
+                    }
+                    (result::panel(page))
+                    (live::panel(page))
+                    (limits::panel(page))
+                    (guide::panel(page))
+                }
+                footer {
+                    h2 { (t.api_heading) }
+                    p {
+                        (t.api_text) " "
+                        a href=(link::example(page, "/api/v1/compose", "")) {
+                            code { "GET /api/v1/compose" }
+                        }
+                        ", "
+                        a href={ "/api/v1/decode/" (example.id) } { code { "GET /api/v1/decode/{id}" } }
+                        ", " code { "POST /api/v1/ids?count=N" } ", "
+                        a href="/api/v1/openapi.json" { code { "/api/v1/openapi.json" } }
+                        ", "
+                        a href="/metrics" { code { "/metrics" } }
+                        "."
+                    }
+                }
+            }
+        }
+    }
+}
