@@ -5,10 +5,8 @@
 //! <prefix>/reserved/<datacenter>/<worker>    NOT bound to a lease; value: "reserved until" Unix ms
 //! ```
 
-use crate::hostname::{IDENTITIES, identity_of_ordinal, ordinal_of_identity};
-
-/// The default key prefix.
-pub const DEFAULT_PREFIX: &str = "/snowmint";
+use crate::Identity;
+use crate::identity::IDENTITIES;
 
 /// Key names under one prefix (one snowmint cluster).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,14 +35,24 @@ impl Keys {
 
     /// The key that says who holds identity number `n`.
     pub fn identity(&self, n: u16) -> String {
-        let (dc, worker) = identity_of_ordinal(n).expect("identity number 0..=1023");
-        format!("{}/identities/{dc}/{worker}", self.prefix)
+        let id = Identity::from_ordinal(n).expect("identity number 0..=1023");
+        format!(
+            "{}/identities/{}/{}",
+            self.prefix,
+            id.datacenter(),
+            id.worker()
+        )
     }
 
     /// The key of identity number `n`'s "reserved until" mark.
     pub fn reserved(&self, n: u16) -> String {
-        let (dc, worker) = identity_of_ordinal(n).expect("identity number 0..=1023");
-        format!("{}/reserved/{dc}/{worker}", self.prefix)
+        let id = Identity::from_ordinal(n).expect("identity number 0..=1023");
+        format!(
+            "{}/reserved/{}/{}",
+            self.prefix,
+            id.datacenter(),
+            id.worker()
+        )
     }
 
     /// The identity number an identity key names, if it is one of ours.
@@ -52,7 +60,15 @@ impl Keys {
         let key = std::str::from_utf8(key).ok()?;
         let rest = key.strip_prefix(&self.identities())?;
         let (dc, worker) = rest.split_once('/')?;
-        let n = ordinal_of_identity(dc.parse().ok()?, worker.parse().ok()?)?;
+        let (dc, worker): (u8, u8) = (dc.parse().ok()?, worker.parse().ok()?);
+        if dc >= 32 || worker >= 32 {
+            return None;
+        }
+        let n = Identity {
+            datacenter: dc,
+            worker,
+        }
+        .ordinal();
         // Only the canonical spelling: "01" is not identity 1's key.
         (self.identity(n) == key).then_some(n)
     }
