@@ -1,7 +1,5 @@
 //! `snowmint compose`: build an ID from its four values.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use clap::Args;
 use snowmint::{Field, Layout};
 
@@ -43,8 +41,10 @@ pub struct ComposeArgs {
 /// Runs `snowmint compose`.
 pub fn run(args: ComposeArgs, global: &GlobalArgs) -> Result<(), CliError> {
     let layout = Layout::TWITTER;
-    let timestamp =
-        snowmint::parse_timestamp(args.timestamp.as_deref().unwrap_or("now"), now_ms())?;
+    let timestamp = snowmint::parse_timestamp(
+        args.timestamp.as_deref().unwrap_or("now"),
+        snowmint::unix_now_ms(),
+    )?;
     let datacenter = layout.parse_field(Field::Datacenter, &args.datacenter)?;
     let worker = layout.parse_field(Field::Worker, &args.worker)?;
     let sequence = layout.parse_field(Field::Sequence, &args.sequence)?;
@@ -58,12 +58,4 @@ pub fn run(args: ComposeArgs, global: &GlobalArgs) -> Result<(), CliError> {
         NamedLayout::TWITTER,
         view,
     )?)
-}
-
-/// The wall clock in Unix milliseconds (0 if it is set before 1970, which
-/// the core then refuses as before the epoch).
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use snowmint::{Field, FileStore, Generator, Layout};
+use snowmint::{Field, FileStore, Generator, Identity, Layout};
 
 use crate::GlobalArgs;
 use crate::error::CliError;
@@ -65,13 +65,14 @@ pub fn run(args: NextArgs, _global: &GlobalArgs) -> Result<(), CliError> {
     let layout = Layout::TWITTER;
     let datacenter = layout.parse_field(Field::Datacenter, &args.datacenter)?;
     let worker = layout.parse_field(Field::Worker, &args.worker)?;
+    let identity = Identity::new(datacenter, worker)?;
 
-    let mut builder = Generator::builder(datacenter, worker);
+    let mut builder = Generator::builder_for(identity);
     if let Some(dir) = &args.state_dir {
-        // In range: checked just above. The store holds the identity's lock
-        // until this process ends: a second `next` or `serve` as the same
-        // identity on the same directory is refused.
-        builder = builder.store(FileStore::open(dir, datacenter as u8, worker as u8)?);
+        // The store holds the identity's lock until this process ends: a
+        // second `next` or `serve` as the same identity on the same
+        // directory is refused.
+        builder = builder.store(FileStore::open(dir, identity)?);
     }
     let generator = builder.build().context("cannot start the generator")?;
 
@@ -94,7 +95,7 @@ fn print_ids(generator: &Generator, count: u64) -> Result<(), CliError> {
     let mut line = String::with_capacity(24);
     while left > 0 {
         // At most one millisecond's IDs per call: that fits a usize.
-        let want = left.min(snowmint::MAX_SEQUENCE + 1) as usize;
+        let want = left.min(snowmint::MAX_BATCH as u64) as usize;
         let range = generator.next_ids(want).context("cannot mint an ID")?;
         for id in range {
             line.clear();

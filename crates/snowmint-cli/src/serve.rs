@@ -16,7 +16,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "SNOWMINT_LISTEN",
-        default_value = "127.0.0.1:8080",
+        default_value_t = snowmint_server::DEFAULT_LISTEN,
         value_name = "ADDR"
     )]
     pub listen: SocketAddr,
@@ -130,8 +130,8 @@ impl ServeArgs {
     fn config(&self) -> Config {
         let mut config = Config::default();
         config.listen = self.listen;
-        config.datacenter = self.datacenter;
-        config.worker = self.worker;
+        config.identity = snowmint::Identity::new(self.datacenter.into(), self.worker.into())
+            .expect("both flags are checked by the core's field ranges");
         config.etcd_endpoints = self
             .etcd
             .iter()
@@ -172,6 +172,9 @@ pub fn run_cli(args: ServeArgs) -> Result<(), CliError> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        // Colour codes only on a terminal: not in files, journald or
+        // container logs.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use snowmint::Generator;
 
-use crate::Identity;
 use crate::store::EtcdStore;
+use snowmint::Identity;
 
 /// Shortest lease etcd grants in its default configuration.
 pub const MIN_LEASE_TTL: Duration = Duration::from_secs(2);
@@ -29,9 +29,7 @@ pub fn default_generator(
     identity: Identity,
     store: EtcdStore,
 ) -> Result<Generator, snowmint::BuildError> {
-    Generator::builder(u64::from(identity.datacenter), u64::from(identity.worker))
-        .store(store)
-        .build()
+    Generator::builder_for(identity).store(store).build()
 }
 
 /// Where and how to lease an identity: a builder, so options (TLS to etcd,

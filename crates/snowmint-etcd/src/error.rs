@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use snowmint::{MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS};
 
-use crate::Identity;
 use crate::config::ConfigError;
+use snowmint::Identity;
 
 /// Why a lease session could not start, or why one of its etcd steps failed
 /// (logged, and kept in [`LeaseMetrics::last_error`](crate::LeaseMetrics)).

@@ -12,12 +12,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
-use snowmint::{GenerateError, Generator, IdRange, SnowflakeId, StoreError};
+use snowmint::{GenerateError, Generator, IdRange, Identity, MAX_BATCH, SnowflakeId, StoreError};
 
-use crate::{Fence, Identity};
-
-/// Most IDs one batch may ask for: one per sequence value of a millisecond.
-pub const MAX_BATCH: usize = snowmint::MAX_SEQUENCE as usize + 1;
+use crate::Fence;
 
 /// Why a mint issued nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,10 +116,7 @@ pub(crate) struct Holder {
 impl Holder {
     pub(crate) fn install(&self, generator: Arc<Generator>, fence: Arc<Fence>) {
         // The identity is the generator's own: nothing to keep in step.
-        let identity = Identity {
-            datacenter: generator.datacenter(),
-            worker: generator.worker(),
-        };
+        let identity = generator.identity();
         self.slot.store(Some(Arc::new(Tenure {
             identity,
             generator,
@@ -375,13 +369,7 @@ mod tests {
             .unwrap();
         let fence = Arc::new(Fence::until(Instant::now() + Duration::from_secs(60)));
         holder.install(Arc::new(generator), Arc::clone(&fence));
-        assert_eq!(
-            holder.ready(),
-            Ok(Identity {
-                datacenter: 3,
-                worker: 4
-            })
-        );
+        assert_eq!(holder.ready(), Ok(Identity::new(3, 4).unwrap()));
         clock.rewind(3_600_000);
         let err = holder.ready().unwrap_err();
         assert!(

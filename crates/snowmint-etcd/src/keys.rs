@@ -5,8 +5,7 @@
 //! <prefix>/reserved/<datacenter>/<worker>    NOT bound to a lease; value: "reserved until" Unix ms
 //! ```
 
-use crate::Identity;
-use crate::identity::IDENTITIES;
+use snowmint::Identity;
 
 /// Key names under one prefix (one snowmint cluster).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +34,7 @@ impl Keys {
 
     /// The key that says who holds identity number `n`.
     pub fn identity(&self, n: u16) -> String {
-        let id = Identity::from_ordinal(n).expect("identity number 0..=1023");
+        let id = Identity::from_ordinal(n.into()).expect("identity number 0..=1023");
         format!(
             "{}/identities/{}/{}",
             self.prefix,
@@ -46,7 +45,7 @@ impl Keys {
 
     /// The key of identity number `n`'s "reserved until" mark.
     pub fn reserved(&self, n: u16) -> String {
-        let id = Identity::from_ordinal(n).expect("identity number 0..=1023");
+        let id = Identity::from_ordinal(n.into()).expect("identity number 0..=1023");
         format!(
             "{}/reserved/{}/{}",
             self.prefix,
@@ -60,15 +59,9 @@ impl Keys {
         let key = std::str::from_utf8(key).ok()?;
         let rest = key.strip_prefix(&self.identities())?;
         let (dc, worker) = rest.split_once('/')?;
-        let (dc, worker): (u8, u8) = (dc.parse().ok()?, worker.parse().ok()?);
-        if dc >= 32 || worker >= 32 {
-            return None;
-        }
-        let n = Identity {
-            datacenter: dc,
-            worker,
-        }
-        .ordinal();
+        let n = Identity::new(dc.parse().ok()?, worker.parse().ok()?)
+            .ok()?
+            .ordinal();
         // Only the canonical spelling: "01" is not identity 1's key.
         (self.identity(n) == key).then_some(n)
     }
@@ -76,7 +69,7 @@ impl Keys {
 
 /// Every identity number, in claim order.
 pub(crate) fn all_identities() -> impl Iterator<Item = u16> {
-    0..IDENTITIES
+    Identity::all().map(Identity::ordinal)
 }
 
 #[cfg(test)]

@@ -3,11 +3,10 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use snowmint::{Generator, IdRange, SnowflakeId};
+use snowmint::{Generator, IdRange, Identity, SnowflakeId};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::Identity;
 use crate::bridge::Bridge;
 use crate::config::EtcdConfig;
 use crate::error::EtcdError;

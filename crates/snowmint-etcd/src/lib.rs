@@ -61,7 +61,6 @@ mod config;
 mod error;
 mod fence;
 mod holder;
-mod identity;
 mod keys;
 mod leased;
 mod ops;
@@ -75,10 +74,10 @@ pub use config::{
 };
 pub use error::EtcdError;
 pub use fence::Fence;
-pub use holder::{MAX_BATCH, MintError, PendingMint};
-pub use identity::Identity;
+pub use holder::{MintError, PendingMint};
 pub use keys::Keys;
 pub use leased::LeasedGenerator;
+pub use snowmint::Identity;
 pub use status::{LeaseMetrics, LeaseState};
 pub use store::EtcdStore;
 

@@ -229,7 +229,7 @@ impl Session {
                 }));
             }
         };
-        let identity = Identity::from_ordinal(n).expect("claims return 0..=1023");
+        let identity = Identity::from_ordinal(n.into()).expect("claims return 0..=1023");
         // The generator loads the mark through the blocking bridge: build it
         // off the async workers.
         let lost = Arc::new(Notify::new());
@@ -315,7 +315,7 @@ impl Session {
         mut fence: Arc<Fence>,
         lost: &Notify,
     ) -> EtcdError {
-        let identity = Identity::from_ordinal(n).expect("claims return 0..=1023");
+        let identity = Identity::from_ordinal(n.into()).expect("claims return 0..=1023");
         let not_holder = || EtcdError::NotHolder {
             key: self.keys.identity(n),
             lease: granted.id,

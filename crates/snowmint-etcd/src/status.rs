@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::Identity;
+use snowmint::Identity;
 
 /// Where the session is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

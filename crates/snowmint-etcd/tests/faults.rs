@@ -454,7 +454,7 @@ async fn a_crashed_holder_is_taken_over_after_its_lease_expires_even_with_a_lagg
     // issues at once, above the mark a left in etcd.
     let lagging = options(&etcd.url(), "/crash", ttl);
     let factory: GeneratorFactory = Arc::new(|identity, store| {
-        Generator::builder(identity.datacenter().into(), identity.worker().into())
+        Generator::builder_for(identity)
             .clock(Behind {
                 clock: SystemClock::new(),
                 by_ms: 30_000,

@@ -306,8 +306,8 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, Ap
     match state.minter.ready() {
         Ok(identity) => Ok(Json(serde_json::json!({
             "status": "ready",
-            "datacenter": identity.datacenter,
-            "worker": identity.worker,
+            "datacenter": identity.datacenter(),
+            "worker": identity.worker(),
         }))
         .into_response()),
         Err(e) => {

@@ -5,7 +5,8 @@
 use std::path::Path;
 
 pub use snowmint::{
-    BuildError, FileStore, GenerateError, Generator, GeneratorMetrics, IdRange, StoreError,
+    BuildError, FileStore, GenerateError, Generator, GeneratorMetrics, IdRange, Identity,
+    StoreError,
 };
 
 /// Builds the static identity's generator, its reservation kept in a file
@@ -15,13 +16,9 @@ pub use snowmint::{
 /// same directory is refused ([`StoreErrorKind::InUse`](snowmint::StoreErrorKind::InUse)).
 /// The mark left by an earlier run is read here: no ID at or below it is
 /// ever issued, even if the clock was set back meanwhile.
-pub fn static_generator(
-    datacenter: u8,
-    worker: u8,
-    state_dir: &Path,
-) -> Result<Generator, StaticError> {
-    let store = FileStore::open(state_dir, datacenter, worker).map_err(StaticError::Store)?;
-    Generator::builder(u64::from(datacenter), u64::from(worker))
+pub fn static_generator(identity: Identity, state_dir: &Path) -> Result<Generator, StaticError> {
+    let store = FileStore::open(state_dir, identity).map_err(StaticError::Store)?;
+    Generator::builder_for(identity)
         .store(store)
         .build()
         .map_err(StaticError::Build)

@@ -12,44 +12,11 @@
 //! Only StatefulSet-shaped names are accepted: a host named after its IP
 //! address (`ip-10-0-0-5`, `10-0-0-5`) also ends in `-N`, but `ip-10-0-0-5`
 //! and `ip-10-0-1-5` would both be identity 5; see
-//! [`ordinal_from_hostname`].
+//! [`identity_of_hostname`].
 
 use std::fmt;
 
-/// Number of (datacenter, worker) identities of the format: 32 x 32.
-pub const IDENTITIES: u16 = 1024;
-
-/// Identity number `n` (0..=1023) as (datacenter, worker): `(n / 32, n % 32)`.
-///
-/// ```
-/// use snowmint_server::hostname::identity_of_ordinal;
-/// assert_eq!(identity_of_ordinal(0), Some((0, 0)));
-/// assert_eq!(identity_of_ordinal(33), Some((1, 1)));
-/// assert_eq!(identity_of_ordinal(1023), Some((31, 31)));
-/// assert_eq!(identity_of_ordinal(1024), None);
-/// ```
-pub const fn identity_of_ordinal(n: u16) -> Option<(u8, u8)> {
-    if n < IDENTITIES {
-        Some(((n / 32) as u8, (n % 32) as u8))
-    } else {
-        None
-    }
-}
-
-/// The identity number of (datacenter, worker): `datacenter * 32 + worker`.
-///
-/// ```
-/// use snowmint_server::hostname::ordinal_of_identity;
-/// assert_eq!(ordinal_of_identity(1, 1), Some(33));
-/// assert_eq!(ordinal_of_identity(32, 0), None);
-/// ```
-pub const fn ordinal_of_identity(datacenter: u8, worker: u8) -> Option<u16> {
-    if datacenter < 32 && worker < 32 {
-        Some(datacenter as u16 * 32 + worker as u16)
-    } else {
-        None
-    }
-}
+use snowmint::Identity;
 
 /// Why a hostname gives no identity.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,7 +93,8 @@ impl fmt::Display for HostnameError {
 impl std::error::Error for HostnameError {}
 
 /// Parses the StatefulSet ordinal at the end of `hostname` (`NAME-N`) and
-/// returns the identity number `N`, 0..=1023.
+/// returns the identity of ordinal `N` (0..=1023; see
+/// [`Identity::from_ordinal`]).
 ///
 /// A fully qualified name is cut at its first dot first
 /// (`snowmint-3.snowmint.default.svc` is pod `snowmint-3`). What is left
@@ -144,20 +112,24 @@ impl std::error::Error for HostnameError {}
 ///   three such numbers (`web-1-2-3-0`) are refused too: rename it.
 ///
 /// ```
-/// use snowmint_server::hostname::ordinal_from_hostname;
-/// assert_eq!(ordinal_from_hostname("snowmint-0"), Ok(0));
-/// assert_eq!(ordinal_from_hostname("ids-eu-west-1023"), Ok(1023));
-/// assert_eq!(ordinal_from_hostname("snowmint-3.snowmint.default.svc"), Ok(3));
+/// use snowmint::Identity;
+/// use snowmint_server::hostname::identity_of_hostname;
+/// let ordinal = |h| identity_of_hostname(h).map(Identity::ordinal);
+/// assert_eq!(ordinal("snowmint-0"), Ok(0));
+/// assert_eq!(ordinal("ids-eu-west-1023"), Ok(1023));
+/// assert_eq!(identity_of_hostname("snowmint-33"), Ok(Identity::new(1, 1)?));
+/// assert_eq!(ordinal("snowmint-3.snowmint.default.svc"), Ok(3));
 /// assert_eq!(
-///     ordinal_from_hostname("snowmint-1024").unwrap_err().to_string(),
+///     ordinal("snowmint-1024").unwrap_err().to_string(),
 ///     "worker-from-hostname ordinal must be 0..=1023, got 1024 (from hostname \"snowmint-1024\")"
 /// );
-/// assert!(ordinal_from_hostname("laptop").is_err());
-/// assert!(ordinal_from_hostname("ip-10-0-0-5").unwrap_err().to_string().starts_with(
+/// assert!(ordinal("laptop").is_err());
+/// assert!(ordinal("ip-10-0-0-5").unwrap_err().to_string().starts_with(
 ///     "worker-from-hostname refuses \"ip-10-0-0-5\": it is derived from an IP address"
 /// ));
+/// # Ok::<(), snowmint::Error>(())
 /// ```
-pub fn ordinal_from_hostname(hostname: &str) -> Result<u16, HostnameError> {
+pub fn identity_of_hostname(hostname: &str) -> Result<Identity, HostnameError> {
     let pod = hostname.trim().split('.').next().unwrap_or_default();
     let no_ordinal = || HostnameError::NoOrdinal {
         hostname: echo(hostname),
@@ -181,8 +153,8 @@ pub fn ordinal_from_hostname(hostname: &str) -> Result<u16, HostnameError> {
             hostname: echo(hostname),
         });
     }
-    match digits.parse::<u16>() {
-        Ok(n) if n < IDENTITIES => Ok(n),
+    match digits.parse::<u64>().map(Identity::from_ordinal) {
+        Ok(Ok(identity)) => Ok(identity),
         _ => Err(HostnameError::OutOfRange {
             hostname: echo(hostname),
             ordinal: echo(digits),
@@ -225,11 +197,10 @@ pub fn current_hostname() -> Result<String, HostnameError> {
     })
 }
 
-/// The (datacenter, worker) of this pod: [`current_hostname`], then
-/// [`ordinal_from_hostname`], then [`identity_of_ordinal`].
-pub fn identity_from_hostname() -> Result<(u8, u8), HostnameError> {
-    let n = ordinal_from_hostname(&current_hostname()?)?;
-    Ok(identity_of_ordinal(n).expect("ordinal_from_hostname checks the range"))
+/// The identity of this pod: [`identity_of_hostname`] of
+/// [`current_hostname`].
+pub fn identity_from_hostname() -> Result<Identity, HostnameError> {
+    identity_of_hostname(&current_hostname()?)
 }
 
 /// Keeps error messages short whatever the hostname is.
@@ -246,17 +217,9 @@ fn echo(text: &str) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn ordinals_map_to_identities_one_to_one() {
-        let mut seen = std::collections::HashSet::new();
-        for n in 0..IDENTITIES {
-            let (dc, w) = identity_of_ordinal(n).unwrap();
-            assert!(dc < 32 && w < 32);
-            assert_eq!(ordinal_of_identity(dc, w), Some(n));
-            assert!(seen.insert((dc, w)));
-        }
-        assert_eq!(identity_of_ordinal(IDENTITIES), None);
-        assert_eq!(ordinal_of_identity(0, 32), None);
+    /// The ordinal of the identity a hostname gives.
+    fn ordinal_from_hostname(hostname: &str) -> Result<u16, HostnameError> {
+        identity_of_hostname(hostname).map(Identity::ordinal)
     }
 
     #[test]

@@ -55,7 +55,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::{MatchedPath, Request, State};
@@ -84,10 +84,9 @@ pub use minter::{Identity, MintError, Minter};
 pub struct Config {
     /// Address to listen on.
     pub listen: SocketAddr,
-    /// Static identity: datacenter ID, 0..=31.
-    pub datacenter: u8,
-    /// Static identity: worker ID, 0..=31.
-    pub worker: u8,
+    /// The static identity (ignored when `etcd_endpoints` is set or
+    /// `worker_from_hostname` is).
+    pub identity: Identity,
     /// Where the static identity's reservation file is kept.
     pub state_dir: PathBuf,
     /// etcd endpoints; empty means the static identity.
@@ -101,7 +100,7 @@ pub struct Config {
     /// Most IDs per second one client IP may mint; `None`: no quota.
     pub client_quota: Option<std::num::NonZeroU32>,
     /// The static identity from the StatefulSet ordinal in the hostname
-    /// instead of `datacenter`/`worker`.
+    /// instead of `identity`.
     pub worker_from_hostname: bool,
     /// [`serve`] prints one line to stderr once the identity source has
     /// started: `snowmint: serving the explorer on http://ADDR/ (...)`
@@ -112,9 +111,8 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Config {
         Config {
-            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            datacenter: 0,
-            worker: 0,
+            listen: DEFAULT_LISTEN,
+            identity: Identity::default(),
             state_dir: default_state_dir(),
             etcd_endpoints: Vec::new(),
             lease_ttl: Duration::from_secs(10),
@@ -127,20 +125,23 @@ impl Default for Config {
     }
 }
 
+/// Where `snowmint serve` listens unless told otherwise: 127.0.0.1:8080.
+pub const DEFAULT_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+    std::net::Ipv4Addr::LOCALHOST,
+    8080,
+));
+
 impl Config {
     /// The identity source this configuration asks for: etcd when endpoints
     /// are given, else the hostname's ordinal when asked, else the static
-    /// `datacenter`/`worker`.
+    /// `identity`.
     pub fn identity_source(&self) -> IdentitySource {
         if !self.etcd_endpoints.is_empty() {
             IdentitySource::Etcd
         } else if self.worker_from_hostname {
             IdentitySource::FromHostname
         } else {
-            IdentitySource::Static(Identity {
-                datacenter: self.datacenter,
-                worker: self.worker,
-            })
+            IdentitySource::Static(self.identity)
         }
     }
 
@@ -209,11 +210,7 @@ impl AppState {
             metrics: Arc::new(Metrics::new(Arc::clone(&minter))),
             admission: Arc::new(Admission::default()),
             minter,
-            now: Arc::new(|| {
-                SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |d| d.as_millis() as u64)
-            }),
+            now: Arc::new(snowmint::unix_now_ms),
         }
     }
 
@@ -244,11 +241,10 @@ impl AppState {
     }
 }
 
-/// The static identity: a generator for `config.datacenter`/`config.worker`
+/// The static identity: a generator for `config.identity`
 /// with its reservation under `config.state_dir`.
 pub fn static_state(config: &Config) -> Result<AppState, StaticError> {
-    let generator =
-        generator::static_generator(config.datacenter, config.worker, &config.state_dir)?;
+    let generator = generator::static_generator(config.identity, &config.state_dir)?;
     Ok(AppState::new(Minter::from_generator(generator)).with_admission(admission_for(config)))
 }
 
@@ -419,18 +415,11 @@ fn announce(config: &Config, listener: &TcpListener, minter: &Minter) {
             config.etcd_prefix,
             config.lease_ttl.as_secs()
         ),
-        (_, identity) => {
-            let Identity {
-                datacenter, worker, ..
-            } = identity.unwrap_or(Identity {
-                datacenter: config.datacenter,
-                worker: config.worker,
-            });
-            eprintln!(
-                "snowmint: serving the explorer on http://{addr}/ (datacenter {datacenter}, worker {worker}, state in {})",
-                config.state_dir.display()
-            );
-        }
+        (_, identity) => eprintln!(
+            "snowmint: serving the explorer on http://{addr}/ ({}, state in {})",
+            identity.unwrap_or(config.identity),
+            config.state_dir.display()
+        ),
     }
 }
 

@@ -292,8 +292,8 @@ impl Collector for GeneratorCollector {
                 g.metric_type(),
             )?;
             let labels = IdentityLabels {
-                datacenter: identity.datacenter,
-                worker: identity.worker,
+                datacenter: identity.datacenter(),
+                worker: identity.worker(),
             };
             g.encode(family.encode_family(&labels)?)?;
         }

@@ -26,33 +26,7 @@ use crate::Config;
 use crate::generator::{GenerateError, Generator, IdRange, StoreError};
 use crate::identity::{IdentitySource, StartError};
 
-/// Most IDs one mint may ask for: one per sequence value of a millisecond.
-pub const MAX_BATCH: usize = 4096;
-
-/// A worker identity: the (datacenter, worker) pair this instance issues as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Identity {
-    /// Datacenter ID, 0..=31.
-    pub datacenter: u8,
-    /// Worker ID, 0..=31.
-    pub worker: u8,
-}
-
-impl fmt::Display for Identity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "datacenter {}, worker {}", self.datacenter, self.worker)
-    }
-}
-
-#[cfg(feature = "etcd")]
-impl From<snowmint_etcd::Identity> for Identity {
-    fn from(i: snowmint_etcd::Identity) -> Identity {
-        Identity {
-            datacenter: i.datacenter(),
-            worker: i.worker(),
-        }
-    }
-}
+pub use snowmint::{Identity, MAX_BATCH};
 
 /// Why a mint issued nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,8 +150,7 @@ impl Minter {
         let source = match config.identity_source() {
             IdentitySource::Static(identity) => static_source(identity, config)?,
             IdentitySource::FromHostname => {
-                let (datacenter, worker) = crate::hostname::identity_from_hostname()?;
-                static_source(Identity { datacenter, worker }, config)?
+                static_source(crate::hostname::identity_from_hostname()?, config)?
             }
             #[cfg(feature = "etcd")]
             IdentitySource::Etcd => Source::Leased(snowmint_etcd::LeasedGenerator::spawn(
@@ -199,10 +172,7 @@ impl Minter {
 
     /// A static minter over `generator`, as its identity.
     pub fn from_generator(generator: Generator) -> Arc<Minter> {
-        let identity = Identity {
-            datacenter: generator.datacenter(),
-            worker: generator.worker(),
-        };
+        let identity = generator.identity();
         Arc::new(Minter {
             source: Source::Static {
                 identity,
@@ -293,7 +263,7 @@ impl Minter {
             Source::Empty => None,
             Source::Static { identity, .. } => Some(*identity),
             #[cfg(feature = "etcd")]
-            Source::Leased(leased) => leased.identity().map(Identity::from),
+            Source::Leased(leased) => leased.identity(),
         }
     }
 
@@ -336,7 +306,7 @@ impl Minter {
                 Ok(*identity)
             }
             #[cfg(feature = "etcd")]
-            Source::Leased(leased) => Ok(leased.ready()?.into()),
+            Source::Leased(leased) => Ok(leased.ready()?),
         }
     }
 
@@ -347,7 +317,7 @@ impl Minter {
             Source::Empty => None,
             Source::Static { identity, .. } => Some(*identity),
             #[cfg(feature = "etcd")]
-            Source::Leased(leased) => leased.ready_identity().map(Identity::from),
+            Source::Leased(leased) => leased.ready_identity(),
         }
     }
 
@@ -369,11 +339,7 @@ impl Minter {
 }
 
 fn static_source(identity: Identity, config: &Config) -> Result<Source, StartError> {
-    let generator = crate::generator::static_generator(
-        identity.datacenter,
-        identity.worker,
-        &config.state_dir,
-    )?;
+    let generator = crate::generator::static_generator(identity, &config.state_dir)?;
     Ok(Source::Static {
         identity,
         generator: Arc::new(generator),
@@ -520,13 +486,7 @@ mod tests {
             .build()
             .unwrap();
         let minter = Minter::from_generator(generator);
-        assert_eq!(
-            minter.ready(),
-            Ok(Identity {
-                datacenter: 3,
-                worker: 4
-            })
-        );
+        assert_eq!(minter.ready(), Ok(Identity::new(3, 4).unwrap()));
         clock.rewind(3_600_000);
         let err = minter.ready().unwrap_err();
         assert!(

@@ -601,9 +601,9 @@ id = (d &lt;&lt; 22) | (c &lt;&lt; 17) | (m &lt;&lt; 12) | s
                 "{} <b>{} {}</b>, <b>{} {}</b>.",
                 esc(t.live_identity),
                 esc(&t.seg_datacenter.to_lowercase()),
-                id.datacenter,
+                id.datacenter(),
                 esc(&t.seg_worker.to_lowercase()),
-                id.worker
+                id.worker()
             ),
             _ => esc(t.live_not_ready),
         };

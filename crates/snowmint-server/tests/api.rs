@@ -22,8 +22,7 @@ struct Harness {
 fn harness() -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let mut config = Config::default();
-    config.datacenter = 1;
-    config.worker = 2;
+    config.identity = snowmint::Identity::new(1, 2).unwrap();
     config.state_dir = dir.path().to_owned();
     let state = static_state(&config)
         .unwrap()
@@ -488,6 +487,56 @@ async fn health_readiness_metrics_openapi() {
     }
     assert!(doc["paths"]["/api/v1/ids"]["post"]["responses"]["503"].is_object());
     assert!(doc["components"]["schemas"]["Breakdown"].is_object());
+}
+
+/// The OpenAPI schemas of the ID object and its segments name exactly the
+/// keys the API serializes (the documentation types are written by hand
+/// beside the core's types, so this is what keeps them in step), and mark
+/// every one of them required.
+#[tokio::test]
+async fn the_openapi_breakdown_schema_has_the_serialized_keys() {
+    let h = harness();
+    let (status, doc) = json(&h.state, "GET", "/api/v1/openapi.json").await;
+    assert_eq!(status, StatusCode::OK);
+    let breakdown = serde_json::to_value(
+        snowmint::compose(1288834975657, 1, 1, 0)
+            .unwrap()
+            .breakdown(),
+    )
+    .unwrap();
+    let keys = |v: &Value| -> std::collections::BTreeSet<String> {
+        v.as_object().unwrap().keys().cloned().collect()
+    };
+    let listed = |v: &Value| -> std::collections::BTreeSet<String> {
+        v.as_array()
+            .unwrap_or_else(|| panic!("not a list: {v}"))
+            .iter()
+            .map(|k| k.as_str().unwrap().to_owned())
+            .collect()
+    };
+    let schemas = &doc["components"]["schemas"];
+    let segment_schema = schemas
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(_, s)| s["properties"]["bits"].is_object())
+        .map(|(_, s)| s)
+        .expect("a segment schema");
+    for (schema, serialized) in [
+        (&schemas["Breakdown"], &breakdown),
+        (segment_schema, &breakdown["segments"][0]),
+    ] {
+        assert_eq!(keys(&schema["properties"]), keys(serialized), "{schema}");
+        assert_eq!(listed(&schema["required"]), keys(serialized), "{schema}");
+    }
+    // And the compose route answers that very object.
+    let (_, composed) = json(
+        &h.state,
+        "GET",
+        "/api/v1/compose?timestamp=1288834975657&datacenter=1&worker=1&sequence=0",
+    )
+    .await;
+    assert_eq!(composed, breakdown);
 }
 
 #[tokio::test]

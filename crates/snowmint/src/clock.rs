@@ -284,6 +284,19 @@ fn duration_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// The wall clock in Unix milliseconds, read once: "now" for the
+/// explorer's inputs (a blank timestamp) and anything else that needs the
+/// date rather than a [`Clock`]. 0 if the clock is set before 1970, which
+/// [`compose`](crate::compose) then refuses as before the epoch.
+///
+/// ```
+/// let now = snowmint::unix_now_ms();
+/// assert!(now > snowmint::TWITTER_EPOCH_MS);
+/// ```
+pub fn unix_now_ms() -> u64 {
+    wall_ns() / 1_000_000
+}
+
 /// The wall clock in Unix nanoseconds; 0 if it reads before 1970.
 fn wall_ns() -> u64 {
     SystemTime::now()

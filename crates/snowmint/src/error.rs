@@ -27,11 +27,13 @@ pub enum Field {
     Layout,
     /// How many IDs to mint at once.
     Count,
+    /// An [`Identity`](crate::Identity)'s number, `datacenter * 32 + worker`.
+    Ordinal,
 }
 
 impl Field {
     /// The field's name as the surfaces spell it: `timestamp`, `datacenter`,
-    /// `worker`, `sequence`, `id`, `layout` or `count`.
+    /// `worker`, `sequence`, `id`, `layout`, `count` or `ordinal`.
     pub const fn name(self) -> &'static str {
         match self {
             Field::Timestamp => "timestamp",
@@ -41,6 +43,7 @@ impl Field {
             Field::Id => "id",
             Field::Layout => "layout",
             Field::Count => "count",
+            Field::Ordinal => "ordinal",
         }
     }
 }

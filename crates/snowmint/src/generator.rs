@@ -14,9 +14,10 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Field};
 use crate::flight::Flight;
 use crate::id::SnowflakeId;
+use crate::identity::Identity;
 use crate::layout::{
-    DATACENTER_SHIFT, Layout, MAX_DELTA_MS, MAX_SEQUENCE, MAX_TIMESTAMP_MS, SEQUENCE_BITS,
-    TIMESTAMP_SHIFT, TWITTER_EPOCH_MS, WORKER_SHIFT,
+    Layout, MAX_DELTA_MS, MAX_SEQUENCE, MAX_TIMESTAMP_MS, SEQUENCE_BITS, TIMESTAMP_SHIFT,
+    TWITTER_EPOCH_MS,
 };
 use crate::reservation::{ReservationStore, StoreError, StoreErrorKind};
 
@@ -86,8 +87,7 @@ pub struct Generator {
     hot: Hot,
     /// The datacenter and worker bits, already shifted into place.
     node: u64,
-    datacenter: u8,
-    worker: u8,
+    identity: Identity,
     clock: Box<dyn Clock>,
     max_borrow_ms: u64,
     max_wait: Duration,
@@ -183,9 +183,8 @@ impl Generator {
     /// assert_eq!(err.to_string(), "datacenter must be 0..=31, got 32");
     /// ```
     pub fn new(datacenter: u64, worker: u64) -> Result<Generator, Error> {
-        let builder = Generator::builder(datacenter, worker);
-        let (dc, w) = builder.identity()?;
-        Ok(builder.assemble(dc, w, None))
+        let identity = Identity::new(datacenter, worker)?;
+        Ok(Generator::builder_for(identity).assemble(identity, None))
     }
 
     /// A builder, to set the clock, the reservation store and the limits.
@@ -210,15 +209,19 @@ impl Generator {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn builder(datacenter: u64, worker: u64) -> GeneratorBuilder {
-        GeneratorBuilder {
-            datacenter,
-            worker,
-            clock: None,
-            store: None,
-            max_borrow_ms: DEFAULT_MAX_BORROW_MS,
-            max_wait: DEFAULT_MAX_WAIT,
-            window_ms: DEFAULT_RESERVE_WINDOW_MS,
-        }
+        GeneratorBuilder::new(Identity::new(datacenter, worker))
+    }
+
+    /// A builder for an identity already checked.
+    ///
+    /// ```
+    /// use snowmint::{Generator, Identity};
+    /// let generator = Generator::builder_for(Identity::from_ordinal(33)?).build()?;
+    /// assert_eq!(generator.identity(), Identity::new(1, 1)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder_for(identity: Identity) -> GeneratorBuilder {
+        GeneratorBuilder::new(Ok(identity))
     }
 
     /// The next ID.
@@ -676,12 +679,17 @@ impl Generator {
 
     /// The datacenter ID this generator mints for.
     pub fn datacenter(&self) -> u8 {
-        self.datacenter
+        self.identity.datacenter()
     }
 
     /// The worker ID this generator mints for.
     pub fn worker(&self) -> u8 {
-        self.worker
+        self.identity.worker()
+    }
+
+    /// The identity this generator issues as.
+    pub fn identity(&self) -> Identity {
+        self.identity
     }
 
     /// The millisecond (Unix ms) of the last issued ID; before the first ID,
@@ -740,8 +748,7 @@ impl Generator {
 impl fmt::Debug for Generator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Generator")
-            .field("datacenter", &self.datacenter)
-            .field("worker", &self.worker)
+            .field("identity", &self.identity)
             .field("last_issued_ms", &self.last_issued_ms())
             .field("reserved_until_ms", &self.reserved_until_ms())
             .field("max_borrow_ms", &self.max_borrow_ms)
@@ -767,8 +774,9 @@ fn whole_ms(d: Duration) -> u64 {
 /// Configures a [`Generator`]; from [`Generator::builder`].
 #[must_use]
 pub struct GeneratorBuilder {
-    datacenter: u64,
-    worker: u64,
+    /// Checked at [`build`](GeneratorBuilder::build), so that the builder
+    /// chain stays infallible.
+    identity: Result<Identity, Error>,
     clock: Option<Box<dyn Clock>>,
     store: Option<Box<dyn ReservationStore>>,
     max_borrow_ms: u64,
@@ -779,8 +787,7 @@ pub struct GeneratorBuilder {
 impl fmt::Debug for GeneratorBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GeneratorBuilder")
-            .field("datacenter", &self.datacenter)
-            .field("worker", &self.worker)
+            .field("identity", &self.identity)
             .field("store", &self.store.is_some())
             .field("max_borrow_ms", &self.max_borrow_ms)
             .field("max_wait", &self.max_wait)
@@ -790,6 +797,17 @@ impl fmt::Debug for GeneratorBuilder {
 }
 
 impl GeneratorBuilder {
+    fn new(identity: Result<Identity, Error>) -> GeneratorBuilder {
+        GeneratorBuilder {
+            identity,
+            clock: None,
+            store: None,
+            max_borrow_ms: DEFAULT_MAX_BORROW_MS,
+            max_wait: DEFAULT_MAX_WAIT,
+            window_ms: DEFAULT_RESERVE_WINDOW_MS,
+        }
+    }
+
     /// The clock to read; default a new [`SystemClock`].
     pub fn clock(mut self, clock: impl Clock) -> Self {
         self.clock = Some(Box::new(clock));
@@ -831,7 +849,7 @@ impl GeneratorBuilder {
     /// A store that cannot be read or holds a damaged mark is an error:
     /// starting anyway could reissue IDs.
     pub fn build(self) -> Result<Generator, BuildError> {
-        let (dc, w) = self.identity().map_err(BuildError::Identity)?;
+        let identity = self.identity.clone().map_err(BuildError::Identity)?;
         let mark = match &self.store {
             Some(store) => store.load().map_err(BuildError::Store)?,
             None => None,
@@ -847,17 +865,10 @@ impl GeneratorBuilder {
                 ),
             )));
         }
-        Ok(self.assemble(dc, w, mark))
+        Ok(self.assemble(identity, mark))
     }
 
-    fn identity(&self) -> Result<(u8, u8), Error> {
-        let l = Layout::TWITTER;
-        let dc = l.check(Field::Datacenter, self.datacenter)?;
-        let w = l.check(Field::Worker, self.worker)?;
-        Ok((dc as u8, w as u8))
-    }
-
-    fn assemble(self, datacenter: u8, worker: u8, mark: Option<u64>) -> Generator {
+    fn assemble(self, identity: Identity, mark: Option<u64>) -> Generator {
         let clock = self.clock.unwrap_or_else(|| Box::new(SystemClock::new()));
         let mark_delta = mark.map_or(0, |m| m.saturating_sub(TWITTER_EPOCH_MS));
         let reserved = if self.store.is_some() {
@@ -878,9 +889,8 @@ impl GeneratorBuilder {
                 reserved_until: StateCell::new(reserved),
                 behind: AtomicBool::new(false),
             },
-            node: (u64::from(datacenter) << DATACENTER_SHIFT) | (u64::from(worker) << WORKER_SHIFT),
-            datacenter,
-            worker,
+            node: identity.node_bits(),
+            identity,
             clock,
             max_borrow_ms: self.max_borrow_ms,
             max_wait: self.max_wait,
@@ -1365,7 +1375,7 @@ mod tests {
         let build = |clock: &ManualClock| {
             Generator::builder(3, 4)
                 .clock(clock.clone())
-                .store(FileStore::open(dir.path(), 3, 4).unwrap())
+                .store(FileStore::open(dir.path(), Identity::new(3, 4).unwrap()).unwrap())
                 .build()
         };
         clock.rewind(1);
@@ -1396,7 +1406,10 @@ mod tests {
         assert!(issued.iter().all(|&old| old < id));
         drop(g);
         assert_eq!(
-            FileStore::open(dir.path(), 3, 4).unwrap().load().unwrap(),
+            FileStore::open(dir.path(), Identity::new(3, 4).unwrap())
+                .unwrap()
+                .load()
+                .unwrap(),
             Some(T + 4001)
         );
     }
@@ -1425,7 +1438,7 @@ mod tests {
     #[test]
     fn a_damaged_state_file_stops_the_start() {
         let dir = tempfile::tempdir().unwrap();
-        let store = FileStore::open(dir.path(), 0, 0).unwrap();
+        let store = FileStore::open(dir.path(), Identity::new(0, 0).unwrap()).unwrap();
         std::fs::write(store.path(), "reserved_until_ms=tomorrow\n").unwrap();
         let err = Generator::builder(0, 0)
             .store(store.clone())

@@ -36,6 +36,9 @@ pub const MIN_TIMESTAMP_MS: u64 = TWITTER_EPOCH_MS;
 pub const MAX_TIMESTAMP_MS: u64 = TWITTER_EPOCH_MS + MAX_DELTA_MS;
 /// Largest ID, 2^63 - 1: the sign bit is always 0.
 pub const MAX_ID: u64 = i64::MAX as u64;
+/// IDs one worker can issue in one millisecond, 4096; also the most one
+/// batch may ask for (a batch is one millisecond's run of sequence numbers).
+pub const MAX_BATCH: usize = 1 << SEQUENCE_BITS;
 
 /// The four values an ID is made of, as plain numbers.
 ///
@@ -233,6 +236,10 @@ impl Layout {
             Field::Id | Field::Layout => (0, MAX_ID),
             // One batch: at most one millisecond's IDs.
             Field::Count => (1, self.max_sequence() + 1),
+            Field::Ordinal => (
+                0,
+                (1 << (self.datacenter_bits as u32 + self.worker_bits as u32)) - 1,
+            ),
         }
     }
 

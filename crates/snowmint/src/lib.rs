@@ -72,6 +72,7 @@ mod flight;
 #[cfg(feature = "std")]
 mod generator;
 mod id;
+mod identity;
 mod layout;
 mod parse;
 #[cfg(feature = "std")]
@@ -82,7 +83,7 @@ pub mod time;
 
 pub use breakdown::{Breakdown, Segment};
 #[cfg(feature = "std")]
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Clock, ManualClock, SystemClock, unix_now_ms};
 pub use encoding::{BASE32_LEN, Base32, Binary, Encoding, HEX_LEN, Hex, UnknownEncoding};
 pub use error::{Error, Field};
 #[cfg(feature = "std")]
@@ -91,10 +92,12 @@ pub use generator::{
     Generator, GeneratorBuilder, GeneratorMetrics, IdRange, IdRangeIter,
 };
 pub use id::SnowflakeId;
+pub use identity::Identity;
 pub use layout::{
-    DATACENTER_BITS, DATACENTER_SHIFT, Layout, MAX_DATACENTER, MAX_DELTA_MS, MAX_ID, MAX_SEQUENCE,
-    MAX_TIMESTAMP_MS, MAX_WORKER, MIN_TIMESTAMP_MS, Parts, SEQUENCE_BITS, TIMESTAMP_BITS,
-    TIMESTAMP_SHIFT, TWITTER_EPOCH_MS, WORKER_BITS, WORKER_SHIFT, compose, decode, parse_in_range,
+    DATACENTER_BITS, DATACENTER_SHIFT, Layout, MAX_BATCH, MAX_DATACENTER, MAX_DELTA_MS, MAX_ID,
+    MAX_SEQUENCE, MAX_TIMESTAMP_MS, MAX_WORKER, MIN_TIMESTAMP_MS, Parts, SEQUENCE_BITS,
+    TIMESTAMP_BITS, TIMESTAMP_SHIFT, TWITTER_EPOCH_MS, WORKER_BITS, WORKER_SHIFT, compose, decode,
+    parse_in_range,
 };
 #[cfg(feature = "std")]
 pub use reservation::{FileStore, MemoryStore, ReservationStore, StoreError, StoreErrorKind};

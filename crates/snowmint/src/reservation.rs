@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::error::echo;
+use crate::identity::Identity;
 use crate::layout::{MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS};
 
 /// Durable storage of one identity's "reserved until" mark (Unix ms).
@@ -144,20 +145,21 @@ const KEY: &str = "reserved_until_ms=";
 /// never ignored.
 ///
 /// ```
-/// use snowmint::{FileStore, ReservationStore, StoreErrorKind};
+/// use snowmint::{FileStore, Identity, ReservationStore, StoreErrorKind};
 /// let dir = tempfile::tempdir()?;
-/// let store = FileStore::open(dir.path(), 1, 2)?;
+/// let me = Identity::new(1, 2)?;
+/// let store = FileStore::open(dir.path(), me)?;
 /// assert_eq!(store.load()?, None);
 /// store.store(1_700_000_000_000)?;
 /// assert_eq!(store.load()?, Some(1_700_000_000_000));
 /// assert!(store.path().ends_with("snowmint-1-2.reservation"));
 ///
 /// // A second owner of the same identity and directory is refused.
-/// let err = FileStore::open(dir.path(), 1, 2).unwrap_err();
+/// let err = FileStore::open(dir.path(), me).unwrap_err();
 /// assert_eq!(err.kind(), StoreErrorKind::InUse);
 /// assert!(err.to_string().starts_with("datacenter 1, worker 2 is already minting from "));
 /// drop(store);
-/// assert!(FileStore::open(dir.path(), 1, 2).is_ok(), "free once the owner is gone");
+/// assert!(FileStore::open(dir.path(), me).is_ok(), "free once the owner is gone");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -172,7 +174,7 @@ pub struct FileStore {
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl FileStore {
-    /// The store of identity (`datacenter`, `worker`) in directory `dir`:
+    /// The store of `identity` in directory `dir`:
     /// the mark in `snowmint-<datacenter>-<worker>.reservation`, the lock on
     /// `snowmint-<datacenter>-<worker>.lock`.
     ///
@@ -181,17 +183,10 @@ impl FileStore {
     /// [`StoreErrorKind::InUse`] if another owner holds the lock, and with
     /// [`StoreErrorKind::Io`] if the directory or the lock file cannot be
     /// made.
-    pub fn open(
-        dir: impl AsRef<Path>,
-        datacenter: u8,
-        worker: u8,
-    ) -> Result<FileStore, StoreError> {
+    pub fn open(dir: impl AsRef<Path>, identity: Identity) -> Result<FileStore, StoreError> {
         let dir = dir.as_ref();
-        let name = format!("snowmint-{datacenter}-{worker}");
-        let owner = format!(
-            "datacenter {datacenter}, worker {worker} is already minting from {}",
-            dir.display()
-        );
+        let name = format!("snowmint-{}-{}", identity.datacenter(), identity.worker());
+        let owner = format!("{identity} is already minting from {}", dir.display());
         FileStore::open_at(dir.join(format!("{name}.reservation")), &owner)
     }
 
@@ -463,11 +458,15 @@ impl ReservationStore for MemoryStore {
 mod tests {
     use super::*;
 
+    fn id(datacenter: u64, worker: u64) -> Identity {
+        Identity::new(datacenter, worker).unwrap()
+    }
+
     #[test]
     fn file_store_round_trips_and_overwrites() {
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("nested/state");
-        let store = FileStore::open(&state, 3, 4).unwrap();
+        let store = FileStore::open(&state, id(3, 4)).unwrap();
         assert!(state.is_dir(), "the directory is created by open");
         assert_eq!(store.load().unwrap(), None);
         store.store(1_700_000_000_000).unwrap();
@@ -490,8 +489,8 @@ mod tests {
     #[test]
     fn one_owner_per_identity_and_directory() {
         let dir = tempfile::tempdir().unwrap();
-        let store = FileStore::open(dir.path(), 3, 4).unwrap();
-        let err = FileStore::open(dir.path(), 3, 4).unwrap_err();
+        let store = FileStore::open(dir.path(), id(3, 4)).unwrap();
+        let err = FileStore::open(dir.path(), id(3, 4)).unwrap_err();
         assert_eq!(err.kind(), StoreErrorKind::InUse);
         let msg = err.to_string();
         assert!(
@@ -505,17 +504,17 @@ mod tests {
         // Another identity in the same directory, or the same identity in
         // another directory, is a different owner.
         let other_dir = tempfile::tempdir().unwrap();
-        let _a = FileStore::open(dir.path(), 3, 5).unwrap();
-        let _b = FileStore::open(other_dir.path(), 3, 4).unwrap();
+        let _a = FileStore::open(dir.path(), id(3, 5)).unwrap();
+        let _b = FileStore::open(other_dir.path(), id(3, 4)).unwrap();
         // Clones share the lock; it is released with the last of them.
         let clone = store.clone();
         drop(store);
         assert_eq!(
-            FileStore::open(dir.path(), 3, 4).unwrap_err().kind(),
+            FileStore::open(dir.path(), id(3, 4)).unwrap_err().kind(),
             StoreErrorKind::InUse
         );
         drop(clone);
-        FileStore::open(dir.path(), 3, 4).unwrap();
+        FileStore::open(dir.path(), id(3, 4)).unwrap();
     }
 
     #[test]
@@ -529,7 +528,7 @@ mod tests {
             fs::write(dir.path().join(name), "reserved_until_ms=9\n").unwrap();
         }
         fs::write(dir.path().join("unrelated.tmp"), "").unwrap();
-        let store = FileStore::open(dir.path(), 0, 0).unwrap();
+        let store = FileStore::open(dir.path(), id(0, 0)).unwrap();
         assert_eq!(store.load().unwrap(), None);
         for name in leftovers {
             assert!(!dir.path().join(name).exists(), "{name}");
@@ -540,7 +539,7 @@ mod tests {
     #[test]
     fn damaged_files_are_errors_naming_the_path() {
         let dir = tempfile::tempdir().unwrap();
-        let store = FileStore::open(dir.path(), 0, 0).unwrap();
+        let store = FileStore::open(dir.path(), id(0, 0)).unwrap();
         for bad in [
             &b""[..],
             b"reserved_until_ms=",
@@ -573,7 +572,7 @@ mod tests {
     fn unreadable_files_are_io_errors_naming_the_path() {
         let dir = tempfile::tempdir().unwrap();
         // A directory where the file should be cannot be read as a file.
-        let store = FileStore::open(dir.path(), 0, 0).unwrap();
+        let store = FileStore::open(dir.path(), id(0, 0)).unwrap();
         fs::create_dir(store.path()).unwrap();
         let err = store.load().unwrap_err();
         assert_eq!(err.kind(), StoreErrorKind::Io);
@@ -588,7 +587,7 @@ mod tests {
         // A state directory that is a file cannot be created.
         let file = dir.path().join("a-file");
         fs::write(&file, "").unwrap();
-        let err = FileStore::open(&file, 0, 0).unwrap_err();
+        let err = FileStore::open(&file, id(0, 0)).unwrap_err();
         assert_eq!(err.kind(), StoreErrorKind::Io);
         assert!(
             err.to_string()

@@ -2,55 +2,10 @@
 //! stderr and exit status out.
 
 use std::process::Command;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use assert_cmd::cargo::cargo_bin;
 use serde_json::{Value, json};
 
-/// What one run of the binary left behind.
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn run_with(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut cmd = Command::new(cargo_bin!("snowmint"));
-    cmd.args(args).env_remove("NO_COLOR").env_remove("TERM");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run snowmint");
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
-        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
-    }
-}
-
-/// Runs a command that must succeed; returns its stdout.
-fn ok(args: &[&str]) -> String {
-    let r = run_with(args, &[]);
-    assert_eq!(r.code, Some(0), "{args:?} failed: {}", r.stderr);
-    assert_eq!(r.stderr, "", "{args:?} wrote to stderr");
-    r.stdout
-}
-
-/// Runs a command that must be refused as bad input: exit status 2, nothing
-/// on stdout, exactly one line `error: ...` on stderr. Returns the message
-/// after `error: `.
-fn bad(args: &[&str]) -> String {
-    let r = run_with(args, &[]);
-    assert_eq!(r.code, Some(2), "{args:?}: stderr {:?}", r.stderr);
-    assert_eq!(r.stdout, "", "{args:?} wrote to stdout");
-    assert_eq!(r.stderr.lines().count(), 1, "{args:?}: {:?}", r.stderr);
-    assert!(r.stderr.ends_with('\n'), "{:?}", r.stderr);
-    r.stderr
-        .trim_end()
-        .strip_prefix("error: ")
-        .unwrap_or_else(|| panic!("{args:?}: no `error: ` prefix in {:?}", r.stderr))
-        .to_string()
-}
+use crate::support::{bad, ok, run_with, snowmint};
 
 fn compose(ts: &str, dc: &str, worker: &str, seq: &str) -> Vec<String> {
     [
@@ -430,12 +385,7 @@ fn iso_8601_timestamps() {
 
 #[test]
 fn without_a_timestamp_it_is_now() {
-    let now = || {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as u64
-    };
+    let now = snowmint::unix_now_ms;
     for argv in [
         &[
             "compose",
@@ -524,7 +474,7 @@ fn strip_ansi(s: &str) -> String {
 /// `auto` colour choice sees a terminal. `None` (with the reason printed)
 /// when `script` is missing, unless the services are required.
 fn on_terminal(cli_args: &str, env: &[(&str, &str)]) -> Option<String> {
-    let bin = cargo_bin!("snowmint").display().to_string();
+    let bin = env!("CARGO_BIN_EXE_snowmint");
     let mut cmd = Command::new("script");
     cmd.args(["-qec", &format!("'{bin}' {cli_args}"), "/dev/null"])
         .env_remove("NO_COLOR")
@@ -581,7 +531,7 @@ fn a_failed_write_is_a_runtime_error() {
         eprintln!("skipping: no /dev/full on this system to make stdout fail");
         return;
     }
-    let out = Command::new(cargo_bin!("snowmint"))
+    let out = snowmint()
         .args(["decode", "4194439168"])
         .stdout(std::fs::File::create(full).unwrap())
         .output()

@@ -1,36 +1,14 @@
 //! `snowmint next`, run as a user runs it.
 
-use std::process::Command;
-
-use assert_cmd::cargo::cargo_bin;
 use snowmint::SnowflakeId;
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn run(args: &[&str]) -> Run {
-    let out = Command::new(cargo_bin!("snowmint"))
-        .args(args)
-        .output()
-        .expect("run snowmint");
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
-        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
-    }
-}
+use crate::support;
 
 /// Runs `snowmint next ARGS`, which must succeed; returns the IDs printed.
 fn next(args: &[&str]) -> Vec<SnowflakeId> {
     let mut all = vec!["next"];
     all.extend_from_slice(args);
-    let r = run(&all);
-    assert_eq!(r.code, Some(0), "{args:?}: {}", r.stderr);
-    assert_eq!(r.stderr, "");
-    r.stdout
+    support::ok(&all)
         .lines()
         .map(|l| l.parse().unwrap_or_else(|e| panic!("{l:?}: {e}")))
         .collect()
@@ -41,15 +19,7 @@ fn next(args: &[&str]) -> Vec<SnowflakeId> {
 fn refused(args: &[&str], code: i32) -> String {
     let mut all = vec!["next"];
     all.extend_from_slice(args);
-    let r = run(&all);
-    assert_eq!(r.code, Some(code), "{args:?}: {:?}", r.stderr);
-    assert_eq!(r.stdout, "", "{args:?} wrote to stdout");
-    assert_eq!(r.stderr.lines().count(), 1, "{:?}", r.stderr);
-    r.stderr
-        .trim_end()
-        .strip_prefix("error: ")
-        .expect("error: prefix")
-        .to_string()
+    support::refused(&all, code)
 }
 
 #[test]
@@ -71,10 +41,7 @@ fn defaults_to_one_id_of_identity_0_0() {
     let ids = next(&[]);
     assert_eq!(ids.len(), 1);
     assert_eq!((ids[0].datacenter(), ids[0].worker()), (0, 0));
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64;
+    let now = snowmint::unix_now_ms();
     assert!(ids[0].timestamp_ms().abs_diff(now) < 60_000, "minted now");
 }
 
@@ -151,7 +118,7 @@ fn a_second_owner_of_an_identity_is_refused_and_no_id_repeats() {
     ];
     // A long run that holds the identity: nobody reads its output for now,
     // so it blocks on the full pipe, alive.
-    let mut first = Command::new(cargo_bin!("snowmint"))
+    let mut first = support::snowmint()
         .args(["next", "--count", "1000000000"])
         .args(identity)
         .stdout(Stdio::piped())
@@ -177,7 +144,7 @@ fn a_second_owner_of_an_identity_is_refused_and_no_id_repeats() {
         )
     );
     // ... and so is `serve`: exit 1, one line, nothing on stdout.
-    let served = Command::new(cargo_bin!("snowmint"))
+    let served = support::snowmint()
         .args(["serve", "--listen", "127.0.0.1:0"])
         .args(identity)
         .output()

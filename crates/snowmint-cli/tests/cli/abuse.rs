@@ -6,96 +6,34 @@
 //! The server is `$SNOWMINT_BIN` when set (`scripts/test` points it at the
 //! release build, as operators run it), else the test build's binary.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
-fn binary() -> String {
-    std::env::var("SNOWMINT_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_snowmint").to_owned())
-}
+use crate::support::{Response, Serve, command, header, ids_in, served_binary};
 
-/// A running `snowmint serve`; killed when dropped.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    /// Starts `serve` with `args` on a free port, under an open-file limit
-    /// of `nofile` if given.
-    fn start(args: &[&str], state_dir: &Path, nofile: Option<u32>) -> Server {
-        let mut command = match nofile {
-            Some(n) => {
-                let mut c = Command::new("sh");
-                c.arg("-c")
-                    .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
-                    .arg(binary());
-                c
-            }
-            None => Command::new(binary()),
-        };
-        let mut child = command
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .args(args)
-            .arg("--state-dir")
-            .arg(state_dir)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        stderr.read_line(&mut line).unwrap();
-        let addr = line
-            .split("http://")
-            .nth(1)
-            .and_then(|rest| rest.split('/').next())
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("no address in {line:?}"));
-        // Keep draining the log so the server never blocks on it.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        Server { child, addr }
-    }
-
-    fn terminate(&self) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-
-    /// Waits for the process to exit, at most `limit`.
-    fn wait_exit(&mut self, limit: Duration) -> std::process::ExitStatus {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(start.elapsed() < limit, "still running after {limit:?}");
-            std::thread::sleep(Duration::from_millis(20));
+/// Starts `serve` with `args` on a free port, its state in `state_dir`,
+/// under an open-file limit of `nofile` if given.
+fn start(args: &[&str], state_dir: &Path, nofile: Option<u32>) -> Serve {
+    let mut command = match nofile {
+        Some(n) => {
+            let mut c = command(Path::new("sh"));
+            c.arg("-c")
+                .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                .arg(served_binary());
+            c
         }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// One HTTP/1.1 response: status and body.
-struct Response {
-    status: u16,
-    body: String,
-    retry_after: Option<u64>,
+        None => command(&served_binary()),
+    };
+    command
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .arg("--state-dir")
+        .arg(state_dir);
+    Serve::spawn(command)
 }
 
 /// Sends one request on `stream` (kept alive) and reads the response.
@@ -117,13 +55,7 @@ async fn exchange(stream: &mut TcpStream, method: &str, path: &str) -> std::io::
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
     let status = head[9..12].parse().unwrap();
-    let header = |name: &str| {
-        head.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
-        })
-    };
-    let length: usize = header("content-length")
+    let length: usize = header(&head, "content-length")
         .and_then(|v| v.parse().ok())
         .expect("a content-length");
     let mut body = buf[head_end..].to_vec();
@@ -138,7 +70,7 @@ async fn exchange(stream: &mut TcpStream, method: &str, path: &str) -> std::io::
     Ok(Response {
         status,
         body: String::from_utf8(body).unwrap(),
-        retry_after: header("retry-after").and_then(|v| v.parse().ok()),
+        retry_after: header(&head, "retry-after").and_then(|v| v.parse().ok()),
     })
 }
 
@@ -170,12 +102,6 @@ async fn timed(addr: SocketAddr, method: &str, path: &str) -> (Response, Duratio
     (response, started.elapsed())
 }
 
-/// The IDs of a `{"ids":["1","2"]}` body (or of any text: every run of
-/// digits between quotes).
-fn ids_in(body: &str) -> impl Iterator<Item = u64> + '_ {
-    body.split('"').filter_map(|s| s.parse().ok())
-}
-
 /// Waits until `stream` is closed by the server (EOF or reset), at most
 /// `limit`; the time it took, or `None` if still open.
 async fn closed_within(stream: &mut TcpStream, limit: Duration) -> Option<Duration> {
@@ -198,7 +124,7 @@ async fn closed_within(stream: &mut TcpStream, limit: Duration) -> Option<Durati
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_headers_are_cut_at_the_header_timeout_while_others_are_served() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(&["--header-timeout", "3"], dir.path(), None);
+    let server = start(&["--header-timeout", "3"], dir.path(), None);
     let addr = server.addr;
     // 100 clients that send a request head one byte a second, forever.
     let slow: Vec<_> = (0..100)
@@ -262,7 +188,7 @@ async fn slow_headers_are_cut_at_the_header_timeout_while_others_are_served() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_head_after_a_keep_alive_request_is_cut_too_and_idle_ones_are_not() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(
+    let server = start(
         &["--header-timeout", "2", "--idle-timeout", "30"],
         dir.path(),
         None,
@@ -296,7 +222,7 @@ async fn a_slow_head_after_a_keep_alive_request_is_cut_too_and_idle_ones_are_not
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_sockets_past_the_open_file_limit_do_not_lock_others_out() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(&[], dir.path(), Some(512));
+    let server = start(&[], dir.path(), Some(512));
     let addr = server.addr;
     // 1,000 sockets that connect and say nothing, more than the server has
     // file descriptors for.
@@ -335,7 +261,7 @@ async fn idle_sockets_past_the_open_file_limit_do_not_lock_others_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_large_mints_keeps_health_fast_and_never_duplicates() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(&[], dir.path(), None);
+    let server = start(&[], dir.path(), None);
     let addr = server.addr;
     let flood_for = Duration::from_secs(10);
     let started = Instant::now();
@@ -426,7 +352,7 @@ async fn connect_from(source: [u8; 4], addr: SocketAddr) -> TcpStream {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_quota_stops_the_greedy_client_only() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(&["--client-quota", "100000"], dir.path(), None);
+    let server = start(&["--client-quota", "100000"], dir.path(), None);
     let addr = server.addr;
     let greedy = tokio::spawn(async move {
         let mut stream = connect_from([127, 0, 0, 2], addr).await;
@@ -463,7 +389,7 @@ async fn a_client_quota_stops_the_greedy_client_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_with_slow_clients_exits_within_the_deadline_and_a_restart_issues_above() {
     let dir = tempfile::tempdir().unwrap();
-    let mut server = Server::start(&["--shutdown-timeout", "3"], dir.path(), None);
+    let mut server = start(&["--shutdown-timeout", "3"], dir.path(), None);
     let addr = server.addr;
     let mut issued = Vec::new();
     for _ in 0..5 {
@@ -483,7 +409,7 @@ async fn sigterm_with_slow_clients_exits_within_the_deadline_and_a_restart_issue
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     let stopping = Instant::now();
-    server.terminate();
+    server.signal("-TERM");
     let status = tokio::task::spawn_blocking(move || {
         let status = server.wait_exit(Duration::from_secs(5));
         (status, server)
@@ -502,7 +428,7 @@ async fn sigterm_with_slow_clients_exits_within_the_deadline_and_a_restart_issue
     }
 
     let newest = *issued.iter().max().unwrap();
-    let restarted = Server::start(&["--shutdown-timeout", "3"], dir.path(), None);
+    let restarted = start(&["--shutdown-timeout", "3"], dir.path(), None);
     let (response, _) = timed(restarted.addr, "POST", "/api/v1/ids?count=4096").await;
     assert_eq!(response.status, 200);
     let first = ids_in(&response.body).min().unwrap();

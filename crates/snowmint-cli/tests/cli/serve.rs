@@ -1,30 +1,8 @@
 //! `snowmint serve` as a process: flags, a real socket, SIGTERM.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-fn snowmint() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_snowmint"))
-}
-
-/// A minimal HTTP/1.1 exchange: status line and body.
-fn http(addr: &str, method: &str, path: &str) -> (String, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let status = response.lines().next().unwrap_or_default().to_owned();
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
-}
+use crate::support::{Serve, http, snowmint};
 
 #[test]
 fn bad_flags_exit_2_with_one_line() {
@@ -89,25 +67,19 @@ fn etcd_without_the_feature_says_how_to_build_it() {
 #[test]
 fn serves_and_persists_the_reservation_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut child, addr) = start_serve(&["--datacenter", "3", "--worker", "4"], dir.path());
+    let mut server = Serve::start(&["--datacenter", "3", "--worker", "4"], Some(dir.path()));
 
-    let (status, body) = http(&addr, "GET", "/readyz");
-    assert!(status.contains("200"), "{status}");
+    let ready = server.http("GET", "/readyz");
+    assert_eq!(ready.status, 200, "{}", ready.body);
     assert!(
-        body.contains(r#""datacenter":3"#) && body.contains(r#""worker":4"#),
-        "{body}"
+        ready.body.contains(r#""datacenter":3"#) && ready.body.contains(r#""worker":4"#),
+        "{}",
+        ready.body
     );
-    let (status, body) = http(&addr, "POST", "/api/v1/ids?count=3");
-    assert!(status.contains("200"), "{status} {body}");
-    let ids: Vec<u64> = body.split('"').filter_map(|s| s.parse().ok()).collect();
-    assert_eq!(ids.len(), 3, "{body}");
+    let ids = server.mint(3);
 
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let status = child.wait().unwrap();
+    server.signal("-TERM");
+    let status = server.wait_exit(Duration::from_secs(20));
     assert!(status.success(), "graceful shutdown exits 0: {status}");
     let mark = std::fs::read_to_string(dir.path().join("snowmint-3-4.reservation")).unwrap();
     let last_ms = snowmint::SnowflakeId::new(*ids.last().unwrap())
@@ -124,77 +96,49 @@ fn serves_and_persists_the_reservation_on_sigterm() {
     );
 }
 
-/// Starts `snowmint serve` on a free port with `args`; returns the child
-/// and the address it printed.
-fn start_serve(args: &[&str], state_dir: &std::path::Path) -> (std::process::Child, String) {
-    let mut child = snowmint()
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .args(args)
-        .arg("--state-dir")
-        .arg(state_dir)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
-    // Keep draining stderr so logging never blocks the server.
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    (child, addr)
-}
-
 /// The machine restarts with its clock an hour behind the reservation mark
 /// (an hour-long NTP step back after a crash): mints must fail within the
 /// wait bound, readiness must say so, and health must not wait for either.
 #[cfg(unix)]
 #[test]
 fn a_clock_an_hour_behind_the_mark_fails_mints_fast_and_keeps_health_fast() {
-    use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
     let dir = tempfile::tempdir().unwrap();
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64;
+    let now = snowmint::unix_now_ms();
     std::fs::write(
         dir.path().join("snowmint-0-0.reservation"),
         format!("reserved_until_ms={}\n", now + 3_600_000),
     )
     .unwrap();
-    let (mut child, addr) = start_serve(&[], dir.path());
+    let mut server = Serve::start(&[], Some(dir.path()));
+    let addr = server.addr;
 
-    let (status, body) = http(&addr, "GET", "/readyz");
-    assert!(status.contains("503"), "{status} {body}");
-    assert!(body.contains("ms behind the IDs already issued"), "{body}");
+    let ready = http(addr, "GET", "/readyz");
+    assert_eq!(ready.status, 503, "{}", ready.body);
+    assert!(
+        ready.body.contains("ms behind the IDs already issued"),
+        "{}",
+        ready.body
+    );
 
     let minting = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
     let mints: Vec<_> = (0..8)
         .map(|_| {
-            let addr = addr.clone();
             std::thread::spawn(move || {
                 let started = Instant::now();
-                let (status, body) = http(&addr, "POST", "/api/v1/ids?count=4096");
-                (status, body, started.elapsed())
+                let response = http(addr, "POST", "/api/v1/ids?count=4096");
+                (response, started.elapsed())
             })
         })
         .collect();
     let health = {
-        let (addr, minting) = (addr.clone(), minting.clone());
+        let minting = minting.clone();
         std::thread::spawn(move || {
             let mut slowest = Duration::ZERO;
             let mut probes = 0;
             while probes < 20 || minting.load(std::sync::atomic::Ordering::SeqCst) {
                 let started = Instant::now();
-                let (status, _) = http(&addr, "GET", "/healthz");
-                assert!(status.contains("200"), "{status}");
+                let health = http(addr, "GET", "/healthz");
+                assert_eq!(health.status, 200, "{}", health.body);
                 slowest = slowest.max(started.elapsed());
                 probes += 1;
             }
@@ -202,9 +146,13 @@ fn a_clock_an_hour_behind_the_mark_fails_mints_fast_and_keeps_health_fast() {
         })
     };
     for mint in mints {
-        let (status, body, took) = mint.join().unwrap();
-        assert!(status.contains("503"), "{status} {body}");
-        assert!(body.contains("ms behind the IDs already issued"), "{body}");
+        let (response, took) = mint.join().unwrap();
+        assert_eq!(response.status, 503, "{}", response.body);
+        assert!(
+            response.body.contains("ms behind the IDs already issued"),
+            "{}",
+            response.body
+        );
         // The generator's wait bound is 1 s.
         assert!(took < Duration::from_millis(1500), "a mint took {took:?}");
     }
@@ -214,14 +162,10 @@ fn a_clock_an_hour_behind_the_mark_fails_mints_fast_and_keeps_health_fast() {
         slowest < Duration::from_millis(50),
         "/healthz took {slowest:?}"
     );
-    let (status, _) = http(&addr, "GET", "/readyz");
-    assert!(status.contains("503"), "{status}");
+    assert_eq!(http(addr, "GET", "/readyz").status, 503);
 
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(child.wait().unwrap().success());
+    server.signal("-TERM");
+    assert!(server.wait_exit(Duration::from_secs(20)).success());
     // Nothing was issued, so the mark stays where it was.
     let kept = std::fs::read_to_string(dir.path().join("snowmint-0-0.reservation")).unwrap();
     assert_eq!(kept, format!("reserved_until_ms={}\n", now + 3_600_000));

@@ -1,0 +1,16 @@
+//! The `snowmint` binary, run as a user runs it: arguments in; stdout,
+//! stderr, exit status and, for `serve`, a real socket out. One test binary
+//! with a module per surface; `support` holds what they share.
+//!
+//! Tests that need a service (etcd, `script`) skip with a printed reason
+//! when it is missing, unless `SNOWMINT_REQUIRE_SERVICES=1` (set by
+//! `scripts/test`), which makes them fail instead.
+
+mod abuse;
+mod compose_decode;
+#[cfg(feature = "etcd")]
+mod etcd_serve;
+mod next;
+mod serve;
+mod support;
+mod worker_from_hostname;

@@ -1,0 +1,66 @@
+//! `snowmint serve --worker-from-hostname`: a StatefulSet pod `NAME-N`
+//! serves as identity N; other hostnames are refused at start.
+
+use std::process::Command;
+
+use crate::support::{Serve, snowmint};
+
+fn serve(hostname: &str, state_dir: &std::path::Path) -> Command {
+    let mut cmd = snowmint();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--worker-from-hostname"])
+        .arg("--state-dir")
+        .arg(state_dir)
+        .env("HOSTNAME", hostname);
+    cmd
+}
+
+#[test]
+fn a_statefulset_ordinal_becomes_the_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Serve::spawn(serve("snowmint-33", dir.path()));
+    for id in server.mint(2) {
+        let id = snowmint::SnowflakeId::new(id).unwrap();
+        assert_eq!(
+            (id.datacenter(), id.worker()),
+            (1, 1),
+            "ordinal 33 = datacenter 1, worker 1"
+        );
+    }
+}
+
+#[test]
+fn hostnames_without_a_usable_ordinal_are_refused_with_exit_status_2() {
+    let dir = tempfile::tempdir().unwrap();
+    for (hostname, message) in [
+        (
+            "laptop",
+            "error: worker-from-hostname needs a hostname ending in -N with N 0..=1023 \
+             (a StatefulSet pod such as snowmint-3), got \"laptop\"",
+        ),
+        (
+            "snowmint-1024",
+            "error: worker-from-hostname ordinal must be 0..=1023, got 1024 \
+             (from hostname \"snowmint-1024\")",
+        ),
+    ] {
+        let out = serve(hostname, dir.path()).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{hostname}");
+        assert!(out.stdout.is_empty());
+        assert_eq!(String::from_utf8(out.stderr).unwrap().trim_end(), message);
+    }
+}
+
+#[test]
+fn worker_from_hostname_conflicts_with_an_explicit_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = serve("snowmint-1", dir.path())
+        .args(["--worker", "3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("--worker-from-hostname") && stderr.contains("--worker"),
+        "{stderr}"
+    );
+}
