@@ -1,6 +1,6 @@
 //! The one thing the routes mint from, whatever the identity source.
 //!
-//! A [`Minter`] is started from the [`Config`](crate::Config)'s identity
+//! A [`Minter`] is started from the [`Config`]'s identity
 //! source and has one lifecycle: [`start`](Minter::start), then
 //! [`ready`](Minter::ready) / mint for as long as the server runs, then
 //! [`shutdown`](Minter::shutdown). Behind it:
