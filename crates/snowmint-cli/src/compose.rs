@@ -5,7 +5,7 @@ use snowmint::{Field, Layout};
 
 use crate::GlobalArgs;
 use crate::error::CliError;
-use crate::render::{self, NamedLayout, View};
+use crate::render::{self, View};
 
 /// Build a Twitter-layout ID and show how its values fill the 64 bits.
 #[derive(Debug, Args)]
@@ -53,9 +53,5 @@ pub fn run(args: ComposeArgs, global: &GlobalArgs) -> Result<(), CliError> {
         json: args.json,
         color: global.color.for_stdout(),
     };
-    render::print(&render::render(
-        &id.breakdown(),
-        NamedLayout::TWITTER,
-        view,
-    )?)
+    render::print(&render::render(&id.breakdown(), layout, view)?)
 }

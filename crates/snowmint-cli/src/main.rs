@@ -13,6 +13,7 @@ mod compose;
 mod decode;
 mod error;
 mod next;
+mod range;
 mod render;
 mod serve;
 
@@ -28,7 +29,8 @@ use crate::render::ColorChoice;
 #[command(after_help = "\
 Examples:
   snowmint compose --timestamp 1288834975657 --datacenter 1 --worker 1 --sequence 0
-  snowmint decode 4194439168 --json")]
+  snowmint decode 4194439168 --json
+  snowmint range --from 2024-01-01T00:00:00Z --to 2024-02-01T00:00:00Z")]
 struct Cli {
     #[command(flatten)]
     global: GlobalArgs,
@@ -51,6 +53,8 @@ enum Command {
     Compose(compose::ComposeArgs),
     /// Take an existing ID apart.
     Decode(decode::DecodeArgs),
+    /// The smallest and largest ID of a time span (for WHERE id BETWEEN ...).
+    Range(range::RangeArgs),
     /// Mint fresh IDs from a live generator, one a line.
     Next(next::NextArgs),
     /// Serve the explorer page and the JSON API (http://127.0.0.1:8080 by default).
@@ -65,6 +69,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Compose(args) => compose::run(args, &cli.global),
         Command::Decode(args) => decode::run(args, &cli.global),
+        Command::Range(args) => range::run(args, &cli.global),
         Command::Next(args) => next::run(args, &cli.global),
         Command::Serve(args) => serve::run_cli(args),
     };

@@ -39,32 +39,12 @@ impl ColorChoice {
     }
 }
 
-/// A layout with the name a user picks it by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NamedLayout {
-    /// `twitter` or `discord`.
-    pub name: &'static str,
-    /// The bit layout.
-    pub layout: Layout,
-}
-
-impl NamedLayout {
-    /// The default, and the only layout `compose` builds.
-    pub const TWITTER: NamedLayout = NamedLayout {
-        name: "twitter",
-        layout: Layout::TWITTER,
-    };
-    /// The presets `--layout` accepts.
-    pub const PRESETS: [&'static str; 2] = ["twitter", "discord"];
-
-    /// Looks a preset up by name through the core.
-    pub fn by_name(name: &str) -> Option<NamedLayout> {
-        let layout = Layout::by_name(name)?;
-        let name = Self::PRESETS
-            .into_iter()
-            .find(|p| p.eq_ignore_ascii_case(name))?;
-        Some(NamedLayout { name, layout })
-    }
+/// The `--layout NAME` value parser: the core's preset names, shown in
+/// `--help` and listed when a name is unknown.
+pub fn layout_parser() -> impl clap::builder::TypedValueParser<Value = Layout> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(Layout::PRESET_NAMES)
+        .try_map(|s| Layout::by_name(&s).ok_or("unknown layout"))
 }
 
 /// How one ID is shown.
@@ -78,7 +58,7 @@ pub struct View {
 
 /// Renders `b` (an ID read in `layout`) the way `view` asks, ending with a
 /// newline.
-pub fn render(b: &Breakdown, layout: NamedLayout, view: View) -> Result<String, CliError> {
+pub fn render(b: &Breakdown, layout: Layout, view: View) -> Result<String, CliError> {
     if view.json {
         let mut s = serde_json::to_string(b).map_err(|e| CliError::Runtime(e.into()))?;
         s.push('\n');
@@ -107,10 +87,22 @@ pub fn written(result: io::Result<()>) -> Result<bool, CliError> {
     }
 }
 
-/// ANSI colour of each segment, in order sign .. sequence.
+/// ANSI colour of each slot, in order sign .. sequence.
 const COLORS: [&str; 5] = ["90", "36", "33", "35", "32"];
 
-/// `text` wrapped in the colour of segment `i`, or as is.
+/// The colour slot of a segment, by its name (so a layout's field keeps
+/// its colour wherever the layout puts it).
+fn slot(name: &str) -> usize {
+    match name {
+        "sign" => 0,
+        "timestamp" => 1,
+        "datacenter" => 2,
+        "worker" => 3,
+        _ => 4,
+    }
+}
+
+/// `text` wrapped in the colour of slot `i`, or as is.
 fn paint(text: &str, i: usize, color: bool) -> String {
     if color {
         format!("\x1b[{}m{text}\x1b[0m", COLORS[i])
@@ -147,12 +139,12 @@ fn bit_range(s: &Segment) -> String {
 /// ...
 /// 0 | 00000000000000000000000000000001111101000 | 00001 | 00001 | 000000000000
 /// ```
-pub fn human(b: &Breakdown, layout: NamedLayout, color: bool) -> String {
+pub fn human(b: &Breakdown, layout: Layout, color: bool) -> String {
     let mut out = String::new();
-    let l = layout.layout;
+    let l = layout;
     let mut line = |label: &str, value: String| {
         // Writing to a String cannot fail.
-        let _ = writeln!(out, "{label:<12}{value}");
+        let _ = writeln!(out, "{label:<14}{value}");
     };
     line("id", b.id.to_string());
     line("hex", b.id.hex().to_string());
@@ -164,14 +156,22 @@ pub fn human(b: &Breakdown, layout: NamedLayout, color: bool) -> String {
         format!(
             "{} since the {} epoch {} ({})",
             paint(&b.delta_ms.to_string(), 1, color),
-            layout.name,
+            l.name(),
             l.epoch_ms(),
             Iso8601(l.epoch_ms() as i64)
         ),
     );
-    line("datacenter", paint(&b.datacenter.to_string(), 2, color));
-    line("worker", paint(&b.worker.to_string(), 3, color));
-    line("sequence", paint(&b.sequence.to_string(), 4, color));
+    if l.unit_ms() > 1 {
+        line("time unit", format!("{} ms", l.unit_ms()));
+    }
+    // The layout's own fields, by its own names, in bit order.
+    for s in b
+        .segments
+        .iter()
+        .filter(|s| s.name != "sign" && s.name != "timestamp")
+    {
+        line(s.label, paint(&s.value.to_string(), slot(s.name), color));
+    }
     out.push('\n');
 
     let head = ["bits", "field", "width", "value", "binary"];
@@ -181,7 +181,7 @@ pub fn human(b: &Breakdown, layout: NamedLayout, color: bool) -> String {
         .map(|s| {
             [
                 bit_range(s),
-                s.name.to_string(),
+                s.label.to_string(),
                 s.bits.to_string(),
                 s.value.to_string(),
                 s.binary.clone(),
@@ -207,7 +207,8 @@ pub fn human(b: &Breakdown, layout: NamedLayout, color: bool) -> String {
         w2 = widths[2],
         w3 = widths[3],
     );
-    for (i, row) in rows.iter().enumerate() {
+    for (row, seg) in rows.iter().zip(&b.segments) {
+        let i = slot(seg.name);
         let _ = writeln!(
             out,
             "{:<w0$}  {}  {:<w2$}  {}  {}",
@@ -224,11 +225,67 @@ pub fn human(b: &Breakdown, layout: NamedLayout, color: bool) -> String {
     let split: Vec<String> = b
         .segments
         .iter()
-        .enumerate()
-        .map(|(i, s)| paint(&s.binary, i, color))
+        .map(|s| paint(&s.binary, slot(s.name), color))
         .collect();
     let _ = writeln!(out, "{}", split.join(" | "));
     out
+}
+
+/// The compact table of many IDs (`decode -`): a header, then one row per
+/// ID. Columns have fixed widths, wide enough for any value of the layout,
+/// so rows can be printed as they come.
+#[derive(Debug, Clone)]
+pub struct Table {
+    /// Label and width of each field column, in bit order.
+    fields: Vec<(&'static str, usize)>,
+}
+
+/// Width of the `id` column: 9223372036854775807 has 19 digits.
+const ID_WIDTH: usize = 19;
+/// Width of the `time` column: `2010-11-04T01:42:55.657Z`.
+const TIME_WIDTH: usize = 24;
+
+impl Table {
+    /// The table for IDs of `layout`.
+    pub fn new(layout: Layout) -> Table {
+        let fields = layout
+            .breakdown(snowmint::SnowflakeId::MIN)
+            .segments
+            .iter()
+            .filter(|s| s.name != "sign" && s.name != "timestamp")
+            .map(|s| {
+                let widest = (u64::MAX >> (64 - s.bits)).to_string().len();
+                (s.label, widest.max(s.label.len()))
+            })
+            .collect();
+        Table { fields }
+    }
+
+    /// The header line, with its newline.
+    pub fn header(&self) -> String {
+        let mut out = format!("{:<ID_WIDTH$}  {:<TIME_WIDTH$}", "id", "time");
+        for (label, width) in &self.fields {
+            let _ = write!(out, "  {label:<width$}");
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+        out
+    }
+
+    /// One ID's row, with its newline.
+    pub fn row(&self, b: &Breakdown) -> String {
+        let mut out = format!("{:<ID_WIDTH$}  {:<TIME_WIDTH$}", b.id.to_string(), b.time);
+        let values = b
+            .segments
+            .iter()
+            .filter(|s| s.name != "sign" && s.name != "timestamp");
+        for ((_, width), s) in self.fields.iter().zip(values) {
+            let _ = write!(out, "  {:<width$}", s.value);
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+        out
+    }
 }
 
 #[cfg(test)]
@@ -244,12 +301,5 @@ mod tests {
         assert!(!Auto.decide(false, false, false));
         assert!(!Auto.decide(true, true, false));
         assert!(!Auto.decide(true, false, true));
-    }
-
-    #[test]
-    fn layouts_by_name() {
-        assert_eq!(NamedLayout::by_name("Discord").unwrap().name, "discord");
-        assert_eq!(NamedLayout::by_name("twitter"), Some(NamedLayout::TWITTER));
-        assert_eq!(NamedLayout::by_name("instagram"), None);
     }
 }

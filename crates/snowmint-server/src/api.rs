@@ -127,6 +127,35 @@ pub struct DecodeQuery {
     /// The form of `id`: `decimal` (default), `hex` or `base32`.
     #[param(example = "decimal")]
     pub from: Option<String>,
+    /// The bit layout to read `id` in: `twitter` (default), `discord`,
+    /// `instagram`, `sonyflake` or `mastodon`. The object keeps its keys:
+    /// a layout's single identity field (Instagram's shard, Sonyflake's
+    /// machine) is `worker`, Discord's worker and process are `datacenter`
+    /// and `worker`, Mastodon's 16 bits of sequence data are `sequence`;
+    /// fields a layout lacks are 0 and have no segment. `delta_ms` is
+    /// milliseconds since the layout's epoch; a segment's `value` is the
+    /// field itself (Sonyflake's timestamp counts 10 ms units). Instagram
+    /// and Mastodon have no separate sign bit: their time field's top bit
+    /// is the sign of a 64-bit integer, always 0.
+    #[param(example = "discord")]
+    pub layout: Option<String>,
+}
+
+/// Reads the `layout` parameter: missing or empty is Twitter's.
+pub(crate) fn layout(name: Option<&str>) -> Result<Layout, ApiError> {
+    match name.map(str::trim) {
+        None | Some("") => Ok(Layout::TWITTER),
+        Some(name) => Layout::by_name(name).ok_or_else(|| {
+            ApiError::bad_request(
+                Some("layout"),
+                format!(
+                    "layout must be one of {}, got {}",
+                    Layout::PRESET_NAMES.join(", "),
+                    echo(name)
+                ),
+            )
+        }),
+    }
 }
 
 /// Reads the `from` parameter.
@@ -157,6 +186,7 @@ pub(crate) async fn decode(
     ApiQuery(q): ApiQuery<DecodeQuery>,
 ) -> Result<Response, ApiError> {
     let encoding = encoding(q.from.as_deref())?;
+    let layout = layout(q.layout.as_deref())?;
     // The only way a one-segment path fails to extract is bytes that are
     // not UTF-8 once percent-decoded: let the core say what the form
     // expects, with the replacement character for what was found.
@@ -165,7 +195,58 @@ pub(crate) async fn decode(
         Ok(_) => ApiError::bad_request(Some("id"), "id is not valid UTF-8".to_owned()),
     })?;
     let id = encoding.parse(&id)?;
-    Ok(Json(id.breakdown()).into_response())
+    Ok(Json(layout.breakdown(id)).into_response())
+}
+
+/// Query of `GET /api/v1/range`. Values are text, as typed.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RangeQuery {
+    /// The first millisecond: `now`, Unix milliseconds or ISO-8601; missing or empty means now.
+    #[param(example = "2024-01-01T00:00:00Z")]
+    pub from: Option<String>,
+    /// The last millisecond, inclusive, in the same forms; missing or empty means the same as `from`.
+    #[param(example = "2024-02-01T00:00:00Z")]
+    pub to: Option<String>,
+    /// The IDs' layout (as for decode): `twitter` (default), `discord`, `instagram`, `sonyflake` or `mastodon`.
+    #[param(example = "twitter")]
+    pub layout: Option<String>,
+}
+
+/// The one range path of the API and the page: both times as typed
+/// (`from` blank is now, `to` blank is `from`), checked by the core, whose
+/// errors name `from` or `to`.
+pub(crate) fn range_typed(
+    from: Option<&str>,
+    to: Option<&str>,
+    layout: Layout,
+    now_ms: u64,
+) -> Result<snowmint::IdSpan, snowmint::Error> {
+    let blank = |t: &&str| !t.trim().is_empty();
+    layout.parse_span(
+        from.filter(blank).unwrap_or("now"),
+        to.filter(blank),
+        now_ms,
+    )
+}
+
+/// The smallest and largest ID of a time span, for `WHERE id BETWEEN min AND max`.
+#[utoipa::path(
+    get,
+    path = "/api/v1/range",
+    params(RangeQuery),
+    responses(
+        (status = 200, description = "The span and its smallest and largest ID", body = crate::openapi::RangeDoc),
+        (status = 400, description = "A time is out of range or not a time (`field` is `from` or `to`), `to` is before `from` (`to`), or the layout is unknown (`layout`)", body = ErrorBody),
+    )
+)]
+pub(crate) async fn range(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<RangeQuery>,
+) -> Result<Response, ApiError> {
+    let layout = layout(q.layout.as_deref())?;
+    let span = range_typed(q.from.as_deref(), q.to.as_deref(), layout, state.now_ms())?;
+    Ok(Json(span).into_response())
 }
 
 /// Query of `POST /api/v1/ids`.

@@ -269,6 +269,7 @@ const ROUTES: &[&str] = &[
     "/assets/{file}",
     "/api/v1/compose",
     "/api/v1/decode/{id}",
+    "/api/v1/range",
     "/api/v1/ids",
     "/api/v1/openapi.json",
     "/healthz",
@@ -283,6 +284,7 @@ pub fn app(state: AppState) -> Router {
         .route("/assets/{file}", get(page::asset))
         .route("/api/v1/compose", get(api::compose))
         .route("/api/v1/decode/{id}", get(api::decode))
+        .route("/api/v1/range", get(api::range))
         .route("/api/v1/ids", post(api::mint))
         .route(
             "/api/v1/openapi.json",

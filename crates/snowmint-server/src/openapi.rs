@@ -6,13 +6,13 @@ use utoipa::{OpenApi, ToSchema};
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub(crate) struct SegmentDoc {
-    /// `sign`, `timestamp`, `datacenter`, `worker` or `sequence`.
+    /// `sign`, `timestamp`, `datacenter`, `worker` or `sequence` (the slot, in every layout).
     #[schema(example = "timestamp")]
     name: String,
     /// Width in bits.
     #[schema(example = 41)]
     bits: u32,
-    /// The segment's value (the timestamp as ms since the epoch).
+    /// The segment's value (the timestamp in the layout's units since its epoch: ms, or 10 ms for Sonyflake).
     #[schema(example = 1000)]
     value: u64,
     /// The segment's bits.
@@ -31,7 +31,7 @@ pub(crate) struct BreakdownDoc {
     /// Unix milliseconds.
     #[schema(example = 1288834975657u64)]
     timestamp_ms: u64,
-    /// Milliseconds since the Twitter epoch 1288834974657.
+    /// Milliseconds since the layout's epoch (Twitter's: 1288834974657).
     #[schema(example = 1000)]
     delta_ms: u64,
     /// ISO-8601 UTC.
@@ -49,8 +49,27 @@ pub(crate) struct BreakdownDoc {
     /// All 64 bits, most significant first.
     #[schema(example = "0000000000000000000000000000000011111010000000100001000000000000")]
     binary: String,
-    /// sign, timestamp, datacenter, worker, sequence.
+    /// sign, timestamp, datacenter, worker, sequence, most significant first; in other layouts their order, without zero-width fields (and without `sign` for Instagram and Mastodon).
     segments: Vec<SegmentDoc>,
+}
+
+/// `GET /api/v1/range` answers (documentation of the core's `IdSpan`).
+#[derive(ToSchema)]
+#[schema(as = Range)]
+#[allow(dead_code)]
+pub(crate) struct RangeDoc {
+    /// The first millisecond, Unix ms.
+    #[schema(example = 1704067200000u64)]
+    from_ms: u64,
+    /// The last millisecond, Unix ms (inclusive).
+    #[schema(example = 1706745600000u64)]
+    to_ms: u64,
+    /// The smallest ID of `from_ms`, a decimal string.
+    #[schema(example = "1741610183685046272")]
+    min: String,
+    /// The largest ID of `to_ms`, a decimal string.
+    #[schema(example = "1752844207522840575")]
+    max: String,
 }
 
 /// `POST /api/v1/ids` answers.
@@ -91,11 +110,12 @@ pub(crate) struct ReadyDoc {
 #[openapi(
     info(
         title = "snowmint",
-        description = "Twitter-layout Snowflake IDs: compose, decode and mint. IDs travel as decimal strings. Every error answers `{\"error\": message, \"field\": name or null}`."
+        description = "Twitter-layout Snowflake IDs: compose, decode (also in the Discord, Instagram, Sonyflake and Mastodon layouts), time ranges and mint. IDs travel as decimal strings. Every error answers `{\"error\": message, \"field\": name or null}`."
     ),
     paths(
         crate::api::compose,
         crate::api::decode,
+        crate::api::range,
         crate::api::mint,
         crate::api::healthz,
         crate::api::readyz,
@@ -105,6 +125,7 @@ pub(crate) struct ReadyDoc {
         crate::error::ErrorBody,
         BreakdownDoc,
         SegmentDoc,
+        RangeDoc,
         IdsDoc,
         StatusDoc,
         ReadyDoc

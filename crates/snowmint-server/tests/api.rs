@@ -331,6 +331,207 @@ async fn decode_errors() {
     error(s, "GET", "/api/v1/decode/", StatusCode::NOT_FOUND, None).await;
 }
 
+/// The contract's formula for the smallest and largest ID of a millisecond.
+fn min_of(t: u64) -> u64 {
+    (t - 1288834974657) << 22
+}
+fn max_of(t: u64) -> u64 {
+    ((t - 1288834974657) << 22) | 4194303
+}
+
+#[tokio::test]
+async fn range_answers_the_span_of_ids() {
+    let h = harness();
+    // The issue's evidence: 2024-01-01T00:00:00Z ..= 2024-02-01T00:00:00Z.
+    let (from, to) = (1704067200000u64, 1706745600000u64);
+    for uri in [
+        "/api/v1/range?from=2024-01-01T00:00:00Z&to=2024-02-01T00:00:00Z".to_owned(),
+        format!("/api/v1/range?from={from}&to={to}"),
+        format!("/api/v1/range?from={from}&to=2024-02-01T00:00:00.000Z&layout=Twitter"),
+    ] {
+        let (status, body) = json(&h.state, "GET", &uri).await;
+        assert_eq!(status, StatusCode::OK, "{uri}: {body}");
+        assert_eq!(
+            body,
+            json!({
+                "from_ms": from,
+                "to_ms": to,
+                "min": min_of(from).to_string(),
+                "max": max_of(to).to_string(),
+            }),
+            "{uri}"
+        );
+    }
+    // `to` missing is `from`; `from` missing is now.
+    let (_, one) = json(&h.state, "GET", &format!("/api/v1/range?from={from}")).await;
+    assert_eq!(
+        (&one["to_ms"], &one["max"]),
+        (&json!(from), &json!(max_of(from).to_string()))
+    );
+    let (_, now) = json(&h.state, "GET", "/api/v1/range").await;
+    assert_eq!(now["from_ms"], REFERENCE_MS);
+    assert_eq!(now["min"], min_of(REFERENCE_MS).to_string());
+    let (_, now) = json(&h.state, "GET", "/api/v1/range?from=&to=now").await;
+    assert_eq!(now["to_ms"], REFERENCE_MS);
+    // Other layouts: Discord's epoch, Twitter's widths.
+    let (_, discord) = json(
+        &h.state,
+        "GET",
+        &format!("/api/v1/range?from={from}&layout=discord"),
+    )
+    .await;
+    assert_eq!(discord["min"], ((from - 1420070400000) << 22).to_string());
+}
+
+#[tokio::test]
+async fn range_errors_name_the_field() {
+    let h = harness();
+    let s = &h.state;
+    let bad = StatusCode::BAD_REQUEST;
+    let msg = error(
+        s,
+        "GET",
+        "/api/v1/range?from=2024-02-01T00:00:00Z&to=2024-01-01T00:00:00Z",
+        bad,
+        Some("to"),
+    )
+    .await;
+    assert!(
+        msg.starts_with("to must be at or after from 1706745600000"),
+        "{msg}"
+    );
+    let msg = error(s, "GET", "/api/v1/range?from=yesterday", bad, Some("from")).await;
+    assert!(
+        msg.starts_with("from must be Unix milliseconds or an ISO-8601 time in 1288834974657..="),
+        "{msg}"
+    );
+    let msg = error(
+        s,
+        "GET",
+        "/api/v1/range?from=now&to=2024-02-30T00:00:00Z",
+        bad,
+        Some("to"),
+    )
+    .await;
+    assert!(msg.starts_with("to must be"), "{msg}");
+    let msg = error(
+        s,
+        "GET",
+        "/api/v1/range?from=1288834974656",
+        bad,
+        Some("from"),
+    )
+    .await;
+    assert!(msg.ends_with("before the epoch"), "{msg}");
+    let msg = error(
+        s,
+        "GET",
+        "/api/v1/range?from=now&to=99999999999999999999999",
+        bad,
+        Some("to"),
+    )
+    .await;
+    assert!(msg.starts_with("to must be"), "{msg}");
+    let msg = error(
+        s,
+        "GET",
+        "/api/v1/range?from=now&layout=flickr",
+        bad,
+        Some("layout"),
+    )
+    .await;
+    assert_eq!(
+        msg,
+        r#"layout must be one of twitter, discord, instagram, sonyflake, mastodon, got "flickr""#
+    );
+}
+
+#[tokio::test]
+async fn decode_in_other_layouts() {
+    let h = harness();
+    // Discord developer docs, Snowflakes: 175928847299117063 is
+    // 2016-04-30T11:18:25.796Z, internal worker 1, process 0, increment 7.
+    let (status, v) = json(
+        &h.state,
+        "GET",
+        "/api/v1/decode/175928847299117063?layout=discord",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(v["time"], "2016-04-30T11:18:25.796Z");
+    assert_eq!(
+        (&v["datacenter"], &v["worker"], &v["sequence"]),
+        (&json!(1), &json!(0), &json!(7))
+    );
+    // "Sharding & IDs at Instagram": 1387263000 ms since 1314220021721,
+    // shard 1341, sequence 5001 % 1024, as `ms << 23 | shard << 10 | seq`.
+    let instagram = (1387263000u64 << 23) | (1341 << 10) | (5001 % 1024);
+    let (_, v) = json(
+        &h.state,
+        "GET",
+        &format!("/api/v1/decode/{instagram}?layout=instagram"),
+    )
+    .await;
+    assert_eq!(v["timestamp_ms"], 1314220021721u64 + 1387263000);
+    assert_eq!((&v["worker"], &v["sequence"]), (&json!(1341), &json!(905)));
+    assert_eq!(
+        v["segments"][0],
+        json!({"name": "timestamp", "bits": 41, "value": 1387263000, "binary": format!("{:041b}", 1387263000u64)})
+    );
+    // sony/sonyflake: `elapsed << 24 | sequence << 16 | machine`, elapsed
+    // in 10 ms units since 2014-09-01T00:00:00Z.
+    let elapsed = (1704067200000u64 - 1409529600000) / 10;
+    let sony = (elapsed << 24) | (3 << 16) | 0x7F7F;
+    let (_, v) = json(
+        &h.state,
+        "GET",
+        &format!("/api/v1/decode/{sony}?layout=sonyflake"),
+    )
+    .await;
+    assert_eq!(v["time"], "2024-01-01T00:00:00.000Z");
+    assert_eq!((&v["worker"], &v["sequence"]), (&json!(0x7F7F), &json!(3)));
+    let names: Vec<&str> = v["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["sign", "timestamp", "sequence", "worker"]);
+    // docs.joinmastodon.org, Status example: 103270115826048975 created
+    // 2019-12-08T03:48:33.901Z (the ID is stamped apart, same second).
+    let (_, v) = json(
+        &h.state,
+        "GET",
+        "/api/v1/decode/103270115826048975?layout=MASTODON",
+    )
+    .await;
+    assert!(
+        v["time"]
+            .as_str()
+            .unwrap()
+            .starts_with("2019-12-08T03:48:33."),
+        "{v}"
+    );
+    // Every layout answers the same keys as the contract's object.
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&v), keys(&reference_object()));
+    // Twitter by default and by name.
+    let (_, v) = json(&h.state, "GET", "/api/v1/decode/4194439168?layout=twitter").await;
+    assert_eq!(v, reference_object());
+    let msg = error(
+        &h.state,
+        "GET",
+        "/api/v1/decode/1?layout=flickr",
+        StatusCode::BAD_REQUEST,
+        Some("layout"),
+    )
+    .await;
+    assert_eq!(
+        msg,
+        r#"layout must be one of twitter, discord, instagram, sonyflake, mastodon, got "flickr""#
+    );
+}
+
 #[tokio::test]
 async fn mint_issues_fresh_increasing_ids() {
     let h = harness();
@@ -475,6 +676,7 @@ async fn health_readiness_metrics_openapi() {
     for path in [
         "/api/v1/compose",
         "/api/v1/decode/{id}",
+        "/api/v1/range",
         "/api/v1/ids",
         "/healthz",
         "/readyz",
@@ -522,13 +724,31 @@ async fn the_openapi_breakdown_schema_has_the_serialized_keys() {
         .find(|(_, s)| s["properties"]["bits"].is_object())
         .map(|(_, s)| s)
         .expect("a segment schema");
+    let span = serde_json::to_value(
+        snowmint::Layout::TWITTER
+            .span(1704067200000, 1706745600000)
+            .unwrap(),
+    )
+    .unwrap();
     for (schema, serialized) in [
         (&schemas["Breakdown"], &breakdown),
         (segment_schema, &breakdown["segments"][0]),
+        (&schemas["Range"], &span),
     ] {
         assert_eq!(keys(&schema["properties"]), keys(serialized), "{schema}");
         assert_eq!(listed(&schema["required"]), keys(serialized), "{schema}");
     }
+    // The parameters a user picks a layout and a span by are documented.
+    let params = |path: &str| -> Vec<String> {
+        doc["paths"][path]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(params("/api/v1/decode/{id}"), ["id", "from", "layout"]);
+    assert_eq!(params("/api/v1/range"), ["from", "to", "layout"]);
     // And the compose route answers that very object.
     let (_, composed) = json(
         &h.state,

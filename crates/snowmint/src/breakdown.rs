@@ -6,19 +6,27 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
+use crate::error::Field;
 use crate::id::SnowflakeId;
-use crate::layout::Layout;
+use crate::layout::{FieldOrder, Layout};
 use crate::time::Iso8601;
 
 /// One segment of the 64 bits: sign, timestamp, datacenter, worker, sequence.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Segment {
-    /// `sign`, `timestamp`, `datacenter`, `worker` or `sequence`.
+    /// The slot: `sign`, `timestamp`, `datacenter`, `worker` or `sequence`,
+    /// whatever the layout calls it (so colours and JSON stay stable).
     pub name: &'static str,
+    /// What the layout calls the field ([`Layout::label`]): `shard` for
+    /// Instagram's `worker`, `machine` for Sonyflake's. For display; not
+    /// serialized.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub label: &'static str,
     /// Width in bits.
     pub bits: u32,
-    /// The segment's value as a number (the timestamp as ms since the epoch).
+    /// The field's value as a number (the timestamp in the layout's units
+    /// since the epoch: milliseconds, or 10 ms for Sonyflake).
     pub value: u64,
     /// The segment's bits, `bits` characters of `0` and `1`.
     pub binary: String,
@@ -50,20 +58,22 @@ pub struct Breakdown {
     pub id: SnowflakeId,
     /// Unix milliseconds.
     pub timestamp_ms: u64,
-    /// Milliseconds since the layout's epoch.
+    /// Milliseconds since the layout's epoch (the start of the time unit).
     pub delta_ms: u64,
     /// ISO-8601 UTC with milliseconds.
     pub time: String,
-    /// Datacenter ID.
+    /// Datacenter ID (Discord's internal worker ID; 0 where the layout has
+    /// no such field).
     pub datacenter: u64,
-    /// Worker ID.
+    /// Worker ID (Discord's process, Instagram's shard, Sonyflake's machine).
     pub worker: u64,
-    /// Sequence.
+    /// Sequence (Discord's increment, Mastodon's sequence data).
     pub sequence: u64,
     /// All 64 bits, most significant first.
     pub binary: String,
-    /// The five segments, most significant first. A custom layout's
-    /// zero-width fields have no bits to show and are left out.
+    /// The segments, most significant first. Zero-width fields have no
+    /// bits to show and are left out, and so is the sign where it is the
+    /// timestamp's top bit (Instagram, Mastodon).
     pub segments: Vec<Segment>,
 }
 
@@ -73,22 +83,44 @@ impl Layout {
         let parts = self.decode(id);
         let delta = parts.timestamp_ms - self.epoch_ms();
         let binary = id.binary().to_string();
-        let widths = [
-            ("sign", 1, 0),
-            ("timestamp", self.timestamp_bits(), delta),
-            ("datacenter", self.datacenter_bits(), parts.datacenter),
-            ("worker", self.worker_bits(), parts.worker),
-            ("sequence", self.sequence_bits(), parts.sequence),
-        ];
+        let sign = ("sign", Field::Id, u32::from(self.has_sign_bit()), 0);
+        let time = (
+            "timestamp",
+            Field::Timestamp,
+            self.timestamp_bits(),
+            delta / self.unit_ms(),
+        );
+        let datacenter = (
+            "datacenter",
+            Field::Datacenter,
+            self.datacenter_bits(),
+            parts.datacenter,
+        );
+        let worker = ("worker", Field::Worker, self.worker_bits(), parts.worker);
+        let sequence = (
+            "sequence",
+            Field::Sequence,
+            self.sequence_bits(),
+            parts.sequence,
+        );
+        let fields = match self.order() {
+            FieldOrder::IdentityThenSequence => [sign, time, datacenter, worker, sequence],
+            FieldOrder::SequenceThenIdentity => [sign, time, sequence, datacenter, worker],
+        };
         let mut start = 0u32;
-        let segments = widths
+        let segments = fields
             .into_iter()
             // A zero-width field has no most significant bit; at the bottom
             // of the word its position would underflow.
-            .filter(|&(_, bits, _)| bits > 0)
-            .map(|(name, bits, value)| {
+            .filter(|&(_, _, bits, _)| bits > 0)
+            .map(|(name, field, bits, value)| {
                 let seg = Segment {
                     name,
+                    label: if name == "sign" {
+                        "sign"
+                    } else {
+                        self.label(field)
+                    },
                     bits,
                     value,
                     binary: binary[start as usize..(start + bits) as usize].to_string(),

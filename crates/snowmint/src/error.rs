@@ -29,11 +29,15 @@ pub enum Field {
     Count,
     /// An [`Identity`](crate::Identity)'s number, `datacenter * 32 + worker`.
     Ordinal,
+    /// The first millisecond of a time span (`range --from`), a timestamp.
+    From,
+    /// The last millisecond of a time span (`range --to`), a timestamp.
+    To,
 }
 
 impl Field {
     /// The field's name as the surfaces spell it: `timestamp`, `datacenter`,
-    /// `worker`, `sequence`, `id`, `layout`, `count` or `ordinal`.
+    /// `worker`, `sequence`, `id`, `layout`, `count`, `ordinal`, `from` or `to`.
     pub const fn name(self) -> &'static str {
         match self {
             Field::Timestamp => "timestamp",
@@ -44,7 +48,14 @@ impl Field {
             Field::Layout => "layout",
             Field::Count => "count",
             Field::Ordinal => "ordinal",
+            Field::From => "from",
+            Field::To => "to",
         }
+    }
+
+    /// Whether the field holds a timestamp: `timestamp`, `from` or `to`.
+    pub const fn is_time(self) -> bool {
+        matches!(self, Field::Timestamp | Field::From | Field::To)
     }
 }
 
@@ -82,7 +93,14 @@ pub(crate) enum ErrorKind {
         max: u64,
     },
     /// A timestamp outside what the layout's timestamp bits can hold.
-    TimestampOutOfRange { found: Found, min: u64, max: u64 },
+    TimestampOutOfRange {
+        field: Field,
+        found: Found,
+        min: u64,
+        max: u64,
+    },
+    /// A time span whose end comes before its start.
+    Order { from_ms: u64, to_ms: u64 },
     /// Text that is not in the expected form at all.
     Syntax {
         field: Field,
@@ -135,12 +153,29 @@ impl Error {
         })
     }
 
+    // Only the generator (feature `std`) reports a bare timestamp error.
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     pub(crate) const fn timestamp(value: i128, min: u64, max: u64) -> Error {
         Error(ErrorKind::TimestampOutOfRange {
+            field: Field::Timestamp,
             found: Found::Int(value),
             min,
             max,
         })
+    }
+
+    /// [`timestamp`](Error::timestamp) for a time field of another name.
+    pub(crate) const fn timestamp_in(field: Field, value: i128, min: u64, max: u64) -> Error {
+        Error(ErrorKind::TimestampOutOfRange {
+            field,
+            found: Found::Int(value),
+            min,
+            max,
+        })
+    }
+
+    pub(crate) const fn order(from_ms: u64, to_ms: u64) -> Error {
+        Error(ErrorKind::Order { from_ms, to_ms })
     }
 
     pub(crate) fn syntax(
@@ -162,8 +197,13 @@ impl Error {
     /// An out-of-range error for an integer too wide to hold, given as text.
     pub(crate) fn too_wide(field: Field, input: &str, min: u64, max: u64) -> Error {
         let found = Found::Text(echo(input));
-        if field == Field::Timestamp {
-            Error(ErrorKind::TimestampOutOfRange { found, min, max })
+        if field.is_time() {
+            Error(ErrorKind::TimestampOutOfRange {
+                field,
+                found,
+                min,
+                max,
+            })
         } else {
             Error(ErrorKind::OutOfRange {
                 field,
@@ -181,9 +221,11 @@ impl Error {
     /// The field the error is about.
     pub fn field(&self) -> Field {
         match &self.0 {
-            ErrorKind::OutOfRange { field, .. } | ErrorKind::Syntax { field, .. } => *field,
-            ErrorKind::TimestampOutOfRange { .. } => Field::Timestamp,
+            ErrorKind::OutOfRange { field, .. }
+            | ErrorKind::Syntax { field, .. }
+            | ErrorKind::TimestampOutOfRange { field, .. } => *field,
             ErrorKind::Layout { .. } => Field::Layout,
+            ErrorKind::Order { .. } => Field::To,
         }
     }
 
@@ -192,8 +234,10 @@ impl Error {
     #[must_use]
     pub fn with_field(mut self, new: Field) -> Error {
         match &mut self.0 {
-            ErrorKind::OutOfRange { field, .. } | ErrorKind::Syntax { field, .. } => *field = new,
-            ErrorKind::TimestampOutOfRange { .. } | ErrorKind::Layout { .. } => {}
+            ErrorKind::OutOfRange { field, .. }
+            | ErrorKind::Syntax { field, .. }
+            | ErrorKind::TimestampOutOfRange { field, .. } => *field = new,
+            ErrorKind::Layout { .. } | ErrorKind::Order { .. } => {}
         }
         self
     }
@@ -229,10 +273,15 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
-            ErrorKind::TimestampOutOfRange { found, min, max } => {
+            ErrorKind::TimestampOutOfRange {
+                field,
+                found,
+                min,
+                max,
+            } => {
                 write!(
                     f,
-                    "timestamp must be {min}..={max} ({} ..= {}), got {found}",
+                    "{field} must be {min}..={max} ({} ..= {}), got {found}",
                     Iso8601(*min as i64),
                     Iso8601(*max as i64)
                 )?;
@@ -242,14 +291,14 @@ impl fmt::Display for Error {
                 }
             }
             ErrorKind::Syntax {
-                field: Field::Timestamp,
+                field,
                 found,
                 expected,
                 min,
                 max,
-            } => write!(
+            } if field.is_time() => write!(
                 f,
-                "timestamp must be {expected} in {min}..={max} ({} ..= {}), got {found}",
+                "{field} must be {expected} in {min}..={max} ({} ..= {}), got {found}",
                 Iso8601(*min as i64),
                 Iso8601(*max as i64)
             ),
@@ -261,6 +310,12 @@ impl fmt::Display for Error {
                 max,
             } => write!(f, "{field} must be {expected} {min}..={max}, got {found}"),
             ErrorKind::Layout { reason } => write!(f, "invalid layout: {reason}"),
+            ErrorKind::Order { from_ms, to_ms } => write!(
+                f,
+                "to must be at or after from {from_ms} ({}), got {to_ms} ({})",
+                Iso8601(*from_ms as i64),
+                Iso8601(*to_ms as i64)
+            ),
         }
     }
 }

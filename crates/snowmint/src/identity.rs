@@ -3,9 +3,7 @@
 use core::fmt;
 
 use crate::error::{Error, Field};
-use crate::layout::{
-    DATACENTER_BITS, DATACENTER_SHIFT, MAX_DATACENTER, MAX_WORKER, WORKER_BITS, WORKER_SHIFT,
-};
+use crate::layout::{DATACENTER_BITS, MAX_DATACENTER, MAX_WORKER, WORKER_BITS};
 
 /// A minter's identity: a datacenter ID and a worker ID, both 0..=31.
 ///
@@ -116,7 +114,9 @@ impl Identity {
 
     /// The identity's bits in an ID of the Twitter layout (datacenter and
     /// worker in place, everything else 0).
+    #[cfg(feature = "std")]
     pub(crate) const fn node_bits(self) -> u64 {
+        use crate::layout::{DATACENTER_SHIFT, WORKER_SHIFT};
         ((self.datacenter as u64) << DATACENTER_SHIFT) | ((self.worker as u64) << WORKER_SHIFT)
     }
 
@@ -171,6 +171,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "std")]
     #[test]
     fn node_bits_place_both_fields() {
         let id = Identity::new(1, 1).unwrap();

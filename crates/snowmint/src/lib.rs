@@ -20,9 +20,11 @@
 //!   the snowmint API with the `serde` feature), [`time::Iso8601`].
 //! - To read or write other textual forms: [`Encoding`] (decimal, hex,
 //!   Crockford base32, all fixed-width and order-preserving except decimal).
-//! - To decode IDs from other systems: [`Layout::DISCORD`], or your own
-//!   [`Layout::new`].
-//! - For time-range queries: [`Layout::min_id_at`] and [`Layout::max_id_at`].
+//! - To decode IDs from other systems: the presets [`Layout::PRESETS`]
+//!   (Twitter, Discord, Instagram, Sonyflake, Mastodon; [`Layout::by_name`]),
+//!   or your own [`Layout::new`].
+//! - For time-range queries: [`Layout::span`] (the smallest and largest ID
+//!   of a time span), [`Layout::min_id_at`] and [`Layout::max_id_at`].
 //! - To mint IDs (feature `std`): [`Generator`], lock-free and shared by
 //!   `&self` across threads, with a [`Clock`] ([`SystemClock`], or
 //!   [`ManualClock`] in tests) and a [`ReservationStore`] ([`FileStore`]) for
@@ -72,6 +74,8 @@ mod flight;
 #[cfg(feature = "std")]
 mod generator;
 mod id;
+#[cfg(feature = "std")]
+mod id_range;
 mod identity;
 mod layout;
 mod parse;
@@ -89,15 +93,17 @@ pub use error::{Error, Field};
 #[cfg(feature = "std")]
 pub use generator::{
     BuildError, DEFAULT_MAX_BORROW_MS, DEFAULT_MAX_WAIT, DEFAULT_RESERVE_WINDOW_MS, GenerateError,
-    Generator, GeneratorBuilder, GeneratorMetrics, IdRange, IdRangeIter,
+    Generator, GeneratorBuilder, GeneratorMetrics,
 };
 pub use id::SnowflakeId;
+#[cfg(feature = "std")]
+pub use id_range::{IdRange, IdRangeIter};
 pub use identity::Identity;
 pub use layout::{
-    DATACENTER_BITS, DATACENTER_SHIFT, Layout, MAX_BATCH, MAX_DATACENTER, MAX_DELTA_MS, MAX_ID,
-    MAX_SEQUENCE, MAX_TIMESTAMP_MS, MAX_WORKER, MIN_TIMESTAMP_MS, Parts, SEQUENCE_BITS,
-    TIMESTAMP_BITS, TIMESTAMP_SHIFT, TWITTER_EPOCH_MS, WORKER_BITS, WORKER_SHIFT, compose, decode,
-    parse_in_range,
+    DATACENTER_BITS, DATACENTER_SHIFT, FieldOrder, IdSpan, Layout, MAX_BATCH, MAX_DATACENTER,
+    MAX_DELTA_MS, MAX_ID, MAX_SEQUENCE, MAX_TIMESTAMP_MS, MAX_WORKER, MIN_TIMESTAMP_MS, Parts,
+    SEQUENCE_BITS, TIMESTAMP_BITS, TIMESTAMP_SHIFT, TWITTER_EPOCH_MS, WORKER_BITS, WORKER_SHIFT,
+    compose, decode, parse_in_range,
 };
 #[cfg(feature = "std")]
 pub use reservation::{FileStore, MemoryStore, ReservationStore, StoreError, StoreErrorKind};
@@ -119,33 +125,7 @@ pub use reservation::{FileStore, MemoryStore, ReservationStore, StoreError, Stor
 /// );
 /// ```
 pub fn parse_timestamp(input: &str, now_ms: u64) -> Result<u64, Error> {
-    let layout = Layout::TWITTER;
-    let trimmed = input.trim();
-    if trimmed.eq_ignore_ascii_case("now") {
-        return layout.check(Field::Timestamp, now_ms);
-    }
-    if trimmed.contains(['-', ':', 'T']) && !trimmed.starts_with('-') {
-        if let Some(ms) = time::parse_iso8601(trimmed) {
-            return if ms < 0 {
-                Err(Error::timestamp(
-                    i128::from(ms),
-                    layout.min_timestamp_ms(),
-                    layout.max_timestamp_ms(),
-                ))
-            } else {
-                layout.check(Field::Timestamp, ms as u64)
-            };
-        }
-        let (min, max) = layout.range(Field::Timestamp);
-        return Err(Error::syntax(
-            Field::Timestamp,
-            input,
-            "Unix milliseconds or an ISO-8601 time",
-            min,
-            max,
-        ));
-    }
-    layout.parse_field(Field::Timestamp, input)
+    Layout::TWITTER.parse_timestamp(input, now_ms)
 }
 
 /// Compiles the README's examples as doctests.

@@ -5,8 +5,8 @@
 use proptest::prelude::*;
 use snowmint::time::Iso8601;
 use snowmint::{
-    Encoding, Field, Layout, MAX_DATACENTER, MAX_ID, MAX_SEQUENCE, MAX_TIMESTAMP_MS, MAX_WORKER,
-    MIN_TIMESTAMP_MS, Parts, SnowflakeId, parse_timestamp,
+    Encoding, Field, FieldOrder, Layout, MAX_DATACENTER, MAX_ID, MAX_SEQUENCE, MAX_TIMESTAMP_MS,
+    MAX_WORKER, MIN_TIMESTAMP_MS, Parts, SnowflakeId, parse_timestamp,
 };
 
 fn timestamp() -> impl Strategy<Value = u64> {
@@ -102,8 +102,61 @@ proptest! {
     fn decode_then_compose_round_trips(id in id()) {
         let p = id.parts();
         prop_assert_eq!(snowmint::compose(p.timestamp_ms, p.datacenter, p.worker, p.sequence).unwrap(), id);
-        for layout in [Layout::TWITTER, Layout::DISCORD] {
+        for layout in Layout::PRESETS {
             prop_assert_eq!(layout.compose_parts(layout.decode(id)).unwrap(), id);
+        }
+    }
+
+    /// Every preset: valid values survive compose then decode (the time
+    /// rounded down to the layout's unit), and the breakdown shows the
+    /// same values in segments that tile the 64 bits.
+    #[test]
+    fn every_preset_round_trips(which in 0usize..5, t in any::<u64>(), d in any::<u64>(), w in any::<u64>(), s in any::<u64>()) {
+        let layout = Layout::PRESETS[which];
+        let (min, max) = layout.range(Field::Timestamp);
+        let t = min + t % (max - min + 1);
+        let d = d % (layout.max_datacenter() + 1);
+        let w = w % (layout.max_worker() + 1);
+        let s = s % (layout.max_sequence() + 1);
+        let id = layout.compose(t, d, w, s).unwrap();
+        let p = layout.decode(id);
+        let unit = layout.unit_ms();
+        prop_assert_eq!(p, Parts {
+            timestamp_ms: t - (t - layout.epoch_ms()) % unit,
+            datacenter: d,
+            worker: w,
+            sequence: s,
+        });
+        let b = layout.breakdown(id);
+        prop_assert_eq!(b.segments.iter().map(|s| s.bits).sum::<u32>(), 64);
+        prop_assert_eq!(b.segments.iter().map(|s| s.binary.as_str()).collect::<String>(), b.binary);
+        prop_assert_eq!((b.datacenter, b.worker, b.sequence), (d, w, s));
+        // Within the span of its own time, and IDs order by time first.
+        let span = layout.span(t, t).unwrap();
+        prop_assert!(span.min <= id && id <= span.max);
+        if t - min >= unit {
+            // `t - unit` is in the unit before `t`'s.
+            prop_assert!(layout.max_id_at(t - unit).unwrap() < span.min);
+        }
+    }
+
+    /// A span holds every ID of its times and nothing of the times around
+    /// it: the millisecond before `from` ends below `min`, the one after
+    /// `to` starts above `max`.
+    #[test]
+    fn spans_are_tight(a in timestamp(), b in timestamp()) {
+        let (from, to) = (a.min(b), a.max(b));
+        let span = Layout::TWITTER.span(from, to).unwrap();
+        prop_assert_eq!(span.slots(), (to - from + 1) << 22);
+        if from > MIN_TIMESTAMP_MS {
+            prop_assert_eq!(SnowflakeId::max_at(from - 1).unwrap().get() + 1, span.min.get());
+        }
+        if to < MAX_TIMESTAMP_MS {
+            prop_assert_eq!(SnowflakeId::min_at(to + 1).unwrap().get() - 1, span.max.get());
+        }
+        if from < to {
+            let e = Layout::TWITTER.span(to, from).unwrap_err();
+            prop_assert_eq!(e.field(), Field::To);
         }
     }
 
@@ -150,19 +203,41 @@ proptest! {
         dc in 0u8..=10, worker in 0u8..=10, seq in 0u8..=16,
         raw in 0..=MAX_ID,
     ) {
-        let layout = Layout::new(epoch, 63 - dc - worker - seq, dc, worker, seq).unwrap();
-        let id = SnowflakeId::new(raw).unwrap();
-        let p = layout.decode(id);
-        prop_assert_eq!(layout.compose_parts(p).unwrap(), id);
-        let b = layout.breakdown(id);
-        prop_assert_eq!(b.segments.iter().map(|s| s.bits).sum::<u32>(), 64);
-        prop_assert_eq!((b.datacenter, b.worker, b.sequence), (p.datacenter, p.worker, p.sequence));
+        for (total, unit, order) in [
+            (63, 1, FieldOrder::IdentityThenSequence),
+            (64, 7, FieldOrder::SequenceThenIdentity),
+        ] {
+            let timestamp_bits = total - dc - worker - seq;
+            let layout = match Layout::new(epoch, timestamp_bits, dc, worker, seq)
+                .unwrap()
+                .with_unit_ms(unit)
+            {
+                Ok(layout) => layout.with_order(order),
+                // Units of 7 ms in (almost) all 63 usable bits reach past
+                // 2^64 ms: refused, and only then.
+                Err(e) => {
+                    prop_assert!(e.to_string().contains("overflows 64 bits"), "{}", e);
+                    prop_assert!(timestamp_bits >= 61, "{} bits refused", timestamp_bits);
+                    continue;
+                }
+            };
+            let id = SnowflakeId::new(raw).unwrap();
+            let p = layout.decode(id);
+            prop_assert_eq!(layout.compose_parts(p).unwrap(), id);
+            let b = layout.breakdown(id);
+            prop_assert_eq!(b.segments.iter().map(|s| s.bits).sum::<u32>(), 64);
+            prop_assert_eq!((b.datacenter, b.worker, b.sequence), (p.datacenter, p.worker, p.sequence));
+        }
     }
 
     #[test]
-    fn layout_new_never_panics(epoch in any::<u64>(), t in any::<u8>(), d in any::<u8>(), w in any::<u8>(), s in any::<u8>()) {
-        if let Err(e) = Layout::new(epoch, t, d, w, s) {
-            prop_assert!(e.to_string().starts_with("invalid layout: "));
+    fn layout_new_never_panics(epoch in any::<u64>(), t in any::<u8>(), d in any::<u8>(), w in any::<u8>(), s in any::<u8>(), unit in any::<u64>()) {
+        match Layout::new(epoch, t, d, w, s).and_then(|l| l.with_unit_ms(unit)) {
+            Err(e) => prop_assert!(e.to_string().starts_with("invalid layout: ")),
+            Ok(l) => {
+                prop_assert!(l.max_timestamp_ms() >= l.min_timestamp_ms());
+                let _ = l.breakdown(SnowflakeId::MAX);
+            }
         }
     }
 

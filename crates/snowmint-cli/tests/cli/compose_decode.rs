@@ -249,9 +249,9 @@ fn missing_or_malformed_flags_are_one_line() {
         msg.contains("octal") && msg.contains("decimal, hex, base32"),
         "{msg}"
     );
-    let msg = bad(&["decode", "5", "--layout", "instagram"]);
+    let msg = bad(&["decode", "5", "--layout", "flickr"]);
     assert!(
-        msg.contains("instagram") && msg.contains("twitter, discord"),
+        msg.contains("flickr") && msg.contains("twitter, discord, instagram, sonyflake, mastodon"),
         "{msg}"
     );
     let msg = bad(&["decode", "5", "--color", "sometimes"]);
@@ -349,12 +349,81 @@ fn decode_discord_layout() {
     );
     let human = ok(&["decode", "175928847299117063", "--layout", "discord"]);
     assert!(human.contains("discord epoch"), "{human}");
+    // Discord's own names for its fields.
+    for row in [&["worker", "1"][..], &["process", "0"], &["increment", "7"]] {
+        assert!(has_row(&human, row), "{row:?} in {human}");
+    }
     // The same ID read as Twitter's is six years earlier.
     let twitter: Value =
         serde_json::from_str(&ok(&["decode", "175928847299117063", "--json"])).unwrap();
     assert_eq!(
         twitter["timestamp_ms"],
         1462015105796u64 - 1420070400000 + 1288834974657
+    );
+}
+
+#[test]
+fn decode_the_other_layouts() {
+    // "Sharding & IDs at Instagram" (2012): 1387263000 ms since the epoch
+    // 1314220021721, shard 1341, sequence 5001 % 1024, built as
+    // `(ms - epoch) << 23 | shard << 10 | seq`.
+    let instagram = (1387263000u64 << 23) | (1341 << 10) | (5001 % 1024);
+    let v: Value = serde_json::from_str(&ok(&[
+        "decode",
+        &instagram.to_string(),
+        "--layout",
+        "instagram",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(v["timestamp_ms"], 1314220021721u64 + 1387263000);
+    assert_eq!((&v["worker"], &v["sequence"]), (&json!(1341), &json!(905)));
+    // 41 + 13 + 10 = 64 bits: no separate sign segment.
+    let names: Vec<&str> = v["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["timestamp", "worker", "sequence"]);
+    let human = ok(&["decode", &instagram.to_string(), "--layout", "instagram"]);
+    assert!(has_row(&human, &["shard", "1341"]), "{human}");
+    assert!(
+        has_row(&human, &["22..10", "shard", "13", "1341", "0010100111101"]),
+        "{human}"
+    );
+
+    // sony/sonyflake sonyflake.go: `elapsed << (8+16) | sequence << 16 |
+    // machineID`, elapsed in 10 ms units since 2014-09-01T00:00:00Z.
+    let elapsed = (1704067200000u64 - 1409529600000) / 10;
+    let sonyflake = (elapsed << 24) | (3 << 16) | 0x7F7F;
+    let human = ok(&["decode", &sonyflake.to_string(), "--layout", "sonyflake"]);
+    for row in [
+        &["time", "2024-01-01T00:00:00.000Z"][..],
+        &["sequence", "3"],
+        &["machine", "32639"],
+        &["time", "unit", "10", "ms"],
+    ] {
+        assert!(has_row(&human, row), "{row:?} in {human}");
+    }
+
+    // docs.joinmastodon.org, Status entity example: id 103270115826048975,
+    // created_at 2019-12-08T03:48:33.901Z (set apart from the ID, so the
+    // same second).
+    let v: Value = serde_json::from_str(&ok(&[
+        "decode",
+        "103270115826048975",
+        "--layout",
+        "MASTODON",
+        "--json",
+    ]))
+    .unwrap();
+    assert!(
+        v["time"]
+            .as_str()
+            .unwrap()
+            .starts_with("2019-12-08T03:48:33."),
+        "{v}"
     );
 }
 
@@ -515,7 +584,7 @@ fn colour_on_a_terminal_unless_no_color() {
 
 #[test]
 fn help_has_examples() {
-    for sub in ["compose", "decode"] {
+    for sub in ["compose", "decode", "range"] {
         let out = ok(&[sub, "--help"]);
         assert!(out.contains("Examples:"), "{sub}: {out}");
         assert!(out.contains(&format!("snowmint {sub} ")), "{sub}: {out}");

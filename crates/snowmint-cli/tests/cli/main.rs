@@ -11,6 +11,7 @@ mod compose_decode;
 #[cfg(feature = "etcd")]
 mod etcd_serve;
 mod next;
+mod range;
 mod serve;
 mod support;
 mod worker_from_hostname;

@@ -62,6 +62,31 @@ pub fn run_with(args: &[&str], env: &[(&str, &str)]) -> Run {
     }
 }
 
+/// Runs `snowmint ARGS` with `input` on stdin.
+pub fn run_stdin(args: &[&str], input: &str) -> Run {
+    let mut child = snowmint()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn snowmint");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_owned();
+    // Written from a thread, so a child that stops reading early (a bad
+    // line) cannot deadlock the test on a full pipe.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let out = child.wait_with_output().expect("run snowmint");
+    writer.join().unwrap();
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
+    }
+}
+
 /// Runs `snowmint ARGS`.
 pub fn run(args: &[&str]) -> Run {
     run_with(args, &[])

@@ -1,0 +1,351 @@
+//! The reservation path (invariant 4): no ID above the durable mark is
+//! returned before a mark covering it is stored. The slow path writes the
+//! mark through the single flight (`flight.rs`), renews it ahead of need,
+//! and lowers it on a graceful shutdown.
+
+use std::sync::atomic::Ordering;
+
+use super::{Claim, GenerateError, Generator};
+use crate::layout::{MAX_DELTA_MS, TWITTER_EPOCH_MS};
+use crate::reservation::{ReservationStore, StoreError};
+
+impl Generator {
+    /// The slow path: makes sure a durable mark covers `claim`, renewing it
+    /// early (without blocking) when the claim is merely close to it.
+    #[cold]
+    pub(super) fn reserve(&self, claim: Claim, reserved: u64) -> Result<(), GenerateError> {
+        if claim.delta_ms <= reserved {
+            // Covered; renew ahead if nobody else is writing right now. A
+            // failure here is retried (and reported) when a claim needs it.
+            let _ = self.flight.try_lead(|| self.write_mark(claim.delta_ms));
+            return Ok(());
+        }
+        let covered =
+            |_last_ok: bool| claim.delta_ms <= self.hot.reserved_until.load(Ordering::SeqCst);
+        self.flight
+            .ensure(covered, || self.write_mark(claim.delta_ms))
+            .map_err(|e| {
+                self.burn(claim);
+                GenerateError::Reservation(e)
+            })
+    }
+
+    /// The claimed positions are skipped, never handed out again.
+    #[cold]
+    pub(super) fn burn(&self, claim: Claim) {
+        self.counters
+            .burned
+            .fetch_add(claim.count, Ordering::Relaxed);
+    }
+
+    /// Writes the mark `max(delta_ms, the state's millisecond) + window`, so
+    /// that a write covers every claim made before it started (the
+    /// single-flight argument in `flight.rs` rests on this). The caller leads
+    /// the flight.
+    fn write_mark(&self, delta_ms: u64) -> Result<(), StoreError> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        let claimed = self.hot.state.load(Ordering::SeqCst).ms();
+        let mark = delta_ms
+            .max(claimed)
+            .saturating_add(self.window_ms)
+            .min(MAX_DELTA_MS);
+        self.publish_mark(store.as_ref(), mark)
+    }
+
+    /// Makes `mark` (ms since the epoch) durable, then publishes it to the
+    /// hot path; the caller leads the flight.
+    fn publish_mark(&self, store: &dyn ReservationStore, mark: u64) -> Result<(), StoreError> {
+        match store.store(mark + TWITTER_EPOCH_MS) {
+            Ok(()) => {
+                self.hot.reserved_until.store(mark, Ordering::SeqCst);
+                self.store_failing.store(false, Ordering::Relaxed);
+                self.counters
+                    .reservation_writes
+                    .fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(e) => {
+                self.store_failing.store(true, Ordering::Relaxed);
+                self.counters
+                    .reservation_failures
+                    .fetch_add(1, Ordering::Relaxed);
+                Err(e)
+            }
+        }
+    }
+
+    /// For callers of [`try_next_ids`](Generator::try_next_ids): `true` when
+    /// the mark should be renewed ahead of the IDs being issued (or the
+    /// newest write failed and should be retried), once per renewal. The caller then runs
+    /// [`renew_reservation`](Generator::renew_reservation) on a thread that
+    /// may block; until it has, later calls answer `false`. Without a store,
+    /// always `false`.
+    pub fn renewal_due(&self) -> bool {
+        if self.store.is_none() {
+            return false;
+        }
+        let last = self.hot.state.load(Ordering::Acquire).ms();
+        (last + self.renew_ahead_ms > self.hot.reserved_until.load(Ordering::SeqCst)
+            || self.store_failing.load(Ordering::Relaxed))
+            && !self.renewal_asked.load(Ordering::Relaxed)
+            && !self.renewal_asked.swap(true, Ordering::AcqRel)
+    }
+
+    /// Writes a new mark a window ahead of the last issued millisecond (or
+    /// of the clock, if later), unless a mark far enough ahead is durable
+    /// and the last write succeeded. Shares a write in flight like
+    /// [`next_id`](Generator::next_id) does. Blocks for a store write: call
+    /// it where blocking is fine. Without a store it does nothing.
+    ///
+    /// After [`renewal_due`](Generator::renewal_due) said so, and to retry
+    /// a failing store (the generator is not [ready](Generator::check_ready)
+    /// until a write succeeds again).
+    pub fn renew_reservation(&self) -> Result<(), StoreError> {
+        if self.store.is_none() {
+            return Ok(());
+        }
+        let now_delta = self
+            .clock
+            .now_ms()
+            .saturating_sub(TWITTER_EPOCH_MS)
+            .min(MAX_DELTA_MS);
+        let covered = |last_ok: bool| {
+            let last = self.hot.state.load(Ordering::Acquire).ms();
+            last_ok && last + self.renew_ahead_ms <= self.hot.reserved_until.load(Ordering::SeqCst)
+        };
+        let outcome = self.flight.ensure(covered, || self.write_mark(now_delta));
+        self.renewal_asked.store(false, Ordering::Release);
+        outcome
+    }
+
+    /// For a graceful shutdown: lowers the stored mark to the millisecond of
+    /// the last issued ID, so that a restart can issue from the next
+    /// millisecond on instead of from the end of the reservation window.
+    ///
+    /// Safe to call while other threads mint: IDs they take afterwards get a
+    /// new mark first. Without a store it does nothing.
+    pub fn persist_last_issued(&self) -> Result<(), StoreError> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        self.flight.lead(|| {
+            // Make every claim from here on take the slow path (invariant
+            // 4), then read what has been claimed so far.
+            self.hot.reserved_until.store(0, Ordering::SeqCst);
+            let last = self.hot.state.load(Ordering::SeqCst).ms();
+            // On failure the store may hold either mark (a rename can land
+            // before its directory sync fails), so `reserved_until` stays 0:
+            // the next claim writes a fresh mark covering everything issued
+            // so far.
+            self.publish_mark(store.as_ref(), last)
+        })
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::atomic::AtomicU64;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::generator::testing::*;
+    use crate::identity::Identity;
+    use crate::reservation::StoreErrorKind;
+    use crate::{FileStore, ManualClock, MemoryStore, SnowflakeId};
+
+    #[test]
+    fn a_restart_never_issues_at_or_below_the_mark() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(T);
+        let build = |clock: &ManualClock| {
+            Generator::builder(3, 4)
+                .clock(clock.clone())
+                .store(FileStore::open(dir.path(), Identity::new(3, 4).unwrap()).unwrap())
+                .build()
+        };
+        clock.rewind(1);
+        let g = build(&clock).unwrap();
+        clock.advance(1);
+        let mut issued = Vec::new();
+        for _ in 0..3 {
+            issued.extend(g.next_ids(4096).unwrap());
+            clock.advance(1);
+        }
+        assert_eq!(g.reserved_until_ms(), Some(T + 2000));
+        assert_eq!(g.metrics().reservation_writes, 1);
+        drop(g); // a crash: nothing persisted on the way out
+
+        // The machine comes back with its clock an hour early.
+        clock.set(T - 3_600_000);
+        let g = build(&clock).unwrap();
+        assert_eq!(g.last_issued_ms(), T + 2000);
+        assert!(matches!(
+            g.next_id(),
+            Err(GenerateError::ClockBehind { .. })
+        ));
+        // ... and once the clock is within the borrowing bound of the mark,
+        // it issues above the mark.
+        clock.set(T);
+        let id = g.next_id().unwrap();
+        assert_eq!(parts(id), (T + 2001, 0));
+        assert!(issued.iter().all(|&old| old < id));
+        drop(g);
+        assert_eq!(
+            FileStore::open(dir.path(), Identity::new(3, 4).unwrap())
+                .unwrap()
+                .load()
+                .unwrap(),
+            Some(T + 4001)
+        );
+    }
+
+    #[test]
+    fn a_graceful_shutdown_lowers_the_mark() {
+        let store = MemoryStore::new();
+        let clock = ManualClock::new(T);
+        let g = stored(&clock, &store);
+        let last = g.next_id().unwrap();
+        assert_eq!(store.mark(), Some(T + 2000));
+        g.persist_last_issued().unwrap();
+        assert_eq!(store.mark(), Some(T));
+        assert_eq!(g.reserved_until_ms(), Some(T));
+        // Minting on afterwards writes a new mark first.
+        clock.advance(1);
+        let next = g.next_id().unwrap();
+        assert_eq!(store.mark(), Some(T + 2001));
+        assert!(next > last);
+        // A restart issues right after the lowered mark.
+        g.persist_last_issued().unwrap();
+        let g = stored(&clock, &store);
+        assert_eq!(parts(g.next_id().unwrap()), (T + 2, 0));
+    }
+
+    #[test]
+    fn a_failed_reservation_issues_nothing_and_skips_the_claim() {
+        let store = MemoryStore::new();
+        let clock = ManualClock::new(T);
+        let g = stored(&clock, &store);
+        store.fail(true);
+        let err = g.next_id().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot reserve IDs ahead (no ID was issued): memory store: told to fail"
+        );
+        assert!(matches!(g.next_ids(10), Err(GenerateError::Reservation(_))));
+        store.fail(false);
+        // The failed calls' positions (T, 0) and (T, 1..=10) are skipped.
+        assert_eq!(parts(g.next_id().unwrap()), (T, 11));
+        let m = g.metrics();
+        assert_eq!(
+            (m.ids_issued, m.reservation_failures, m.reservation_writes),
+            (1, 2, 1)
+        );
+    }
+
+    #[test]
+    fn the_mark_is_renewed_before_it_is_reached() {
+        let store = MemoryStore::new();
+        let clock = ManualClock::new(T);
+        let g = Generator::builder(0, 0)
+            .clock(clock.clone())
+            .store(store.clone())
+            .reserve_window_ms(100)
+            .build()
+            .unwrap();
+        for _ in 0..1000 {
+            g.next_id().unwrap();
+            clock.advance(1);
+        }
+        // Renewed every 50 ms (half the window), never blocking on it.
+        assert_eq!(store.writes(), 20);
+        assert!(store.mark().unwrap() >= g.last_issued_ms() + 50);
+    }
+
+    /// A store whose writes take `delay` of real time and then fail or
+    /// succeed; counts the writes it was asked for.
+    #[derive(Clone)]
+    struct SlowStore {
+        delay: Duration,
+        fail: bool,
+        attempts: std::sync::Arc<AtomicU64>,
+    }
+
+    impl ReservationStore for SlowStore {
+        fn load(&self) -> Result<Option<u64>, StoreError> {
+            Ok(None)
+        }
+
+        fn store(&self, _until_ms: u64) -> Result<(), StoreError> {
+            self.attempts.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(self.delay);
+            if self.fail {
+                Err(StoreError::new(StoreErrorKind::Io, "slow store: disk gone"))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    /// 8 threads mint at once through a store whose write takes `delay`:
+    /// how long each call took, and its outcome.
+    fn eight_callers(store: &SlowStore) -> Vec<(Duration, Result<SnowflakeId, GenerateError>)> {
+        let clock = ManualClock::new(T);
+        let g = std::sync::Arc::new(built_before(
+            &clock,
+            Generator::builder(0, 0).store(store.clone()),
+        ));
+        let start = std::sync::Arc::new(std::sync::Barrier::new(8));
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let (g, start) = (g.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    let began = std::time::Instant::now();
+                    let outcome = g.next_id();
+                    (began.elapsed(), outcome)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    }
+
+    #[test]
+    fn callers_share_one_failing_write_instead_of_queueing() {
+        let delay = Duration::from_millis(300);
+        let store = SlowStore {
+            delay,
+            fail: true,
+            attempts: Default::default(),
+        };
+        let outcomes = eight_callers(&store);
+        for (took, outcome) in &outcomes {
+            // Queued one behind another, the n-th call took n writes.
+            assert!(*took < delay * 2, "a call took {took:?}");
+            let err = outcome.clone().unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "cannot reserve IDs ahead (no ID was issued): slow store: disk gone"
+            );
+        }
+        let attempts = store.attempts.load(Ordering::SeqCst);
+        assert!(attempts < 8, "{attempts} writes for 8 callers");
+    }
+
+    #[test]
+    fn callers_share_one_successful_write() {
+        let store = SlowStore {
+            delay: Duration::from_millis(100),
+            fail: false,
+            attempts: Default::default(),
+        };
+        let outcomes = eight_callers(&store);
+        let mut ids: Vec<_> = outcomes.into_iter().map(|(_, o)| o.unwrap()).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), 8);
+        let attempts = store.attempts.load(Ordering::SeqCst);
+        assert!(attempts < 8, "{attempts} writes for 8 callers");
+    }
+}
