@@ -154,45 +154,18 @@ impl ServeArgs {
             .client_quota
             .and_then(|q| u32::try_from(q).ok())
             .and_then(std::num::NonZeroU32::new);
+        config.worker_from_hostname = self.worker_from_hostname;
+        config.announce = true;
         config
     }
 }
 
-/// A usage error: exit status 2 with one line on stderr.
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
-
-/// [`run`], reported like the other subcommands: a usage error exits 2.
+/// Runs the service until SIGINT or SIGTERM. The identity source, its
+/// lifecycle and the shutdown order are the server library's
+/// ([`snowmint_server::serve`]); a bad setting it finds exits 2.
 pub fn run_cli(args: ServeArgs) -> Result<(), CliError> {
-    run(args).map_err(|e| match e.downcast::<UsageError>() {
-        Ok(usage) => CliError::Usage(usage.0),
-        Err(e) => CliError::Runtime(e),
-    })
-}
-
-/// Runs the service until SIGINT or SIGTERM.
-pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let mut config = args.config();
-    if args.worker_from_hostname {
-        config.identity = snowmint_server::hostname::identity_from_hostname()
-            .map_err(|e| UsageError(e.to_string()))?;
-    }
-    if !config.etcd_endpoints.is_empty() && !cfg!(feature = "etcd") {
-        return Err(UsageError(
-            "--etcd needs a snowmint built with `--features etcd` \
-             (cargo run --release --features etcd -- serve --etcd URL)"
-                .to_owned(),
-        )
-        .into());
-    }
+    let config = args.config();
+    config.check().map_err(|e| CliError::Usage(e.to_string()))?;
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -207,57 +180,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    #[cfg(feature = "etcd")]
-    if !config.etcd_endpoints.is_empty() {
-        return runtime.block_on(serve_etcd(config));
-    }
-    // Static identity (the default, or from the hostname): `--etcd` was
-    // refused above when this build cannot lease.
     runtime.block_on(async move {
-        // The errors say what failed and name the path (and, for an
-        // identity already in use, the identity and the directory).
-        let state = snowmint_server::static_state(&config)?;
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
-        eprintln!(
-            "snowmint: serving the explorer on http://{}/ ({}, state in {})",
-            listener.local_addr().unwrap_or(config.listen),
-            config.identity,
-            config.state_dir.display()
-        );
-        snowmint_server::run_with(listener, state, config.limits, shutdown_signal()).await?;
-        Ok(())
+        snowmint_server::serve(config, listener, shutdown_signal())
+            .await
+            .map_err(|e| match e {
+                snowmint_server::RunError::Start(e) if e.is_usage() => {
+                    CliError::Usage(e.to_string())
+                }
+                other => CliError::Runtime(other.into()),
+            })
     })
-}
-
-/// Distributed mode: the identity is leased from etcd; the lease is
-/// revoked after the server stops, so the identity is free at once.
-#[cfg(feature = "etcd")]
-async fn serve_etcd(config: snowmint_server::Config) -> anyhow::Result<()> {
-    use snowmint_server::etcd::{SpawnError, etcd_state};
-    let (state, session) = etcd_state(&config).map_err(|e| match e {
-        SpawnError::Options(e) => anyhow::Error::new(UsageError(e.to_string())),
-        other => anyhow::Error::new(other),
-    })?;
-    let listener = match tokio::net::TcpListener::bind(config.listen).await {
-        Ok(listener) => listener,
-        Err(e) => {
-            session.shutdown().await;
-            return Err(e).with_context(|| format!("cannot listen on {}", config.listen));
-        }
-    };
-    eprintln!(
-        "snowmint: serving the explorer on http://{}/ (identity leased from etcd {} under {}, lease TTL {} s)",
-        listener.local_addr().unwrap_or(config.listen),
-        config.etcd_endpoints.join(","),
-        config.etcd_prefix,
-        config.lease_ttl.as_secs()
-    );
-    let served = snowmint_server::run_with(listener, state, config.limits, shutdown_signal()).await;
-    session.shutdown().await;
-    served?;
-    Ok(())
 }
 
 /// Resolves on ctrl-c (SIGINT) or SIGTERM.

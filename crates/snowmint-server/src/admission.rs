@@ -180,7 +180,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::{Fence, Minter};
+    use crate::Minter;
 
     fn write(out: &mut Vec<u8>, range: snowmint::IdRange) {
         out.extend(range.iter().flat_map(|id| id.to_string().into_bytes()));
@@ -195,8 +195,7 @@ mod tests {
             .build()
             .unwrap();
         clock.advance(1);
-        let minter = Minter::new();
-        minter.install(Arc::new(generator), Arc::new(Fence::never()));
+        let minter = Minter::from_generator(generator);
         assert!(minter.try_mint_ranges(4096, drop).unwrap().is_none());
         minter
     }

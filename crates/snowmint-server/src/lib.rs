@@ -3,17 +3,21 @@
 //!
 //! # Layout
 //!
-//! - [`app`] builds the axum [`Router`] (tests drive it with
-//!   `tower::ServiceExt::oneshot`, no socket); [`run`] serves it on a
-//!   listener until a shutdown future resolves, then persists the
-//!   generator's reservation.
+//! - [`serve`] is `snowmint serve`: it starts the configured identity
+//!   source, serves on a listener until a shutdown future resolves, then
+//!   ends the identity source (the reservation saved, an etcd lease
+//!   revoked). [`app`] builds the axum [`Router`] (tests drive it with
+//!   `tower::ServiceExt::oneshot`, no socket); [`run`] serves a ready
+//!   [`AppState`].
 //! - `api`: the JSON routes; [`ApiError`] is the one error shape,
 //!   `{"error": "...", "field": "..." | null}`.
 //! - `page`: the explorer page, server-rendered, with its CSS and JS embedded
 //!   in the binary; English and Norwegian Bokmål.
-//! - [`minter`]: the [`Minter`] slot the routes mint from, its [`Fence`] and
-//!   [`Identity`]; identity sources (static here, etcd behind the `etcd`
-//!   feature) fill and empty it.
+//! - [`identity`]: the identity sources (static, StatefulSet ordinal, etcd
+//!   behind the `etcd` feature); [`minter`]: the [`Minter`] the routes mint
+//!   from, whatever the source, with one lifecycle (start, ready, shutdown).
+//!   The lease itself (claim, fence, hand-over) is the `snowmint-etcd`
+//!   crate's; `etcd` only wires it in.
 //! - [`metrics`]: Prometheus metrics.
 //! - [`http`]: the accept loop [`run_with`] serves through: connection
 //!   limit, header and idle timeouts, the shutdown deadline.
@@ -23,9 +27,8 @@
 //! ```no_run
 //! # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = snowmint_server::Config::default();
-//! let state = snowmint_server::static_state(&config)?;
 //! let listener = tokio::net::TcpListener::bind(config.listen).await?;
-//! snowmint_server::run(listener, state, async {
+//! snowmint_server::serve(config, listener, async {
 //!     let _ = tokio::signal::ctrl_c().await;
 //! })
 //! .await?;
@@ -42,6 +45,7 @@ pub mod generator;
 pub mod hostname;
 pub mod http;
 mod i18n;
+pub mod identity;
 pub mod metrics;
 pub mod minter;
 mod openapi;
@@ -67,8 +71,9 @@ pub use admission::Admission;
 pub use error::{ApiError, ErrorBody};
 pub use generator::StaticError;
 pub use http::Limits;
+pub use identity::{IdentitySource, StartError};
 pub use metrics::Metrics;
-pub use minter::{Fence, Identity, MintError, Minter};
+pub use minter::{Identity, MintError, Minter};
 
 /// Options of `snowmint serve`.
 ///
@@ -79,7 +84,8 @@ pub use minter::{Fence, Identity, MintError, Minter};
 pub struct Config {
     /// Address to listen on.
     pub listen: SocketAddr,
-    /// The static identity (ignored when `etcd_endpoints` is set).
+    /// The static identity (ignored when `etcd_endpoints` is set or
+    /// `worker_from_hostname` is).
     pub identity: Identity,
     /// Where the static identity's reservation file is kept.
     pub state_dir: PathBuf,
@@ -93,6 +99,13 @@ pub struct Config {
     pub limits: Limits,
     /// Most IDs per second one client IP may mint; `None`: no quota.
     pub client_quota: Option<std::num::NonZeroU32>,
+    /// The static identity from the StatefulSet ordinal in the hostname
+    /// instead of `identity`.
+    pub worker_from_hostname: bool,
+    /// [`serve`] prints one line to stderr once the identity source has
+    /// started: `snowmint: serving the explorer on http://ADDR/ (...)`
+    /// (the `snowmint` binary's; scripts and tests read it).
+    pub announce: bool,
 }
 
 impl Default for Config {
@@ -106,6 +119,8 @@ impl Default for Config {
             etcd_prefix: "/snowmint".to_owned(),
             limits: Limits::default(),
             client_quota: None,
+            worker_from_hostname: false,
+            announce: false,
         }
     }
 }
@@ -115,6 +130,42 @@ pub const DEFAULT_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::ne
     std::net::Ipv4Addr::LOCALHOST,
     8080,
 ));
+
+impl Config {
+    /// The identity source this configuration asks for: etcd when endpoints
+    /// are given, else the hostname's ordinal when asked, else the static
+    /// `identity`.
+    pub fn identity_source(&self) -> IdentitySource {
+        if !self.etcd_endpoints.is_empty() {
+            IdentitySource::Etcd
+        } else if self.worker_from_hostname {
+            IdentitySource::FromHostname
+        } else {
+            IdentitySource::Static(self.identity)
+        }
+    }
+
+    /// The settings' own faults, found without touching anything (no state
+    /// directory, no etcd, no socket): a hostname without an ordinal, an
+    /// invalid etcd setting, `--etcd` in a build without the `etcd`
+    /// feature. [`serve`] checks again; a binary calls it first so that a
+    /// bad flag is reported before it binds its listener.
+    pub fn check(&self) -> Result<(), StartError> {
+        match self.identity_source() {
+            IdentitySource::Static(_) => Ok(()),
+            IdentitySource::FromHostname => {
+                hostname::identity_from_hostname()?;
+                Ok(())
+            }
+            #[cfg(feature = "etcd")]
+            IdentitySource::Etcd => etcd::config_of(self)
+                .validate()
+                .map_err(|e| StartError::Etcd(e.into())),
+            #[cfg(not(feature = "etcd"))]
+            IdentitySource::Etcd => Err(StartError::EtcdNotBuilt),
+        }
+    }
+}
 
 /// `$XDG_STATE_HOME/snowmint`, else `~/.local/state/snowmint`, else
 /// `./.snowmint-state`.
@@ -191,13 +242,10 @@ impl AppState {
 }
 
 /// The static identity: a generator for `config.identity`
-/// with its reservation under `config.state_dir`, installed with
-/// [`Fence::never`].
+/// with its reservation under `config.state_dir`.
 pub fn static_state(config: &Config) -> Result<AppState, StaticError> {
     let generator = generator::static_generator(config.identity, &config.state_dir)?;
-    let minter = Minter::new();
-    minter.install(Arc::new(generator), Arc::new(Fence::never()));
-    Ok(AppState::new(minter).with_admission(admission_for(config)))
+    Ok(AppState::new(Minter::from_generator(generator)).with_admission(admission_for(config)))
 }
 
 /// The admission control `config` asks for.
@@ -329,13 +377,54 @@ fn body_length(request: &Request) -> Option<u64> {
         .ok()
 }
 
-/// Why [`run`] stopped with an error.
+/// Why [`serve`] or [`run`] stopped with an error.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RunError {
+    /// The identity source could not start.
+    #[error(transparent)]
+    Start(#[from] StartError),
     /// The reservation could not be persisted at shutdown.
     #[error("cannot persist the reservation at shutdown: {0}")]
     Persist(generator::StoreError),
+}
+
+/// `snowmint serve`: starts the identity source `config` asks for (see
+/// [`Config::identity_source`]), serves [`app`] on `listener` with
+/// `config.limits` until `shutdown` resolves, then ends the identity
+/// source: the reservation mark is lowered to what was issued and an etcd
+/// lease is revoked, so the identity is free at once. In etcd mode it
+/// serves (not ready) while the lease session looks for an identity.
+pub async fn serve(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    config.check()?;
+    let minter = Minter::start(&config).await?;
+    if config.announce {
+        announce(&config, &listener, &minter);
+    }
+    let state = AppState::new(minter).with_admission(admission_for(&config));
+    run_with(listener, state, config.limits, shutdown).await
+}
+
+/// The line `snowmint serve` prints once its identity source has started.
+fn announce(config: &Config, listener: &TcpListener, minter: &Minter) {
+    let addr = listener.local_addr().unwrap_or(config.listen);
+    match (config.identity_source(), minter.identity()) {
+        (IdentitySource::Etcd, _) => eprintln!(
+            "snowmint: serving the explorer on http://{addr}/ (identity leased from etcd {} under {}, lease TTL {} s)",
+            config.etcd_endpoints.join(","),
+            config.etcd_prefix,
+            config.lease_ttl.as_secs()
+        ),
+        (_, identity) => eprintln!(
+            "snowmint: serving the explorer on http://{addr}/ ({}, state in {})",
+            identity.unwrap_or(config.identity),
+            config.state_dir.display()
+        ),
+    }
 }
 
 /// Serves [`app`] on `listener` with the default [`Limits`]; see
@@ -350,7 +439,7 @@ pub async fn run(
 
 /// Serves [`app`] on `listener` until `shutdown` resolves (see [`http`] for
 /// the connection limit, the timeouts and the shutdown deadline), then
-/// persists the generator's reservation.
+/// ends the state's identity source ([`Minter::shutdown`]).
 pub async fn run_with(
     listener: TcpListener,
     state: AppState,
@@ -364,7 +453,7 @@ pub async fn run_with(
     let metrics = Arc::clone(&state.metrics);
     http::serve(listener, app(state), limits, metrics, shutdown).await;
     // The mark is what keeps a restart with the clock set back from
-    // reissuing: lower it to what was issued.
+    // reissuing: lower it to what was issued; then free a leased identity.
     tracing::info!("stopped serving; persisting the reservation");
-    minter.persist_last_issued().map_err(RunError::Persist)
+    minter.shutdown().await.map_err(RunError::Persist)
 }

@@ -119,8 +119,9 @@ fn latency_histogram() -> Histogram {
 }
 
 impl Metrics {
-    /// Registers every metric; the generator's counters and the identity are
-    /// read from `minter` at each scrape.
+    /// Registers every metric; the generator's counters, the identity and
+    /// (in etcd mode) the lease session's state are read from `minter` at
+    /// each scrape.
     pub fn new(minter: Arc<Minter>) -> Metrics {
         let mut registry = Registry::with_prefix("snowmint");
         let requests = Family::<RequestLabels, Counter>::default();
@@ -191,7 +192,7 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
     }
 
-    /// Adds a collector read at each scrape (the etcd lease session's).
+    /// Adds a collector read at each scrape.
     pub fn register_collector(&mut self, collector: Box<dyn Collector>) {
         self.registry.register_collector(collector);
     }
@@ -244,7 +245,7 @@ struct GeneratorCollector {
     minter: Arc<Minter>,
 }
 
-/// Writes one constant counter (shared with the etcd collector).
+/// Writes one constant counter (shared with the etcd session's metrics).
 pub(crate) fn counter(
     encoder: &mut DescriptorEncoder<'_>,
     name: &str,
@@ -256,7 +257,7 @@ pub(crate) fn counter(
     c.encode(e)
 }
 
-/// Writes one constant gauge (shared with the etcd collector).
+/// Writes one constant gauge (shared with the etcd session's metrics).
 pub(crate) fn gauge(
     encoder: &mut DescriptorEncoder<'_>,
     name: &str,
@@ -295,6 +296,10 @@ impl Collector for GeneratorCollector {
                 worker: identity.worker(),
             };
             g.encode(family.encode_family(&labels)?)?;
+        }
+        #[cfg(feature = "etcd")]
+        if let Some(status) = self.minter.lease_metrics() {
+            crate::etcd::encode(&status, &mut encoder)?;
         }
         if let Some(generator) = self.minter.generator() {
             let m = generator.metrics();

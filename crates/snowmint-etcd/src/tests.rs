@@ -3,10 +3,11 @@
 
 use std::time::Duration;
 
-use super::bridge::Bridge;
-use super::keys::Keys;
-use super::ops::{self, EtcdError, SeenMark};
-use super::store::EtcdStore;
+use crate::bridge::Bridge;
+use crate::error::EtcdError;
+use crate::keys::Keys;
+use crate::ops::{self, SeenMark};
+use crate::store::EtcdStore;
 
 const T: Duration = Duration::from_secs(3);
 

@@ -13,8 +13,9 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::keys::Keys;
-use super::ops::{self, Conn, EtcdError, SeenMark};
+use crate::error::EtcdError;
+use crate::keys::Keys;
+use crate::ops::{self, Conn, SeenMark};
 
 /// Jobs waiting for the thread; more means etcd is far behind.
 const QUEUE: usize = 16;
@@ -100,8 +101,8 @@ impl Bridge {
 
     fn send(&self, job: Job) -> Result<(), EtcdError> {
         self.jobs.try_send(job).map_err(|e| match e {
-            TrySendError::Full(_) => EtcdError::Worker("too many reservation writes waiting"),
-            TrySendError::Disconnected(_) => EtcdError::Worker("the thread has stopped"),
+            TrySendError::Full(_) => EtcdError::QueueFull,
+            TrySendError::Disconnected(_) => EtcdError::WorkerStopped,
         })
     }
 
@@ -112,9 +113,7 @@ impl Bridge {
                 op: "reservation",
                 after: self.timeout,
             }),
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                Err(EtcdError::Worker("the thread has stopped"))
-            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(EtcdError::WorkerStopped),
         }
     }
 }

@@ -1,10 +1,10 @@
-//! What the lease session is doing, for `/metrics` and logs.
+//! What the lease session is doing: its state and counters, for metrics and logs.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::Identity;
+use snowmint::Identity;
 
 /// Where the session is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -54,9 +54,11 @@ impl fmt::Display for LeaseState {
     }
 }
 
-/// A snapshot of the session, for `/metrics` and logs.
+/// A snapshot of the session: what `snowmint serve` exports to `/metrics`
+/// (as `snowmint_etcd_*`), for any program to export its own way.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EtcdStatus {
+#[non_exhaustive]
+pub struct LeaseMetrics {
     /// Where the session is.
     pub state: LeaseState,
     /// The identity held (or last held while fenced).
@@ -77,9 +79,9 @@ pub struct EtcdStatus {
     pub last_error: Option<String>,
 }
 
-impl EtcdStatus {
-    pub(crate) fn new() -> EtcdStatus {
-        EtcdStatus {
+impl LeaseMetrics {
+    pub(crate) fn new() -> LeaseMetrics {
+        LeaseMetrics {
             state: LeaseState::Connecting,
             identity: None,
             lease: None,
@@ -94,26 +96,8 @@ impl EtcdStatus {
 }
 
 /// The status shared between the session task and its handle.
-pub(crate) type SharedStatus = Arc<Mutex<EtcdStatus>>;
+pub(crate) type SharedStatus = Arc<Mutex<LeaseMetrics>>;
 
-pub(crate) fn update(status: &SharedStatus, f: impl FnOnce(&mut EtcdStatus)) {
+pub(crate) fn update(status: &SharedStatus, f: impl FnOnce(&mut LeaseMetrics)) {
     f(&mut status.lock().unwrap_or_else(PoisonError::into_inner));
-}
-
-/// Reads an [`EtcdIdentity`](super::EtcdIdentity)'s status from anywhere.
-#[derive(Debug, Clone)]
-pub struct StatusReader(SharedStatus);
-
-impl StatusReader {
-    pub(crate) fn new(status: SharedStatus) -> StatusReader {
-        StatusReader(status)
-    }
-
-    /// A snapshot of the session's state.
-    pub fn get(&self) -> EtcdStatus {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
 }

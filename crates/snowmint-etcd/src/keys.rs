@@ -7,9 +7,6 @@
 
 use snowmint::Identity;
 
-/// The default key prefix.
-pub const DEFAULT_PREFIX: &str = "/snowmint";
-
 /// Key names under one prefix (one snowmint cluster).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keys {
@@ -38,15 +35,23 @@ impl Keys {
     /// The key that says who holds identity number `n`.
     pub fn identity(&self, n: u16) -> String {
         let id = Identity::from_ordinal(n.into()).expect("identity number 0..=1023");
-        let (dc, worker) = (id.datacenter(), id.worker());
-        format!("{}/identities/{dc}/{worker}", self.prefix)
+        format!(
+            "{}/identities/{}/{}",
+            self.prefix,
+            id.datacenter(),
+            id.worker()
+        )
     }
 
     /// The key of identity number `n`'s "reserved until" mark.
     pub fn reserved(&self, n: u16) -> String {
         let id = Identity::from_ordinal(n.into()).expect("identity number 0..=1023");
-        let (dc, worker) = (id.datacenter(), id.worker());
-        format!("{}/reserved/{dc}/{worker}", self.prefix)
+        format!(
+            "{}/reserved/{}/{}",
+            self.prefix,
+            id.datacenter(),
+            id.worker()
+        )
     }
 
     /// The identity number an identity key names, if it is one of ours.

@@ -1,5 +1,5 @@
 //! The lease session: claim an identity, keep its lease alive, fence the
-//! minter when renewals stop, re-claim, and revoke on shutdown.
+//! holder when renewals stop, re-claim, and revoke on shutdown.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -8,146 +8,32 @@ use std::time::{Duration, Instant};
 use etcd_client::{LeaseKeepAliveStream, LeaseKeeper};
 use snowmint::Generator;
 use tokio::sync::{Notify, watch};
-use tokio::task::JoinHandle;
 
-use super::bridge::Bridge;
-use super::keys::Keys;
-use super::ops::{self, Conn, EtcdError, Granted};
-use super::options::{EtcdOptions, OptionsError, fence_margin};
-use super::status::{EtcdStatus, LeaseState, SharedStatus, StatusReader, update};
-use super::store::EtcdStore;
-use crate::{Fence, Identity, Minter};
-
-/// A running lease session; see [`EtcdIdentity::spawn`].
-#[derive(Debug)]
-pub struct EtcdIdentity {
-    status: SharedStatus,
-    shutdown: watch::Sender<bool>,
-    task: JoinHandle<()>,
-    /// The session's own runtime (one thread): mints that block their HTTP
-    /// worker on a slow reservation write can never starve the keep-alives.
-    /// `None` once shut down.
-    runtime: Option<tokio::runtime::Runtime>,
-    /// How long a graceful stop may take: the revoke tries each endpoint,
-    /// a connect and a request timeout each.
-    stop_within: Duration,
-    minter: Arc<Minter>,
-}
-
-impl EtcdIdentity {
-    /// Starts the session on a runtime of its own: it fills `minter` when it
-    /// holds an identity and empties it when it may not issue. Returns at
-    /// once; the minter stays not ready until an identity is held.
-    pub fn spawn(options: EtcdOptions, minter: Arc<Minter>) -> Result<EtcdIdentity, SpawnError> {
-        options.validate().map_err(SpawnError::Options)?;
-        let timing = Timing::new(options.lease_ttl);
-        let keys = Keys::new(&options.prefix);
-        let bridge = Bridge::start(options.endpoints.clone(), keys.clone(), timing.request)
-            .map_err(|e| SpawnError::Thread(e.to_string()))?;
-        let status = Arc::new(Mutex::new(EtcdStatus::new()));
-        let (shutdown, shutdown_rx) = watch::channel(false);
-        let conn = Conn::new(&options.endpoints, timing.request);
-        let endpoints = u32::try_from(conn.len()).unwrap_or(u32::MAX).min(64);
-        let session = Session {
-            options,
-            keys,
-            timing,
-            bridge,
-            minter: Arc::clone(&minter),
-            status: Arc::clone(&status),
-            current: Arc::new(Mutex::new(None)),
-            conn,
-        };
-        // Last, so that no error path drops a runtime inside the caller's
-        // async context.
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("snowmint-etcd-lease")
-            .enable_all()
-            .build()
-            .map_err(|e| SpawnError::Thread(e.to_string()))?;
-        let task = runtime.spawn(session.run(shutdown_rx));
-        Ok(EtcdIdentity {
-            status,
-            shutdown,
-            task,
-            runtime: Some(runtime),
-            stop_within: timing.request * (2 * endpoints + 1),
-            minter,
-        })
-    }
-
-    /// A snapshot of the session's state.
-    pub fn status(&self) -> EtcdStatus {
-        self.status
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// A cheap handle that reads the status, for `/metrics`.
-    pub fn status_reader(&self) -> StatusReader {
-        StatusReader::new(Arc::clone(&self.status))
-    }
-
-    /// Graceful shutdown: stops minting, then revokes the lease so the
-    /// identity is free at once. Bounded by two request timeouts per
-    /// endpoint.
-    pub async fn shutdown(mut self) {
-        self.shutdown.send_replace(true);
-        if tokio::time::timeout(self.stop_within, &mut self.task)
-            .await
-            .is_err()
-        {
-            tracing::warn!("etcd session did not stop in time; its lease will expire by itself");
-            self.task.abort();
-        }
-    }
-
-    /// Stops the session without revoking the lease, as a crash would (for
-    /// tests of take-over after a lease expires). The minter is emptied.
-    pub fn abandon(self) {
-        self.task.abort();
-        self.minter.clear();
-    }
-}
-
-impl Drop for EtcdIdentity {
-    fn drop(&mut self) {
-        // Never blocks, so dropping is fine inside another runtime too.
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
-    }
-}
-
-/// Why a session could not start.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SpawnError {
-    /// An invalid option.
-    #[error(transparent)]
-    Options(OptionsError),
-    /// The session's or the reservation's thread could not be started.
-    #[error("cannot start an etcd session thread: {0}")]
-    Thread(String),
-}
+use crate::bridge::Bridge;
+use crate::config::{EtcdConfig, fence_margin};
+use crate::error::EtcdError;
+use crate::holder::Holder;
+use crate::keys::Keys;
+use crate::ops::{self, Conn, Granted};
+use crate::status::{LeaseState, SharedStatus, update};
+use crate::store::EtcdStore;
+use crate::{Fence, Identity};
 
 /// Pause before retrying a failed renewal.
 const RETRY_AFTER_FAILURE: Duration = Duration::from_millis(200);
 
 /// Durations derived from the TTL.
 #[derive(Debug, Clone, Copy)]
-struct Timing {
+pub(crate) struct Timing {
     ttl: Duration,
     /// Keep-alive period: three tries fit in the fence window.
     renew_every: Duration,
     /// Bound on one etcd request.
-    request: Duration,
+    pub(crate) request: Duration,
 }
 
 impl Timing {
-    fn new(ttl: Duration) -> Timing {
+    pub(crate) fn new(ttl: Duration) -> Timing {
         let window = ttl.saturating_sub(fence_margin(ttl));
         let renew_every = (window / 3).max(Duration::from_millis(100));
         Timing {
@@ -203,29 +89,28 @@ impl Backoff {
     }
 }
 
-/// The lease to revoke on shutdown.
-type Current = Arc<Mutex<Option<i64>>>;
-
-struct Session {
-    options: EtcdOptions,
-    keys: Keys,
-    timing: Timing,
-    bridge: Bridge,
-    minter: Arc<Minter>,
-    status: SharedStatus,
-    current: Current,
+pub(crate) struct Session {
+    pub(crate) config: EtcdConfig,
+    pub(crate) keys: Keys,
+    pub(crate) timing: Timing,
+    pub(crate) bridge: Bridge,
+    pub(crate) holder: Arc<Holder>,
+    pub(crate) status: SharedStatus,
+    pub(crate) current: Arc<Mutex<Option<i64>>>,
+    /// Counts installations, so `LeasedGenerator::start` can wait for one.
+    pub(crate) installed: watch::Sender<u64>,
     /// Endpoints and the one in use; each task takes a sibling.
-    conn: Conn,
+    pub(crate) conn: Conn,
 }
 
 impl Session {
-    async fn run(self, mut shutdown: watch::Receiver<bool>) {
+    pub(crate) async fn run(self, mut shutdown: watch::Receiver<bool>) {
         tokio::select! {
             _ = shutdown.wait_for(|stop| *stop) => {}
             () = self.lifecycle() => {}
         }
         // Stop issuing first, then free the identity.
-        self.minter.clear();
+        self.holder.clear();
         let current = self
             .current
             .lock()
@@ -326,7 +211,7 @@ impl Session {
                     client,
                     &self.keys,
                     granted.id,
-                    &self.options.holder,
+                    &self.config.holder,
                     prefer,
                     avoid,
                     t,
@@ -349,7 +234,7 @@ impl Session {
         // off the async workers.
         let lost = Arc::new(Notify::new());
         let store = EtcdStore::new(self.bridge.clone(), n, granted.id, Arc::clone(&lost));
-        let factory = Arc::clone(&self.options.generator);
+        let factory = Arc::clone(&self.config.generator);
         let built = tokio::task::spawn_blocking(move || factory(identity, store)).await;
         let generator = match built {
             Ok(Ok(generator)) => Arc::new(generator),
@@ -369,18 +254,19 @@ impl Session {
                 );
                 self.give_up(conn, granted.id).await;
                 return Err(EtcdError::Build {
-                    identity: identity.to_string(),
-                    reason: e.to_string(),
+                    identity,
+                    source: e,
                 });
             }
             Err(_) => {
                 self.give_up(conn, granted.id).await;
-                return Err(EtcdError::Worker("the generator build panicked"));
+                return Err(EtcdError::BuildPanicked { identity });
             }
         };
         let fence = Arc::new(Fence::until(Timing::deadline(granted.sent, granted.ttl)));
-        self.minter
+        self.holder
             .install(Arc::clone(&generator), Arc::clone(&fence));
+        self.installed.send_modify(|n| *n += 1);
         backoff.reset();
         update(&self.status, |s| {
             s.state = LeaseState::Held;
@@ -397,7 +283,7 @@ impl Session {
         );
         let why = self.hold(conn, granted, n, generator, fence, &lost).await;
         // Fence at once: the identity may already be someone else's.
-        self.minter.clear();
+        self.holder.clear();
         // Usually gone already; if only the key was lost, free the lease too.
         self.give_up(conn, granted.id).await;
         tracing::warn!(%identity, reason = %why, "worker identity lost: not issuing; claiming again");
@@ -415,7 +301,7 @@ impl Session {
     }
 
     /// Keeps the lease alive; extends the fence on each answer, clears the
-    /// minter when the fence closes, re-installs when renewals come back.
+    /// holder when the fence closes, re-installs when renewals come back.
     /// Returns why it stopped: the lease is gone on the server (expired or
     /// revoked), or the identity key is no longer bound to it (deleted or
     /// taken over by hand while the lease lives; seen after a renewal, or
@@ -429,7 +315,7 @@ impl Session {
         mut fence: Arc<Fence>,
         lost: &Notify,
     ) -> EtcdError {
-        let identity = generator.identity();
+        let identity = Identity::from_ordinal(n.into()).expect("claims return 0..=1023");
         let not_holder = || EtcdError::NotHolder {
             key: self.keys.identity(n),
             lease: granted.id,
@@ -444,19 +330,21 @@ impl Session {
             tokio::select! {
                 () = tokio::time::sleep_until(next.into()) => {}
                 () = tokio::time::sleep_until(deadline.into()), if installed => {
-                    if !fence.is_open() {
-                        self.minter.clear();
-                        installed = false;
-                        update(&self.status, |s| {
-                            s.state = LeaseState::Fenced;
-                            s.fenced += 1;
-                        });
-                        tracing::warn!(
-                            %identity,
-                            silent_for = ?failing_since.map(|t| t.elapsed()),
-                            "no lease renewal in time: fenced, not issuing"
-                        );
-                    }
+                    // The deadline the fence holds has passed on the fine
+                    // clock; its coarse reading may lag by a tick: close it
+                    // now rather than poll until it agrees.
+                    fence.expire();
+                    self.holder.clear();
+                    installed = false;
+                    update(&self.status, |s| {
+                        s.state = LeaseState::Fenced;
+                        s.fenced += 1;
+                    });
+                    tracing::warn!(
+                        %identity,
+                        silent_for = ?failing_since.map(|t| t.elapsed()),
+                        "no lease renewal in time: fenced, not issuing"
+                    );
                     continue;
                 }
                 // A reservation write was refused: the key is not ours.
@@ -483,8 +371,9 @@ impl Session {
                     } else {
                         // The lease (and the key) outlived the silence.
                         fence = Arc::new(Fence::until(deadline));
-                        self.minter
+                        self.holder
                             .install(Arc::clone(&generator), Arc::clone(&fence));
+                        self.installed.send_modify(|n| *n += 1);
                         installed = true;
                         tracing::info!(%identity, "lease renewed again; issuing");
                     }
@@ -570,7 +459,7 @@ impl Session {
                 Ok(Duration::from_secs(response.ttl() as u64))
             }
             Ok(Ok(Some(_))) => Err(EtcdError::LeaseGone { lease }),
-            Ok(Ok(None)) => Err(EtcdError::Worker("the keep-alive stream ended")),
+            Ok(Ok(None)) => Err(EtcdError::KeepAliveEnded),
             Ok(Err(e)) if gone(&e) => Err(EtcdError::LeaseGone { lease }),
             Ok(Err(source)) => Err(EtcdError::Request {
                 op: "lease keep-alive",

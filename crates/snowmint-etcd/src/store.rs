@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use snowmint::{ReservationStore, StoreError, StoreErrorKind};
 use tokio::sync::Notify;
 
-use super::bridge::Bridge;
-use super::ops::EtcdError;
+use crate::bridge::Bridge;
+use crate::error::EtcdError;
 
 /// Keeps an identity's "reserved until" mark at `<prefix>/reserved/<dc>/<worker>`.
 ///
@@ -17,8 +17,8 @@ use super::ops::EtcdError;
 /// cannot move the next holder's mark, and its own writes fail, so its
 /// generator stops issuing. A write refused because the identity key is no
 /// longer bound to the lease (deleted or taken over by hand) also tells the
-/// lease session at once, which fences and claims again. `store` blocks (bounded by the request timeout)
-/// on a dedicated thread; see the bridge.
+/// lease session at once, which fences and claims again. `store` blocks
+/// (bounded by the request timeout) on a dedicated thread; see the bridge.
 #[derive(Debug)]
 pub struct EtcdStore {
     bridge: Bridge,

@@ -1,0 +1,146 @@
+//! What leasing the identity costs a mint, against a real etcd on loopback,
+//! side by side with a static generator in the same run:
+//!
+//! - `next_id/uncontended/{static,leased}`: one `Generator::next_id` (its
+//!   mark in memory) vs one `LeasedGenerator::next_id` (its mark in etcd,
+//!   written ahead about once a second; every call checks the fence). Timed
+//!   in chunks of 1000 calls that each start at a fresh millisecond, so no
+//!   chunk runs into the 4096-per-millisecond limit: this is the per-call
+//!   cost.
+//! - `next_id/loop/{static,leased}`: the same calls back to back, as a busy
+//!   caller makes them: bound by the format's 4096 IDs per millisecond
+//!   (~244 ns per ID) for both.
+//! - `next_ids/4096/{static,leased}`: a batch of 4096 through
+//!   `try_mint_ranges` (the server's path), per batch.
+//! - `lease/claim_to_ready`: from `LeasedGenerator::start` to an identity
+//!   held (connect, grant, one range read, one claim transaction, load the
+//!   mark), the identity revoked between samples.
+//!
+//! ```sh
+//! cargo bench -p snowmint-etcd --bench leased
+//! ```
+//! Skipped (with a message) when the `etcd` binary is missing.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use snowmint::{Clock, Generator, MemoryStore, SystemClock};
+use snowmint_etcd::{EtcdConfig, LeasedGenerator};
+
+/// Calls per timed chunk of the uncontended measurement (< 4096).
+const CHUNK: u64 = 1_000;
+
+/// Spins until the wall clock enters a new millisecond.
+fn fresh_millisecond(clock: &SystemClock) {
+    let now = clock.now_ms();
+    while clock.now_ms() == now {
+        std::hint::spin_loop();
+    }
+}
+
+/// Times `iters` calls of `f`, in chunks that each start at a fresh
+/// millisecond.
+fn chunked(iters: u64, clock: &SystemClock, mut f: impl FnMut()) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut left = iters;
+    while left > 0 {
+        let n = left.min(CHUNK);
+        fresh_millisecond(clock);
+        let start = Instant::now();
+        for _ in 0..n {
+            f();
+        }
+        total += start.elapsed();
+        left -= n;
+    }
+    total
+}
+
+fn benches(c: &mut Criterion) {
+    let Some(etcd) = snowmint_testkit::etcd::EtcdServer::start() else {
+        return;
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let config = || EtcdConfig::new([etcd.url()]).prefix("/bench");
+
+    let generator = Generator::builder(0, 0)
+        .store(MemoryStore::new())
+        .build()
+        .unwrap();
+    let leased = runtime
+        .block_on(async {
+            tokio::time::timeout(Duration::from_secs(20), LeasedGenerator::start(config())).await
+        })
+        .expect("an identity within 20 s")
+        .unwrap();
+    let clock = SystemClock::new();
+
+    let mut g = c.benchmark_group("next_id");
+    g.bench_function("uncontended/static", |b| {
+        b.iter_custom(|iters| {
+            chunked(iters, &clock, || {
+                black_box(generator.next_id().unwrap());
+            })
+        })
+    });
+    g.bench_function("uncontended/leased", |b| {
+        b.iter_custom(|iters| {
+            chunked(iters, &clock, || {
+                black_box(leased.next_id().unwrap());
+            })
+        })
+    });
+    g.bench_function("loop/static", |b| {
+        b.iter(|| black_box(generator.next_id().unwrap()))
+    });
+    g.bench_function("loop/leased", |b| {
+        b.iter(|| black_box(leased.next_id().unwrap()))
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("next_ids");
+    g.throughput(criterion::Throughput::Elements(4096));
+    g.bench_function("4096/static", |b| {
+        b.iter(|| {
+            let mut left = 4096;
+            while left > 0 {
+                left -= black_box(generator.next_ids(left).unwrap()).len();
+            }
+        })
+    });
+    g.bench_function("4096/leased", |b| {
+        b.iter(|| {
+            let mut n = 0;
+            if let Some(rest) = leased.try_mint_ranges(4096, |r| n += r.len()).unwrap() {
+                rest.finish(|r| n += r.len()).unwrap();
+            }
+            black_box(n)
+        })
+    });
+    g.finish();
+    runtime.block_on(leased.shutdown());
+
+    let mut g = c.benchmark_group("lease");
+    g.sample_size(20);
+    g.bench_function("claim_to_ready", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let start = Instant::now();
+                let leased = runtime
+                    .block_on(LeasedGenerator::start(
+                        EtcdConfig::new([etcd.url()]).prefix("/bench-claim"),
+                    ))
+                    .unwrap();
+                total += start.elapsed();
+                runtime.block_on(leased.shutdown());
+            }
+            total
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(leased, benches);
+criterion_main!(leased);

@@ -1,0 +1,423 @@
+//! The fenced slot a lease session fills and empties, and every mint from it.
+//!
+//! The session installs a [`Generator`] together with the [`Fence`] of the
+//! lease it was claimed under, and empties the slot when it may no longer
+//! issue. Every mint looks at the fence before it claims IDs and again after,
+//! before it hands them over: IDs claimed while the fence closed (the claim
+//! waited for the clock, or for a reservation write) are dropped, never
+//! returned. This file is the one place that rule is kept; `LeasedGenerator`
+//! and `snowmint serve --etcd` both mint through it.
+
+use std::fmt;
+use std::sync::Arc;
+
+use arc_swap::ArcSwapOption;
+use snowmint::{GenerateError, Generator, IdRange, Identity, MAX_BATCH, SnowflakeId, StoreError};
+
+use crate::Fence;
+
+/// Why a mint issued nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MintError {
+    /// No identity is held (starting, lost and claiming again, or stopped).
+    NotHeld,
+    /// The lease's fence has closed: the lease may have expired.
+    Fenced,
+    /// A batch of `count` outside `1..=4096`.
+    Count(usize),
+    /// The generator refused (clock far behind, end of the timestamp range,
+    /// the reservation mark could not be written).
+    Generate(GenerateError),
+}
+
+impl fmt::Display for MintError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MintError::NotHeld => f.write_str("no worker identity is held right now"),
+            MintError::Fenced => f.write_str(
+                "the worker identity's lease may have expired; \
+                 no IDs until it is renewed",
+            ),
+            MintError::Count(n) => write!(f, "count must be 1..={MAX_BATCH}, got {n}"),
+            MintError::Generate(e) => write!(f, "generator: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for MintError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            MintError::Generate(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<GenerateError> for MintError {
+    fn from(e: GenerateError) -> MintError {
+        MintError::Generate(e)
+    }
+}
+
+/// One identity held under one lease: what the session installs.
+#[derive(Debug)]
+pub(crate) struct Tenure {
+    pub(crate) identity: Identity,
+    pub(crate) generator: Arc<Generator>,
+    pub(crate) fence: Arc<Fence>,
+}
+
+impl Tenure {
+    /// One claim of up to `n` IDs, handed over only if the fence was open
+    /// before and is open after it. With `block` false it never waits
+    /// (`GenerateError::WouldBlock` where the generator would).
+    #[inline]
+    fn claim(&self, n: usize, block: bool) -> Result<IdRange, MintError> {
+        // No clock here: an expired fence is also cleared by the session,
+        // and the check after the claim is the one that decides.
+        if self.fence.is_expired() {
+            return Err(MintError::Fenced);
+        }
+        let range = if block {
+            self.generator.next_ids(n)?
+        } else {
+            self.generator.try_next_ids(n)?
+        };
+        // The claim may have taken a while (a wait, a store write): IDs
+        // claimed after the fence closed are never handed over.
+        if !self.fence.is_open() {
+            return Err(MintError::Fenced);
+        }
+        Ok(range)
+    }
+
+    #[inline]
+    fn next_id(&self) -> Result<SnowflakeId, MintError> {
+        if self.fence.is_expired() {
+            return Err(MintError::Fenced);
+        }
+        let id = self.generator.next_id()?;
+        if !self.fence.is_open() {
+            return Err(MintError::Fenced);
+        }
+        Ok(id)
+    }
+}
+
+/// The slot; see the [module docs](self).
+#[derive(Debug, Default)]
+pub(crate) struct Holder {
+    // Read on every mint without a lock (an `ArcSwap` load); written only
+    // when an identity is won or lost.
+    slot: ArcSwapOption<Tenure>,
+}
+
+impl Holder {
+    pub(crate) fn install(&self, generator: Arc<Generator>, fence: Arc<Fence>) {
+        // The identity is the generator's own: nothing to keep in step.
+        let identity = generator.identity();
+        self.slot.store(Some(Arc::new(Tenure {
+            identity,
+            generator,
+            fence,
+        })));
+    }
+
+    /// Stops issuing now: empties the slot and closes the tenure's fence,
+    /// so the rest of a batch already under way stops too.
+    pub(crate) fn clear(&self) {
+        if let Some(tenure) = self.slot.swap(None) {
+            tenure.fence.expire();
+        }
+    }
+
+    pub(crate) fn current(&self) -> Option<Arc<Tenure>> {
+        self.slot.load_full()
+    }
+
+    #[inline]
+    pub(crate) fn next_id(&self) -> Result<SnowflakeId, MintError> {
+        // A guard, not a clone of the Arc: no shared count touched per mint.
+        let guard = self.slot.load();
+        guard.as_ref().ok_or(MintError::NotHeld)?.next_id()
+    }
+
+    pub(crate) fn next_ids(&self, n: usize, block: bool) -> Result<IdRange, MintError> {
+        check_count(n)?;
+        let guard = self.slot.load();
+        guard.as_ref().ok_or(MintError::NotHeld)?.claim(n, block)
+    }
+
+    pub(crate) fn try_mint_ranges(
+        &self,
+        n: usize,
+        mut sink: impl FnMut(IdRange),
+    ) -> Result<Option<PendingMint>, MintError> {
+        check_count(n)?;
+        let guard = self.slot.load();
+        let tenure = guard.as_ref().ok_or(MintError::NotHeld)?;
+        let mut left = n;
+        if issue(tenure, &mut left, false, &mut sink)? {
+            Ok(None)
+        } else {
+            Ok(Some(PendingMint {
+                tenure: Arc::clone(tenure),
+                left,
+            }))
+        }
+    }
+
+    pub(crate) fn ready(&self) -> Result<Identity, MintError> {
+        let guard = self.slot.load();
+        let tenure = guard.as_ref().ok_or(MintError::NotHeld)?;
+        if !tenure.fence.is_open() {
+            return Err(MintError::Fenced);
+        }
+        tenure.generator.check_ready()?;
+        Ok(tenure.identity)
+    }
+
+    pub(crate) fn ready_identity(&self) -> Option<Identity> {
+        self.slot
+            .load()
+            .as_ref()
+            .filter(|t| t.fence.is_open())
+            .map(|t| t.identity)
+    }
+
+    /// Lowers the mark to the last issued millisecond, if the fence is
+    /// still open (a fenced holder may no longer write its identity's mark;
+    /// the mark it left is higher than what it issued, which is safe).
+    pub(crate) fn persist_last_issued(&self) -> Result<(), StoreError> {
+        match self.current() {
+            Some(t) if t.fence.is_open() => t.generator.persist_last_issued(),
+            Some(t) => {
+                tracing::info!(
+                    identity = %t.identity,
+                    "fenced at shutdown: the reservation mark stays where it was"
+                );
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+fn check_count(n: usize) -> Result<(), MintError> {
+    if (1..=MAX_BATCH).contains(&n) {
+        Ok(())
+    } else {
+        Err(MintError::Count(n))
+    }
+}
+
+/// Issues `left` IDs from `tenure` into `sink`, counting `left` down; with
+/// `block` false, stops without waiting where the generator would wait and
+/// returns `false` (the rest is still to mint).
+fn issue(
+    tenure: &Tenure,
+    left: &mut usize,
+    block: bool,
+    sink: &mut impl FnMut(IdRange),
+) -> Result<bool, MintError> {
+    while *left > 0 {
+        let range = match tenure.claim(*left, block) {
+            Err(MintError::Generate(GenerateError::WouldBlock)) => return Ok(false),
+            other => other?,
+        };
+        *left -= range.len().min(*left);
+        sink(range);
+    }
+    Ok(true)
+}
+
+/// The rest of a batch that
+/// [`LeasedGenerator::try_mint_ranges`](crate::LeasedGenerator::try_mint_ranges)
+/// could not issue without waiting. It mints from the same tenure (identity,
+/// generator, fence), so the runs stay in increasing order; a re-claim in
+/// between ends it with [`MintError::Fenced`] or [`MintError::NotHeld`], never
+/// with IDs of another identity.
+#[derive(Debug)]
+#[must_use = "the rest of the batch is issued only by `finish`"]
+pub struct PendingMint {
+    tenure: Arc<Tenure>,
+    left: usize,
+}
+
+impl PendingMint {
+    /// How many IDs are still to mint.
+    pub fn left(&self) -> usize {
+        self.left
+    }
+
+    /// Mints the rest into `sink`, waiting as the generator allows (at most
+    /// its `max_wait` plus a reservation write). Blocks: call it from a
+    /// thread that may block (`tokio::task::spawn_blocking`).
+    pub fn finish(mut self, mut sink: impl FnMut(IdRange)) -> Result<(), MintError> {
+        issue(&self.tenure, &mut self.left, true, &mut sink).map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    fn holding(fence: Fence) -> Holder {
+        let holder = Holder::default();
+        holder.install(Arc::new(Generator::new(3, 4).unwrap()), Arc::new(fence));
+        holder
+    }
+
+    fn mint(holder: &Holder, n: usize) -> Result<Vec<SnowflakeId>, MintError> {
+        let mut ids = Vec::new();
+        if let Some(pending) = holder.try_mint_ranges(n, |r| ids.extend(r))? {
+            pending.finish(|r| ids.extend(r))?;
+        }
+        Ok(ids)
+    }
+
+    #[test]
+    fn mints_across_milliseconds_in_order() {
+        let holder = holding(Fence::never());
+        let ids = mint(&holder, 4096).unwrap();
+        assert_eq!(ids.len(), 4096);
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        let more = mint(&holder, 4096).unwrap();
+        assert!(ids[4095] < more[0]);
+        assert!(
+            ids.iter()
+                .all(|id| (id.datacenter(), id.worker()) == (3, 4))
+        );
+        assert!(holder.next_id().unwrap() > more[4095]);
+    }
+
+    #[test]
+    fn refuses_bad_counts_closed_fences_and_an_empty_slot() {
+        let holder = holding(Fence::never());
+        assert_eq!(mint(&holder, 0), Err(MintError::Count(0)));
+        assert_eq!(mint(&holder, 4097), Err(MintError::Count(4097)));
+
+        let fence = Arc::new(Fence::until(Instant::now() + Duration::from_secs(60)));
+        holder.install(Arc::new(Generator::new(3, 4).unwrap()), Arc::clone(&fence));
+        assert!(holder.ready_identity().is_some());
+        assert_eq!(mint(&holder, 1).unwrap().len(), 1);
+        fence.expire();
+        assert_eq!(holder.ready_identity(), None);
+        assert_eq!(mint(&holder, 1), Err(MintError::Fenced));
+        assert_eq!(holder.next_id(), Err(MintError::Fenced));
+        assert_eq!(holder.next_ids(1, false), Err(MintError::Fenced));
+        holder.clear();
+        assert!(holder.current().is_none());
+        assert_eq!(holder.next_id(), Err(MintError::NotHeld));
+    }
+
+    #[test]
+    fn a_deadline_that_passes_fences_without_anyone_expiring_it() {
+        let holder = holding(Fence::until(Instant::now() + Duration::from_millis(50)));
+        assert!(holder.next_id().is_ok());
+        let started = Instant::now();
+        while holder.next_id().is_ok() {
+            assert!(started.elapsed() < Duration::from_secs(5), "never fenced");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(holder.next_id(), Err(MintError::Fenced));
+        assert_eq!(holder.ready(), Err(MintError::Fenced));
+    }
+
+    #[test]
+    fn try_mint_hands_the_waiting_part_over() {
+        let clock = snowmint::ManualClock::new(1_700_000_000_000);
+        let generator = Generator::builder(3, 4)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        clock.advance(1); // past the millisecond it was built in
+        let holder = Holder::default();
+        holder.install(Arc::new(generator), Arc::new(Fence::never()));
+        let mut ids = Vec::new();
+        assert!(
+            holder
+                .try_mint_ranges(100, |r| ids.extend(r))
+                .unwrap()
+                .is_none()
+        );
+        // 3996 left in this millisecond: the rest of 4096 must wait.
+        let pending = holder
+            .try_mint_ranges(4096, |r| ids.extend(r))
+            .unwrap()
+            .expect("the millisecond ran out");
+        assert_eq!(pending.left(), 100);
+        assert_eq!(ids.len(), 4096);
+        assert_eq!(clock.slept(), Duration::ZERO, "nothing waited yet");
+        pending.finish(|r| ids.extend(r)).unwrap();
+        assert_eq!(ids.len(), 4196);
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(clock.slept(), Duration::from_millis(1));
+    }
+
+    #[test]
+    fn readiness_says_why_a_mint_would_fail() {
+        let clock = snowmint::ManualClock::new(1_700_000_000_000);
+        let holder = Holder::default();
+        assert_eq!(holder.ready(), Err(MintError::NotHeld));
+        let generator = Generator::builder(3, 4)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let fence = Arc::new(Fence::until(Instant::now() + Duration::from_secs(60)));
+        holder.install(Arc::new(generator), Arc::clone(&fence));
+        assert_eq!(holder.ready(), Ok(Identity::new(3, 4).unwrap()));
+        clock.rewind(3_600_000);
+        let err = holder.ready().unwrap_err();
+        assert!(
+            matches!(err, MintError::Generate(GenerateError::ClockBehind { .. })),
+            "{err:?}"
+        );
+        clock.advance(3_600_000);
+        assert!(holder.ready().is_ok());
+        fence.expire();
+        assert_eq!(holder.ready(), Err(MintError::Fenced));
+    }
+
+    /// A store whose writes take `delay`.
+    struct SlowStore(Duration);
+
+    impl snowmint::ReservationStore for SlowStore {
+        fn load(&self) -> Result<Option<u64>, StoreError> {
+            Ok(None)
+        }
+
+        fn store(&self, _until_ms: u64) -> Result<(), StoreError> {
+            std::thread::sleep(self.0);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn ids_claimed_after_the_fence_closed_are_not_handed_over() {
+        // The fence is open when the mint starts; the claim then waits
+        // 300 ms for its reservation write, past the fence's deadline.
+        for single in [false, true] {
+            let generator = Generator::builder(3, 4)
+                .store(SlowStore(Duration::from_millis(300)))
+                .build()
+                .unwrap();
+            let holder = Holder::default();
+            let fence = Arc::new(Fence::until(Instant::now() + Duration::from_millis(100)));
+            holder.install(Arc::new(generator), fence);
+            if single {
+                assert_eq!(holder.next_id(), Err(MintError::Fenced));
+            } else {
+                let mut handed_over = 0;
+                let outcome = holder
+                    .try_mint_ranges(10, |range| handed_over += range.len())
+                    .and_then(|p| p.map_or(Ok(()), |p| p.finish(|r| handed_over += r.len())));
+                assert_eq!(outcome, Err(MintError::Fenced));
+                assert_eq!(handed_over, 0);
+            }
+        }
+    }
+}

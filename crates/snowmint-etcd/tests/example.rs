@@ -1,0 +1,228 @@
+//! The `mint` example as real processes against one real etcd: two copies
+//! run at once mint as distinct identities; a graceful stop frees its
+//! identity at once (long before its lease could expire); after a SIGKILL
+//! the identity is taken over only once the lease expired, and the new
+//! holder issues only above everything the killed one printed.
+//!
+//! Skipped with a printed reason when `etcd` or `etcdctl` is missing,
+//! unless SNOWMINT_REQUIRE_SERVICES=1.
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use snowmint::SnowflakeId;
+use snowmint_testkit::etcd::EtcdServer;
+
+/// `target/<profile>/examples/mint`, which `cargo test -p snowmint-etcd`
+/// builds (along with every example of the package) before it runs tests.
+fn example() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile = exe.parent().unwrap().parent().unwrap();
+    let path = profile.join("examples").join("mint");
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo test -p snowmint-etcd` builds it, `--test example` alone \
+         does not (build it with `cargo build -p snowmint-etcd --example mint`)",
+        path.display()
+    );
+    path
+}
+
+/// One running copy of the example.
+struct Mint {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    identity: (u8, u8),
+    ids: Vec<SnowflakeId>,
+}
+
+impl Mint {
+    fn start(etcd: &str, prefix: &str, ttl: u64) -> Mint {
+        let mut child = Command::new(example())
+            .args([etcd, prefix, &ttl.to_string()])
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("run {}: {e}", example().display()));
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut mint = Mint {
+            child,
+            stdin,
+            lines,
+            identity: (99, 99),
+            ids: Vec::new(),
+        };
+        let first = mint
+            .line(Duration::from_secs(30))
+            .expect("an identity line");
+        let parts: Vec<&str> = first.split(' ').collect();
+        assert_eq!(parts.len(), 3, "{first}");
+        assert_eq!(parts[0], "identity", "{first}");
+        mint.identity = (parts[1].parse().unwrap(), parts[2].parse().unwrap());
+        mint
+    }
+
+    fn line(&self, limit: Duration) -> Option<String> {
+        self.lines.recv_timeout(limit).ok()
+    }
+
+    /// Reads until `n` more IDs have been printed.
+    fn read_ids(&mut self, n: usize) {
+        let want = self.ids.len() + n;
+        let start = Instant::now();
+        while self.ids.len() < want {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "{:?} printed {} IDs",
+                self.identity,
+                self.ids.len()
+            );
+            let line = self
+                .line(Duration::from_secs(30))
+                .expect("the example prints IDs");
+            let id: SnowflakeId = line.parse().unwrap_or_else(|e| panic!("{line:?}: {e}"));
+            assert_eq!((id.datacenter(), id.worker()), self.identity, "{id}");
+            assert!(self.ids.last() < Some(&id), "not increasing at {id}");
+            self.ids.push(id);
+        }
+    }
+
+    /// Graceful stop: `stop` on stdin; the IDs printed before `stopped`
+    /// are kept.
+    fn stop(mut self) -> Vec<SnowflakeId> {
+        writeln!(self.stdin.as_mut().unwrap(), "stop").unwrap();
+        loop {
+            let line = self
+                .line(Duration::from_secs(20))
+                .expect("the example says stopped");
+            if line == "stopped" {
+                break;
+            }
+            self.ids.push(line.parse().unwrap());
+        }
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "{status}");
+        std::mem::take(&mut self.ids)
+    }
+
+    /// SIGKILL: no revoke, the lease is left to expire.
+    fn kill(mut self) -> Vec<SnowflakeId> {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        // Whatever it printed before it died was issued too.
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_millis(500)) {
+            if let Ok(id) = line.parse() {
+                self.ids.push(id);
+            }
+        }
+        std::mem::take(&mut self.ids)
+    }
+}
+
+impl Drop for Mint {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn etcdctl_get(etcd: &str, key: &str) -> String {
+    let out = Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .args(["--endpoints", etcd, "get", key, "--print-value-only"])
+        .output()
+        .expect("etcdctl");
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+#[test]
+fn two_copies_mint_as_two_identities_and_hand_over_on_stop_and_after_a_kill() {
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    if Command::new("etcdctl").arg("version").output().is_err() {
+        snowmint_testkit::skip::<()>(
+            "the `etcdctl` binary is not installed (apt-get install etcd-client)",
+        );
+        return;
+    }
+    let url = etcd.url();
+    // a's lease is long: if its identity is free soon, it was revoked.
+    let mut a = Mint::start(&url, "/example", 30);
+    let mut b = Mint::start(&url, "/example", 2);
+    assert_eq!(a.identity, (0, 0));
+    assert_eq!(b.identity, (0, 1), "distinct identities");
+    a.read_ids(300);
+    b.read_ids(300);
+
+    let a_ids = a.stop();
+    assert_eq!(
+        etcdctl_get(&url, "/example/identities/0/0"),
+        "",
+        "a's identity is free at once"
+    );
+    let mut c = Mint::start(&url, "/example", 30);
+    assert_eq!(
+        c.identity,
+        (0, 0),
+        "a's identity, long before its lease could expire"
+    );
+    c.read_ids(300);
+    assert!(c.ids[0] > *a_ids.last().unwrap(), "c starts above a");
+
+    b.read_ids(100);
+    let b_ids = b.kill();
+    let b_max = *b_ids.last().unwrap();
+    assert_ne!(
+        etcdctl_get(&url, "/example/identities/0/1"),
+        "",
+        "b's lease outlives it"
+    );
+    let mark: u64 = etcdctl_get(&url, "/example/reserved/0/1").parse().unwrap();
+    assert!(
+        mark >= b_max.timestamp_ms(),
+        "mark {mark} below b's last ID {b_max}"
+    );
+    let start = Instant::now();
+    while !etcdctl_get(&url, "/example/identities/0/1").is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "b's lease never expired"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut d = Mint::start(&url, "/example", 2);
+    assert_eq!(
+        d.identity,
+        (0, 1),
+        "d takes over the killed copy's identity"
+    );
+    d.read_ids(300);
+    assert!(
+        d.ids[0] > b_max,
+        "d issued {} at or below b's last {b_max}",
+        d.ids[0]
+    );
+
+    let c_ids = c.stop();
+    let d_ids = d.stop();
+    let all: Vec<SnowflakeId> = [a_ids, b_ids, c_ids, d_ids].concat();
+    let unique: HashSet<_> = all.iter().collect();
+    assert_eq!(unique.len(), all.len(), "a duplicate across copies");
+}

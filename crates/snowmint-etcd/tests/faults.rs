@@ -1,0 +1,785 @@
+//! `LeasedGenerator` against a real etcd started on loopback ports: distinct
+//! identities, hand-over on graceful stop, fencing when etcd freezes or the
+//! line is cut, take-over after a crash with a lagging clock, and no
+//! duplicate in the merged log of every ID issued.
+//!
+//! Skipped with a printed reason when the `etcd` binary is missing, unless
+//! SNOWMINT_REQUIRE_SERVICES=1.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use snowmint::{Clock, Generator, SnowflakeId, SystemClock};
+use snowmint_etcd::{EtcdConfig, GeneratorFactory, LeaseState, LeasedGenerator, MintError};
+use snowmint_testkit::etcd::EtcdServer;
+use snowmint_testkit::proxy::Proxy;
+
+/// One successful mint: who, when it started and ended, what it issued.
+#[derive(Debug, Clone)]
+struct Batch {
+    instance: String,
+    started: Instant,
+    ended: Instant,
+    ids: Vec<SnowflakeId>,
+}
+
+/// Every batch issued by every instance of one scenario.
+type Log = Arc<Mutex<Vec<Batch>>>;
+
+/// A batch of `n` from one identity, as the server mints them.
+fn mint(minter: &LeasedGenerator, n: usize) -> Result<Vec<SnowflakeId>, MintError> {
+    let mut ids = Vec::with_capacity(n);
+    if let Some(pending) = minter.try_mint_ranges(n, |r| ids.extend(r))? {
+        pending.finish(|r| ids.extend(r))?;
+    }
+    Ok(ids)
+}
+
+/// A program minting under a lease: a `LeasedGenerator`, and a thread
+/// minting from it as fast as a busy client would.
+struct Instance {
+    name: String,
+    minter: Arc<LeasedGenerator>,
+    stop: Arc<AtomicBool>,
+    minting: Option<JoinHandle<()>>,
+}
+
+impl Instance {
+    fn start(name: &str, config: EtcdConfig, log: &Log) -> Instance {
+        let minter = Arc::new(LeasedGenerator::spawn(config).expect("valid config"));
+        let stop = Arc::new(AtomicBool::new(false));
+        let minting = {
+            let (minter, stop, log, name) = (
+                Arc::clone(&minter),
+                Arc::clone(&stop),
+                Arc::clone(log),
+                name.to_owned(),
+            );
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let started = Instant::now();
+                    match mint(&minter, 4) {
+                        Ok(ids) => log.lock().unwrap().push(Batch {
+                            instance: name.clone(),
+                            started,
+                            ended: Instant::now(),
+                            ids,
+                        }),
+                        Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            })
+        };
+        Instance {
+            name: name.to_owned(),
+            minter,
+            stop,
+            minting: Some(minting),
+        }
+    }
+
+    fn identity(&self) -> Option<(u8, u8)> {
+        self.minter.identity().map(|i| (i.datacenter(), i.worker()))
+    }
+
+    fn is_ready(&self) -> bool {
+        self.minter.ready_identity().is_some()
+    }
+
+    fn state(&self) -> LeaseState {
+        self.minter.metrics().state
+    }
+
+    async fn wait_ready(&self, limit: Duration) {
+        let start = Instant::now();
+        while !self.is_ready() {
+            assert!(
+                start.elapsed() < limit,
+                "{} not ready after {limit:?}: {:?}",
+                self.name,
+                self.minter.metrics()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn stop_minting(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.minting.take() {
+            t.join().unwrap();
+        }
+    }
+
+    /// Graceful stop: minting stops, the lease is revoked.
+    async fn shutdown(mut self) {
+        self.stop_minting();
+        self.minter.shutdown().await;
+    }
+
+    /// As SIGKILL: minting stops, the lease is left to expire.
+    fn kill(mut self) {
+        self.stop_minting();
+        let minter = Arc::clone(&self.minter);
+        drop(self);
+        Arc::into_inner(minter)
+            .expect("the only handle left")
+            .abandon();
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        self.stop_minting();
+    }
+}
+
+fn options(endpoint: &str, prefix: &str, ttl_secs: u64) -> EtcdConfig {
+    EtcdConfig::new([endpoint])
+        .prefix(prefix)
+        .lease_ttl(Duration::from_secs(ttl_secs))
+}
+
+/// One instance's time holding one identity.
+struct Tenure<'a> {
+    instance: &'a str,
+    first_started: Instant,
+    first_ended: Instant,
+    last_started: Instant,
+    min: SnowflakeId,
+    max: SnowflakeId,
+}
+
+/// The merged log has no duplicate, each instance's IDs strictly increase,
+/// and two instances that held the same identity did so one after the
+/// other: in time (the later one's first mint ended after the earlier one's
+/// last mint started) and in ID space (every ID of the later is greater).
+fn check_log(log: &Log) -> usize {
+    let log = log.lock().unwrap();
+    let mut seen = HashSet::new();
+    let mut per_instance: BTreeMap<&str, Vec<&Batch>> = BTreeMap::new();
+    for batch in log.iter() {
+        for id in &batch.ids {
+            assert!(
+                seen.insert(*id),
+                "duplicate ID {id} (issued by {})",
+                batch.instance
+            );
+        }
+        per_instance.entry(&batch.instance).or_default().push(batch);
+    }
+    let mut tenures: BTreeMap<(u8, u8), Vec<Tenure>> = BTreeMap::new();
+    for (instance, batches) in &per_instance {
+        let ids: Vec<SnowflakeId> = batches.iter().flat_map(|b| b.ids.iter().copied()).collect();
+        let mut by_identity: BTreeMap<(u8, u8), Vec<&Batch>> = BTreeMap::new();
+        for b in batches {
+            by_identity
+                .entry((b.ids[0].datacenter(), b.ids[0].worker()))
+                .or_default()
+                .push(b);
+        }
+        // Within one identity an instance's IDs strictly increase.
+        for (identity, bs) in &by_identity {
+            let ids: Vec<SnowflakeId> = bs.iter().flat_map(|b| b.ids.iter().copied()).collect();
+            assert!(
+                ids.windows(2).all(|w| w[0] < w[1]),
+                "{instance} not increasing on {identity:?}"
+            );
+            tenures.entry(*identity).or_default().push(Tenure {
+                instance,
+                first_started: bs.first().unwrap().started,
+                first_ended: bs.first().unwrap().ended,
+                last_started: bs.last().unwrap().started,
+                min: ids[0],
+                max: *ids.last().unwrap(),
+            });
+        }
+        assert!(!ids.is_empty());
+    }
+    for (identity, holders) in &tenures {
+        for a in holders {
+            for b in holders {
+                if a.instance == b.instance {
+                    continue;
+                }
+                let (earlier, later) = if a.first_started <= b.first_started {
+                    (a, b)
+                } else {
+                    (b, a)
+                };
+                assert!(
+                    earlier.last_started <= later.first_ended,
+                    "{} and {} issued as {identity:?} at the same time",
+                    earlier.instance,
+                    later.instance
+                );
+                assert!(
+                    earlier.max < later.min,
+                    "{} issued {} after {} had issued {} as {identity:?}",
+                    later.instance,
+                    later.min,
+                    earlier.instance,
+                    earlier.max
+                );
+            }
+        }
+    }
+    seen.len()
+}
+
+async fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "{what}: not after {limit:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn key_exists(endpoint: &str, key: &str) -> bool {
+    let mut client = etcd_client::Client::connect([endpoint], None)
+        .await
+        .unwrap();
+    !client.get(key, None).await.unwrap().kvs().is_empty()
+}
+
+async fn wait_key_gone(endpoint: &str, key: &str, limit: Duration) {
+    let start = Instant::now();
+    while key_exists(endpoint, key).await {
+        assert!(start.elapsed() < limit, "{key} still there after {limit:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instances_get_distinct_identities_and_a_graceful_stop_frees_one_at_once() {
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    let log = Log::default();
+    // A long TTL: an identity that is free again soon was revoked, not expired.
+    let opts = || options(&etcd.url(), "/distinct", 30);
+
+    let mut instances = vec![Instance::start("i0", opts(), &log)];
+    instances[0].wait_ready(Duration::from_secs(10)).await;
+    instances.push(Instance::start("i1", opts(), &log));
+    instances[1].wait_ready(Duration::from_secs(10)).await;
+    assert_eq!(instances[0].identity(), Some((0, 0)));
+    assert_eq!(instances[1].identity(), Some((0, 1)));
+
+    for i in 2..10 {
+        instances.push(Instance::start(&format!("i{i}"), opts(), &log));
+    }
+    for i in &instances {
+        i.wait_ready(Duration::from_secs(20)).await;
+    }
+    let identities: HashSet<_> = instances.iter().map(|i| i.identity().unwrap()).collect();
+    assert_eq!(identities.len(), 10, "{identities:?}");
+    assert!(
+        identities.iter().all(|&(dc, w)| dc == 0 && w < 10),
+        "first free ones: {identities:?}"
+    );
+
+    // Stop the holder of (0, 3) gracefully: its key is gone when shutdown returns.
+    let pos = instances
+        .iter()
+        .position(|i| i.identity() == Some((0, 3)))
+        .unwrap();
+    instances.remove(pos).shutdown().await;
+    assert!(!key_exists(&etcd.url(), "/distinct/identities/0/3").await);
+    let next = Instance::start("i10", opts(), &log);
+    next.wait_ready(Duration::from_secs(10)).await;
+    assert_eq!(
+        next.identity(),
+        Some((0, 3)),
+        "the freed identity, long before its TTL"
+    );
+    instances.push(next);
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for i in instances {
+        i.shutdown().await;
+    }
+    let issued = check_log(&log);
+    eprintln!("distinct identities: {issued} IDs, no duplicate");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frozen_etcd_fences_every_instance_within_the_ttl_and_they_recover() {
+    let Some(mut etcd) = EtcdServer::start() else {
+        return;
+    };
+    let log = Log::default();
+    let ttl = 3;
+    let a = Instance::start("a", options(&etcd.url(), "/frozen", ttl), &log);
+    let b = Instance::start("b", options(&etcd.url(), "/frozen", ttl), &log);
+    a.wait_ready(Duration::from_secs(10)).await;
+    b.wait_ready(Duration::from_secs(10)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    etcd.freeze();
+    // The fence is a safety bound: it must close before the lease can
+    // expire on the server, i.e. within the TTL of the freeze.
+    wait_until("both fenced", Duration::from_secs(ttl), || {
+        !a.is_ready() && !b.is_ready()
+    })
+    .await;
+    assert!(a.minter.next_id().is_err() && mint(&b.minter, 1).is_err());
+    // The session notices at its own timer, a moment after the fence closed.
+    wait_until("a's session sees the fence", Duration::from_secs(2), || {
+        a.state() == LeaseState::Fenced
+    })
+    .await;
+    let metrics = a.minter.metrics();
+    assert_eq!(metrics.state, LeaseState::Fenced, "{metrics:?}");
+    assert_eq!(metrics.fenced, 1, "{metrics:?}");
+    // Stay frozen past the TTL: the leases expire on etcd's clock.
+    tokio::time::sleep(Duration::from_secs(ttl + 1)).await;
+    assert_eq!(a.state(), LeaseState::Fenced);
+    etcd.thaw();
+
+    a.wait_ready(Duration::from_secs(30)).await;
+    b.wait_ready(Duration::from_secs(30)).await;
+    assert_ne!(a.identity(), b.identity());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let metrics = a.minter.metrics();
+    assert!(metrics.fenced >= 1, "{metrics:?}");
+    assert_eq!(metrics.state, LeaseState::Held, "{metrics:?}");
+    assert_eq!(
+        metrics.identity.map(|i| (i.datacenter(), i.worker())),
+        a.identity()
+    );
+    assert!(metrics.lease.is_some(), "{metrics:?}");
+    assert_eq!(metrics.granted_ttl, Some(Duration::from_secs(3)));
+    a.shutdown().await;
+    b.shutdown().await;
+    let issued = check_log(&log);
+    eprintln!("frozen etcd: {issued} IDs, no duplicate");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_instance_is_fenced_and_the_next_holder_never_overlaps_it() {
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    let proxy = Proxy::start(etcd.addr()).await;
+    let log = Log::default();
+    let ttl = 3;
+    let a = Instance::start("a", options(&proxy.url(), "/cut", ttl), &log);
+    a.wait_ready(Duration::from_secs(10)).await;
+    let b = Instance::start("b", options(&etcd.url(), "/cut", ttl), &log);
+    b.wait_ready(Duration::from_secs(10)).await;
+    assert_eq!((a.identity(), b.identity()), (Some((0, 0)), Some((0, 1))));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    proxy.cut();
+    wait_until("a fenced", Duration::from_secs(ttl), || !a.is_ready()).await;
+    assert!(b.is_ready(), "b is not behind the cut");
+    // a's lease expires on the server; its identity becomes free.
+    wait_key_gone(
+        &etcd.url(),
+        "/cut/identities/0/0",
+        Duration::from_secs(3 * ttl),
+    )
+    .await;
+    let c = Instance::start("c", options(&etcd.url(), "/cut", ttl), &log);
+    c.wait_ready(Duration::from_secs(10)).await;
+    assert_eq!(c.identity(), Some((0, 0)), "c takes over a's identity");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!a.is_ready(), "a stays fenced while cut off");
+
+    proxy.restore();
+    a.wait_ready(Duration::from_secs(30)).await;
+    let held: HashSet<_> = [&a, &b, &c].iter().map(|i| i.identity().unwrap()).collect();
+    assert_eq!(held.len(), 3, "a claims a new identity: {held:?}");
+    assert!(b.minter.metrics().fenced == 0);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for i in [a, b, c] {
+        i.shutdown().await;
+    }
+    let issued = check_log(&log);
+    eprintln!("cut proxy: {issued} IDs, no duplicate");
+}
+
+/// The system clock, `by_ms` behind.
+struct Behind {
+    clock: SystemClock,
+    by_ms: u64,
+}
+
+impl Clock for Behind {
+    fn now_ms(&self) -> u64 {
+        self.clock.now_ms() - self.by_ms
+    }
+
+    fn sleep_until_ms(&self, target_ms: u64, max: Duration) -> Duration {
+        self.clock.sleep_until_ms(target_ms + self.by_ms, max)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_holder_is_taken_over_after_its_lease_expires_even_with_a_lagging_clock() {
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    let log = Log::default();
+    let ttl = 2;
+    let a = Instance::start("a", options(&etcd.url(), "/crash", ttl), &log);
+    a.wait_ready(Duration::from_secs(10)).await;
+    wait_until("a issued", Duration::from_secs(10), || {
+        log.lock().unwrap().len() >= 200
+    })
+    .await;
+    a.kill();
+    let a_max = log
+        .lock()
+        .unwrap()
+        .iter()
+        .flat_map(|b| b.ids.clone())
+        .max()
+        .unwrap();
+    // Not revoked: the identity is free only once the lease expires.
+    assert!(key_exists(&etcd.url(), "/crash/identities/0/0").await);
+    wait_key_gone(
+        &etcd.url(),
+        "/crash/identities/0/0",
+        Duration::from_secs(3 * ttl),
+    )
+    .await;
+
+    // b's clock is 30 s behind: on its own clock it would issue IDs far
+    // below a's. It may run ahead of its clock (a 60 s borrow), so it
+    // issues at once, above the mark a left in etcd.
+    let lagging = options(&etcd.url(), "/crash", ttl);
+    let factory: GeneratorFactory = Arc::new(|identity, store| {
+        Generator::builder_for(identity)
+            .clock(Behind {
+                clock: SystemClock::new(),
+                by_ms: 30_000,
+            })
+            .max_borrow_ms(60_000)
+            .store(store)
+            .build()
+    });
+    let b = Instance::start("b", lagging.generator(factory), &log);
+    b.wait_ready(Duration::from_secs(20)).await;
+    assert_eq!(
+        b.identity(),
+        Some((0, 0)),
+        "b takes over the dead holder's identity"
+    );
+    wait_until("b issued", Duration::from_secs(10), || {
+        log.lock()
+            .unwrap()
+            .iter()
+            .filter(|x| x.instance == "b")
+            .count()
+            >= 100
+    })
+    .await;
+    b.shutdown().await;
+    let b_min = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|x| x.instance == "b")
+        .flat_map(|x| x.ids.clone())
+        .min()
+        .unwrap();
+    assert!(
+        b_min > a_max,
+        "b issued {b_min} at or below a's last {a_max}"
+    );
+    let issued = check_log(&log);
+    eprintln!("crash take-over: {issued} IDs, no duplicate; b started at {b_min} > a's {a_max}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_etcd_at_start_means_not_ready_until_it_answers() {
+    if !EtcdServer::available() {
+        return;
+    }
+    let addr = snowmint_testkit::etcd::unused_addr();
+    let log = Log::default();
+    let a = Instance::start("a", options(&format!("http://{addr}"), "/late", 3), &log);
+    wait_until("a retried at least once", Duration::from_secs(10), || {
+        a.minter.metrics().last_error.is_some()
+    })
+    .await;
+    assert!(!a.is_ready());
+    assert_eq!(a.state(), LeaseState::Connecting);
+    assert!(mint(&a.minter, 1).is_err());
+
+    let Some(_etcd) = EtcdServer::start_on(addr) else {
+        return;
+    };
+    a.wait_ready(Duration::from_secs(30)).await;
+    assert_eq!(a.identity(), Some((0, 0)));
+    a.shutdown().await;
+    check_log(&log);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_identities_taken_means_not_ready_and_a_retry_when_one_frees() {
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    let mut client = etcd_client::Client::connect([etcd.url()], None)
+        .await
+        .unwrap();
+    let filler = client.lease_grant(60, None).await.unwrap().id();
+    for chunk in (0..1024u16).collect::<Vec<_>>().chunks(128) {
+        let puts: Vec<_> = chunk
+            .iter()
+            .map(|n| {
+                etcd_client::TxnOp::put(
+                    format!("/full/identities/{}/{}", n / 32, n % 32),
+                    "someone else",
+                    Some(etcd_client::PutOptions::new().with_lease(filler)),
+                )
+            })
+            .collect();
+        client
+            .txn(etcd_client::Txn::new().and_then(puts))
+            .await
+            .unwrap();
+    }
+    let log = Log::default();
+    let a = Instance::start("a", options(&etcd.url(), "/full", 2), &log);
+    wait_until("a sees all taken", Duration::from_secs(10), || {
+        a.state() == LeaseState::AllTaken
+    })
+    .await;
+    let status = a.minter.metrics();
+    assert!(
+        status
+            .last_error
+            .unwrap()
+            .contains("all 1024 worker identities")
+    );
+    assert!(!a.is_ready());
+    // Its lease for the failed claim was given back, not left to pile up.
+    let leases = client.leases().await.unwrap();
+    assert!(
+        leases.leases().len() <= 2,
+        "{} leases",
+        leases.leases().len()
+    );
+
+    client.delete("/full/identities/7/7", None).await.unwrap();
+    a.wait_ready(Duration::from_secs(30)).await;
+    assert_eq!(a.identity(), Some((7, 7)));
+    a.shutdown().await;
+    check_log(&log);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_shorter_than_the_lease_fences_then_resumes_on_the_same_lease() {
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    let proxy = Proxy::start(etcd.addr()).await;
+    let log = Log::default();
+    // TTL 10 s: the fence closes 2 s (the margin) before the lease can
+    // expire, which leaves time to restore the line in between.
+    let a = Instance::start("a", options(&proxy.url(), "/short", 10), &log);
+    a.wait_ready(Duration::from_secs(10)).await;
+    let lease = a.minter.metrics().lease;
+
+    proxy.cut();
+    wait_until("a fenced", Duration::from_secs(10), || {
+        a.state() == LeaseState::Fenced
+    })
+    .await;
+    assert!(!a.is_ready());
+    proxy.restore();
+    a.wait_ready(Duration::from_secs(10)).await;
+
+    let status = a.minter.metrics();
+    assert_eq!(status.lease, lease, "the same lease, renewed in time");
+    assert_eq!(status.claims, 1, "no second claim");
+    assert_eq!(status.fenced, 1);
+    assert_eq!(a.identity(), Some((0, 0)));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    a.shutdown().await;
+    check_log(&log);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_mark_is_never_issued_over_and_its_identity_is_skipped() {
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    let mut client = etcd_client::Client::connect([etcd.url()], None)
+        .await
+        .unwrap();
+    client
+        .put("/damaged/reserved/0/0", "not a number", None)
+        .await
+        .unwrap();
+    let log = Log::default();
+    let a = Instance::start("a", options(&etcd.url(), "/damaged", 2), &log);
+    a.wait_ready(Duration::from_secs(20)).await;
+    assert_eq!(
+        a.identity(),
+        Some((0, 1)),
+        "identity 0's mark cannot be trusted"
+    );
+    assert!(
+        !key_exists(&etcd.url(), "/damaged/identities/0/0").await,
+        "released"
+    );
+    let mark = client.get("/damaged/reserved/0/0", None).await.unwrap();
+    assert_eq!(
+        mark.kvs()[0].value(),
+        b"not a number",
+        "left for an operator"
+    );
+    a.shutdown().await;
+    check_log(&log);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_endpoint_in_the_list_is_routed_around() {
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    // An address of its own: no other test's etcd can come up there.
+    let dead = format!("http://{}", snowmint_testkit::etcd::unused_addr());
+    let o = EtcdConfig::new([dead, etcd.url()])
+        .prefix("/endpoints")
+        .lease_ttl(Duration::from_secs(2));
+    let log = Log::default();
+    let a = Instance::start("a", o, &log);
+    a.wait_ready(Duration::from_secs(20)).await;
+    assert_eq!(a.identity(), Some((0, 0)));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        a.is_ready(),
+        "renewals keep going through the live endpoint"
+    );
+    a.shutdown().await;
+    check_log(&log);
+}
+
+/// The IDs `instance` issued as (datacenter, worker), in order.
+fn issued_as(log: &Log, instance: &str, identity: (u8, u8)) -> Vec<SnowflakeId> {
+    log.lock()
+        .unwrap()
+        .iter()
+        .filter(|b| b.instance == instance)
+        .flat_map(|b| b.ids.iter().copied())
+        .filter(|id| (id.datacenter(), id.worker()) == identity)
+        .collect()
+}
+
+fn batches_of(log: &Log, instance: &str) -> usize {
+    log.lock()
+        .unwrap()
+        .iter()
+        .filter(|b| b.instance == instance)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_identity_key_fences_at_once_and_the_instance_claims_again() {
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    let mut client = etcd_client::Client::connect([etcd.url()], None)
+        .await
+        .unwrap();
+    let log = Log::default();
+    let ttl = 3;
+    let two_ttls = Duration::from_secs(2 * ttl);
+    let a = Instance::start("a", options(&etcd.url(), "/lost", ttl), &log);
+    a.wait_ready(Duration::from_secs(10)).await;
+    let status = || a.minter.metrics();
+    let first_lease = status().lease.unwrap();
+    wait_until("a issued", Duration::from_secs(10), || {
+        batches_of(&log, "a") >= 50
+    })
+    .await;
+
+    // An operator deletes the key while the lease lives (`etcdctl del`):
+    // the instance gives that lease up and claims again, its old identity
+    // first (it is free), within two TTLs.
+    client.delete("/lost/identities/0/0", None).await.unwrap();
+    wait_until("a claims again", two_ttls, || {
+        status().claims >= 2 && a.is_ready()
+    })
+    .await;
+    assert_eq!(a.identity(), Some((0, 0)));
+    let second_lease = status().lease.unwrap();
+    assert_ne!(second_lease, first_lease, "a fresh lease");
+    let old = client.lease_time_to_live(first_lease, None).await.unwrap();
+    assert_eq!(old.ttl(), -1, "the lease that lost its key was revoked");
+    let before = batches_of(&log, "a");
+    wait_until("a mints again", two_ttls, || {
+        batches_of(&log, "a") >= before + 50
+    })
+    .await;
+    // A graceful stop now persists through the new holder's store.
+    a.minter.generator().unwrap().persist_last_issued().unwrap();
+
+    // The key is taken over by another lease while ours lives: the
+    // instance stops issuing as (0, 0) at once and moves to (0, 1).
+    let intruder = client.lease_grant(60, None).await.unwrap().id();
+    client
+        .put(
+            "/lost/identities/0/0",
+            "someone else",
+            Some(etcd_client::PutOptions::new().with_lease(intruder)),
+        )
+        .await
+        .unwrap();
+    wait_until("a moves to (0, 1)", two_ttls, || {
+        a.identity() == Some((0, 1)) && a.is_ready()
+    })
+    .await;
+    assert_eq!(status().claims, 3);
+    let as_0_0 = issued_as(&log, "a", (0, 0));
+    let before = batches_of(&log, "a");
+    wait_until("a mints as (0, 1)", two_ttls, || {
+        batches_of(&log, "a") >= before + 50
+    })
+    .await;
+    assert_eq!(
+        issued_as(&log, "a", (0, 0)).len(),
+        as_0_0.len(),
+        "a issued as (0, 0) after losing it"
+    );
+    // The mark covers every (0, 0) ID a issued: the intruder's successor
+    // starts above them.
+    let mark = client.get("/lost/reserved/0/0", None).await.unwrap();
+    let mark: u64 = std::str::from_utf8(mark.kvs()[0].value())
+        .unwrap()
+        .parse()
+        .unwrap();
+    let last = as_0_0.last().unwrap().timestamp_ms();
+    assert!(
+        mark >= last,
+        "mark {mark} below a's last (0, 0) ID at {last}"
+    );
+
+    a.minter.generator().unwrap().persist_last_issued().unwrap();
+    a.shutdown().await;
+    check_log(&log);
+}
+
+#[test]
+fn each_etcd_owns_its_own_address() {
+    let (Some(a), Some(b)) = (EtcdServer::start(), EtcdServer::start()) else {
+        return;
+    };
+    assert_ne!(a.addr().ip(), b.addr().ip());
+    snowmint_testkit::etcd::listener_owned_by(a.addr(), a.pid()).unwrap();
+    // The check can fail: b's socket is not a's, nor is it this process's.
+    let err = snowmint_testkit::etcd::listener_owned_by(b.addr(), a.pid()).unwrap_err();
+    assert!(err.contains("another process"), "{err}");
+    assert!(snowmint_testkit::etcd::listener_owned_by(b.addr(), std::process::id()).is_err());
+    let nobody = snowmint_testkit::etcd::unused_addr();
+    assert!(snowmint_testkit::etcd::listener_owned_by(nobody, b.pid()).is_err());
+}
