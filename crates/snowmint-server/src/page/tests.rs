@@ -21,7 +21,7 @@ impl Answer {
 }
 
 async fn get(uri: &str) -> Answer {
-    let state = AppState::new(Minter::new());
+    let state = AppState::new(Minter::empty());
     let response = app(state)
         .oneshot(Request::get(uri).body(Body::empty()).unwrap())
         .await
