@@ -1,7 +1,8 @@
 //! Real etcd servers on loopback: [`EtcdServer`], one member for one test
 //! (its own temporary data directory, its own loopback address, killed when
-//! dropped), and [`EtcdCluster`], several members running Raft, for fault
-//! tests that kill, pause and restart them.
+//! dropped; with [`EtcdServer::start_tls`], clients must come over TLS with
+//! a client certificate), and [`EtcdCluster`], several members running
+//! Raft, for fault tests that kill, pause and restart them.
 //!
 //! Tests run in parallel, so two etcd processes must never share a port: a
 //! port picked by binding port 0 is free only until that listener closes,
@@ -18,6 +19,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
+
+use crate::pki::{Pair, Pki};
 
 /// The etcd binary, `$SNOWMINT_ETCD` or else `etcd` on the `PATH`, if it runs.
 fn etcd_binary() -> Option<String> {
@@ -73,6 +76,10 @@ enum StartError {
 pub struct EtcdServer {
     child: Child,
     client_addr: SocketAddr,
+    /// Where `/health` answers over plain HTTP: the client address, or the
+    /// metrics listener of an etcd that wants client certificates.
+    health_addr: SocketAddr,
+    tls: bool,
     dir: TempDir,
 }
 
@@ -90,13 +97,36 @@ impl EtcdServer {
         };
         let mut last_error = String::new();
         for _ in 0..3 {
-            match EtcdServer::try_start(&binary, unused_addr()) {
+            match EtcdServer::try_start(&binary, unused_addr(), None) {
                 Ok(server) => return Some(server),
                 Err(StartError::AddressTaken(e)) => last_error = e,
                 Err(StartError::Other(e)) => panic!("etcd did not start: {e}"),
             }
         }
         panic!("etcd did not start: {last_error}");
+    }
+
+    /// Starts etcd serving clients over TLS only (`https://` URLs) with a
+    /// server certificate from `pki` for its address, and wanting a
+    /// certificate issued by `pki`'s CA from every client
+    /// (`--client-cert-auth`); `None` as [`EtcdServer::start`].
+    ///
+    /// # Panics
+    ///
+    /// As [`EtcdServer::start`].
+    pub fn start_tls(pki: &Pki) -> Option<EtcdServer> {
+        let Some(binary) = etcd_binary() else {
+            return crate::skip("the `etcd` binary is not installed (apt-get install etcd-server)");
+        };
+        let mut last_error = String::new();
+        for _ in 0..3 {
+            match EtcdServer::try_start(&binary, unused_addr(), Some(pki)) {
+                Ok(server) => return Some(server),
+                Err(StartError::AddressTaken(e)) => last_error = e,
+                Err(StartError::Other(e)) => panic!("etcd did not start with TLS: {e}"),
+            }
+        }
+        panic!("etcd did not start with TLS: {last_error}");
     }
 
     /// Starts etcd listening for clients on `client` (from [`unused_addr`],
@@ -110,7 +140,7 @@ impl EtcdServer {
             return crate::skip("the `etcd` binary is not installed (apt-get install etcd-server)");
         };
         Some(
-            EtcdServer::try_start(&binary, client)
+            EtcdServer::try_start(&binary, client, None)
                 .unwrap_or_else(|e| panic!("etcd did not start on {client}: {e:?}")),
         )
     }
@@ -120,17 +150,30 @@ impl EtcdServer {
         etcd_binary().is_some() || crate::skip::<()>("the `etcd` binary is not installed").is_some()
     }
 
-    fn try_start(binary: &str, client: SocketAddr) -> Result<EtcdServer, StartError> {
+    fn try_start(
+        binary: &str,
+        client: SocketAddr,
+        pki: Option<&Pki>,
+    ) -> Result<EtcdServer, StartError> {
         let other = |e: std::io::Error| StartError::Other(e.to_string());
         let IpAddr::V4(ip) = client.ip() else {
             return Err(StartError::Other(format!("{client} is not IPv4")));
         };
         let dir = tempfile::tempdir().map_err(other)?;
-        let peer_port = std::iter::repeat_with(|| free_port_on(ip))
-            .find(|&p| p != client.port())
-            .expect("an endless iterator");
-        let peer = SocketAddr::from((ip, peer_port));
+        let mut ports = std::iter::repeat_with(|| free_port_on(ip)).filter(|&p| p != client.port());
+        let peer = SocketAddr::from((ip, ports.next().expect("an endless iterator")));
         let peer_url = format!("http://{peer}");
+        let tls = pki.map(|pki| {
+            let metrics = std::iter::repeat_with(|| free_port_on(ip))
+                .find(|&p| p != client.port() && p != peer.port())
+                .expect("an endless iterator");
+            MemberTls {
+                ca: pki.ca(),
+                server: pki.issue_server(&format!("etcd-{ip}"), &[IpAddr::V4(ip)]),
+                metrics: SocketAddr::from((ip, metrics)),
+            }
+        });
+        let health_addr = tls.as_ref().map_or(client, |t| t.metrics);
         let child = spawn(
             binary,
             &Member {
@@ -139,6 +182,7 @@ impl EtcdServer {
                 peer,
                 data_dir: dir.path().join("data"),
                 log: dir.path().join("etcd.log"),
+                tls,
             },
             &format!("default={peer_url}"),
             None,
@@ -146,6 +190,8 @@ impl EtcdServer {
         let mut server = EtcdServer {
             child,
             client_addr: client,
+            health_addr,
+            tls: pki.is_some(),
             dir,
         };
         server.wait_healthy(Duration::from_secs(20))?;
@@ -154,12 +200,20 @@ impl EtcdServer {
 
     fn wait_healthy(&mut self, limit: Duration) -> Result<(), StartError> {
         let log = self.dir.path().join("etcd.log");
-        wait_healthy(&mut self.child, self.client_addr, &log, limit)
+        wait_healthy(
+            &mut self.child,
+            self.client_addr,
+            self.health_addr,
+            &log,
+            limit,
+        )
     }
 
-    /// The client URL, `http://127.0.0.1:PORT`.
+    /// The client URL, `http://127.X.Y.Z:PORT` (`https://` when started
+    /// with [`EtcdServer::start_tls`]).
     pub fn url(&self) -> String {
-        format!("http://{}", self.client_addr)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.client_addr)
     }
 
     /// The etcd process's ID.
@@ -284,6 +338,19 @@ struct Member {
     peer: SocketAddr,
     data_dir: PathBuf,
     log: PathBuf,
+    tls: Option<MemberTls>,
+}
+
+/// A member that serves clients over TLS and wants their certificates.
+#[derive(Debug, Clone)]
+struct MemberTls {
+    /// The CA client certificates must come from.
+    ca: PathBuf,
+    /// The member's own certificate, for its client address.
+    server: Pair,
+    /// A plain HTTP listener for `/health` (and `/metrics`), so the test
+    /// can wait for it without a client certificate.
+    metrics: SocketAddr,
 }
 
 /// Starts one etcd member of the cluster `initial_cluster`
@@ -295,7 +362,12 @@ fn spawn(
     token: Option<&str>,
 ) -> Result<Child, StartError> {
     let other = |e: std::io::Error| StartError::Other(e.to_string());
-    let client_url = format!("http://{}", member.client);
+    let scheme = if member.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let client_url = format!("{scheme}://{}", member.client);
     let peer_url = format!("http://{}", member.peer);
     let log = File::options()
         .create(true)
@@ -315,6 +387,14 @@ fn spawn(
     if let Some(token) = token {
         command.arg(format!("--initial-cluster-token={token}"));
     }
+    if let Some(tls) = &member.tls {
+        command
+            .arg(format!("--cert-file={}", tls.server.cert.display()))
+            .arg(format!("--key-file={}", tls.server.key.display()))
+            .arg(format!("--trusted-ca-file={}", tls.ca.display()))
+            .arg("--client-cert-auth")
+            .arg(format!("--listen-metrics-urls=http://{}", tls.metrics));
+    }
     command
         .stdin(Stdio::null())
         .stdout(log.try_clone().map_err(other)?)
@@ -323,12 +403,14 @@ fn spawn(
         .map_err(|e| StartError::Other(format!("spawn {binary}: {e}")))
 }
 
-/// Polls `/health` over plain HTTP until etcd reports it is serving, then
+/// Polls `/health` over plain HTTP on `health` (the client address, or a
+/// TLS member's metrics listener) until etcd reports it is serving, then
 /// makes sure it was this etcd that answered: the socket listening on the
 /// client address must be one of its own.
 fn wait_healthy(
     child: &mut Child,
     client: SocketAddr,
+    health: SocketAddr,
     log: &Path,
     limit: Duration,
 ) -> Result<(), StartError> {
@@ -343,8 +425,10 @@ fn wait_healthy(
                 StartError::Other(message)
             });
         }
-        if health(client).unwrap_or(false) {
-            return listener_owned_by(client, child.id()).map_err(StartError::AddressTaken);
+        if self::health(health).unwrap_or(false) {
+            return listener_owned_by(client, child.id())
+                .and_then(|()| listener_owned_by(health, child.id()))
+                .map_err(StartError::AddressTaken);
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -407,6 +491,7 @@ impl EtcdCluster {
                     peer: SocketAddr::from((ip, peer)),
                     data_dir: dir.path().join(format!("etcd{i}")),
                     log: dir.path().join(format!("etcd{i}.log")),
+                    tls: None,
                 }
             })
             .collect();
@@ -441,7 +526,7 @@ impl EtcdCluster {
         let child = self.children[i]
             .as_mut()
             .ok_or_else(|| StartError::Other(format!("{} is not running", member.name)))?;
-        wait_healthy(child, member.client, &member.log, limit)
+        wait_healthy(child, member.client, member.client, &member.log, limit)
     }
 
     /// How many members the cluster has.

@@ -8,6 +8,8 @@
 //!   Raft, whose members can be killed, paused and restarted.
 //! - [`proxy::Proxy`]: a TCP proxy between an instance and etcd whose line can
 //!   be cut (a partition) and restored.
+//! - [`pki::Pki`]: a test CA with server and client certificates, as PEM
+//!   files (HTTPS, and etcd over TLS: [`etcd::EtcdServer::start_tls`]).
 //! - [`clock::FakeClock`]: a process's wall clock under libfaketime, stepped
 //!   back and forward while it runs.
 //! - [`chaos`]: the randomized fault test of distributed mode (`snowmint-chaos`,
@@ -20,6 +22,7 @@
 //!
 //! - `etcd.rs`: etcd members and clusters, the "process owns its socket" check.
 //! - `proxy.rs`: the cuttable TCP proxy.
+//! - `pki.rs`: test certificates (rcgen).
 //! - `clock.rs`: libfaketime clock control.
 //! - `signal.rs`: SIGKILL/SIGSTOP/SIGCONT to a process by ID.
 //! - `chaos/`: the harness (`schedule`, `history`, `checker`, `report`, `run`).
@@ -29,6 +32,7 @@
 pub mod chaos;
 pub mod clock;
 pub mod etcd;
+pub mod pki;
 pub mod proxy;
 pub mod signal;
 
