@@ -13,6 +13,8 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use etcd_client::TlsOptions;
+
 use crate::error::EtcdError;
 use crate::keys::Keys;
 use crate::ops::{self, Conn, SeenMark};
@@ -48,6 +50,7 @@ impl Bridge {
     /// answer together).
     pub(crate) fn start(
         endpoints: Vec<String>,
+        tls: Option<TlsOptions>,
         keys: Keys,
         timeout: Duration,
     ) -> std::io::Result<Bridge> {
@@ -64,7 +67,7 @@ impl Bridge {
                 {
                     Ok(runtime) => {
                         let _ = ready.send(Ok(()));
-                        serve(runtime, rx, endpoints, keys, timeout);
+                        serve(runtime, rx, Conn::new(&endpoints, tls, timeout), keys);
                     }
                     Err(e) => {
                         let _ = ready.send(Err(e));
@@ -118,15 +121,8 @@ impl Bridge {
     }
 }
 
-fn serve(
-    runtime: tokio::runtime::Runtime,
-    jobs: Receiver<Job>,
-    endpoints: Vec<String>,
-    keys: Keys,
-    timeout: Duration,
-) {
-    // One endpoint at a time, the next after a failure (see `ops::Conn`).
-    let mut conn = Conn::new(&endpoints, timeout);
+/// `conn`: one endpoint at a time, the next after a failure (see `ops::Conn`).
+fn serve(runtime: tokio::runtime::Runtime, jobs: Receiver<Job>, mut conn: Conn, keys: Keys) {
     // Each mark as this thread last read or wrote it: the next write is
     // conditioned on it, one round trip when nobody else moved the mark.
     let mut seen: HashMap<u16, SeenMark> = HashMap::new();

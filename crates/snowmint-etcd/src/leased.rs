@@ -69,18 +69,26 @@ impl LeasedGenerator {
     /// identity is held (a server answers "not ready" meanwhile).
     pub fn spawn(config: EtcdConfig) -> Result<LeasedGenerator, EtcdError> {
         config.validate()?;
+        // The TLS files are read here, once: connections made later use
+        // what they held at start.
+        let tls = config.tls_options()?;
         let timing = Timing::new(config.lease_ttl);
         let keys = Keys::new(&config.prefix);
-        let bridge = Bridge::start(config.endpoints.clone(), keys.clone(), timing.request)
-            .map_err(|source| EtcdError::Thread {
-                what: "reservation thread",
-                source,
-            })?;
+        let bridge = Bridge::start(
+            config.endpoints.clone(),
+            tls.clone(),
+            keys.clone(),
+            timing.request,
+        )
+        .map_err(|source| EtcdError::Thread {
+            what: "reservation thread",
+            source,
+        })?;
         let status = Arc::new(Mutex::new(LeaseMetrics::new()));
         let holder = Arc::new(Holder::default());
         let (shutdown, shutdown_rx) = watch::channel(false);
         let (installed_tx, installed) = watch::channel(0);
-        let conn = Conn::new(&config.endpoints, timing.request);
+        let conn = Conn::new(&config.endpoints, tls, timing.request);
         let endpoints = u32::try_from(conn.len()).unwrap_or(u32::MAX).min(64);
         let session = Session {
             config,

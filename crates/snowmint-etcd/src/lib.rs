@@ -70,7 +70,7 @@ mod store;
 
 pub use config::{
     ConfigError, DEFAULT_LEASE_TTL, DEFAULT_PREFIX, EtcdConfig, GeneratorFactory, MAX_LEASE_TTL,
-    MIN_LEASE_TTL, default_generator, fence_margin,
+    MIN_LEASE_TTL, TlsFlag, default_generator, fence_margin,
 };
 pub use error::EtcdError;
 pub use fence::Fence;

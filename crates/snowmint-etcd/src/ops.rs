@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse,
+    Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, TlsOptions, Txn, TxnOp,
+    TxnOpResponse,
 };
 
 use snowmint::{MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS};
@@ -28,18 +29,23 @@ pub(crate) async fn timed<T>(
     }
 }
 
-/// A client for one endpoint. The connection is made lazily and re-made
-/// after failures by the client itself; HTTP/2 pings notice a dead line
-/// within about two `request_timeout`s so the next request dials again.
+/// A client for one endpoint (over TLS with `tls`). The connection is made
+/// lazily and re-made after failures by the client itself; HTTP/2 pings
+/// notice a dead line within about two `request_timeout`s so the next
+/// request dials again.
 pub(crate) async fn connect(
     endpoint: &str,
+    tls: Option<&TlsOptions>,
     request_timeout: Duration,
 ) -> Result<Client, EtcdError> {
-    let options = ConnectOptions::new()
+    let mut options = ConnectOptions::new()
         .with_connect_timeout(request_timeout)
         .with_timeout(request_timeout)
         .with_keep_alive(request_timeout, request_timeout)
         .with_keep_alive_while_idle(true);
+    if let Some(tls) = tls {
+        options = options.with_tls(tls.clone());
+    }
     timed(
         "connect",
         request_timeout,
@@ -59,6 +65,8 @@ pub(crate) struct Conn {
     /// endpoint that last worked.
     index: Arc<AtomicUsize>,
     client: Option<Client>,
+    /// TLS settings, the files read once at start.
+    tls: Option<TlsOptions>,
     timeout: Duration,
 }
 
@@ -74,11 +82,12 @@ impl std::fmt::Debug for Conn {
 impl Conn {
     /// Endpoints as typed (`a, b` from a flag or the environment): this is
     /// the one place they are trimmed, for every connection made from them.
-    pub(crate) fn new(endpoints: &[String], timeout: Duration) -> Conn {
+    pub(crate) fn new(endpoints: &[String], tls: Option<TlsOptions>, timeout: Duration) -> Conn {
         Conn {
             endpoints: endpoints.iter().map(|e| e.trim().to_owned()).collect(),
             index: Arc::new(AtomicUsize::new(0)),
             client: None,
+            tls,
             timeout,
         }
     }
@@ -90,6 +99,7 @@ impl Conn {
             endpoints: Arc::clone(&self.endpoints),
             index: Arc::clone(&self.index),
             client: None,
+            tls: self.tls.clone(),
             timeout: self.timeout,
         }
     }
@@ -103,7 +113,7 @@ impl Conn {
     pub(crate) async fn client(&mut self) -> Result<&mut Client, EtcdError> {
         if self.client.is_none() {
             let endpoint = self.endpoint().to_owned();
-            self.client = Some(connect(&endpoint, self.timeout).await?);
+            self.client = Some(connect(&endpoint, self.tls.as_ref(), self.timeout).await?);
         }
         Ok(self.client.as_mut().expect("connected above"))
     }

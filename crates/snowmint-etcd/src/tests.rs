@@ -21,7 +21,7 @@ async fn claims_are_exclusive_and_marks_are_guarded_by_the_lease() {
     };
     let endpoints = [etcd.url()];
     let keys = Keys::new("/test");
-    let mut client = ops::connect(&endpoints[0], T).await.unwrap();
+    let mut client = ops::connect(&endpoints[0], None, T).await.unwrap();
 
     let a = ops::grant(&mut client, Duration::from_secs(30), T)
         .await
@@ -134,7 +134,7 @@ async fn all_identities_taken_is_none() {
         return;
     };
     let keys = Keys::new("/full");
-    let mut client = ops::connect(&etcd.url(), T).await.unwrap();
+    let mut client = ops::connect(&etcd.url(), None, T).await.unwrap();
     let lease = ops::grant(&mut client, Duration::from_secs(30), T)
         .await
         .unwrap();
@@ -200,7 +200,7 @@ fn bridge_serves_blocking_callers_inside_and_outside_a_runtime() {
     let endpoints = vec![etcd.url()];
     let rt = tokio::runtime::Runtime::new().unwrap();
     let lease = rt.block_on(async {
-        let mut client = ops::connect(&endpoints[0], T).await.unwrap();
+        let mut client = ops::connect(&endpoints[0], None, T).await.unwrap();
         let lease = ops::grant(&mut client, Duration::from_secs(30), T)
             .await
             .unwrap();
@@ -220,7 +220,7 @@ fn bridge_serves_blocking_callers_inside_and_outside_a_runtime() {
         );
         lease
     });
-    let bridge = Bridge::start(endpoints, keys, T).unwrap();
+    let bridge = Bridge::start(endpoints, None, keys, T).unwrap();
     assert_eq!(bridge.load(0).unwrap(), None);
     bridge.store(0, lease.id, M + 42).unwrap();
     // From a tokio worker thread, where block_on would panic.
@@ -247,6 +247,7 @@ fn bridge_calls_are_bounded_when_etcd_is_frozen() {
     };
     let bridge = Bridge::start(
         vec![etcd.url()],
+        None,
         Keys::new("/frozen"),
         Duration::from_millis(500),
     )
@@ -273,7 +274,7 @@ fn bridge_calls_are_bounded_when_etcd_is_frozen() {
 
 /// Grants a lease and claims identity 0 under `keys` with it.
 async fn hold_identity_0(url: &str, keys: &Keys) -> i64 {
-    let mut client = ops::connect(url, T).await.unwrap();
+    let mut client = ops::connect(url, None, T).await.unwrap();
     let lease = ops::grant(&mut client, Duration::from_secs(30), T)
         .await
         .unwrap();
@@ -310,7 +311,7 @@ fn a_hand_written_unpadded_mark_is_raised_and_never_issued_under() {
             .unwrap();
         hold_identity_0(&etcd.url(), &keys).await
     });
-    let bridge = Bridge::start(vec![etcd.url()], keys.clone(), T).unwrap();
+    let bridge = Bridge::start(vec![etcd.url()], None, keys.clone(), T).unwrap();
     let lost = std::sync::Arc::new(tokio::sync::Notify::new());
     let store = EtcdStore::new(bridge.clone(), 0, lease, lost);
     // The clock is a second behind the mark: only a raised mark lets the
@@ -367,7 +368,7 @@ fn a_malformed_mark_is_refused_naming_the_key_and_the_value() {
             .unwrap();
         hold_identity_0(&etcd.url(), &keys).await
     });
-    let bridge = Bridge::start(vec![etcd.url()], keys, T).unwrap();
+    let bridge = Bridge::start(vec![etcd.url()], None, keys, T).unwrap();
     for err in [
         bridge.load(0).unwrap_err(),
         bridge.store(0, lease, M).unwrap_err(),
