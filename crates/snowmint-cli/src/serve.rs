@@ -85,6 +85,48 @@ pub struct ServeArgs {
     #[arg(long, env = "SNOWMINT_CLIENT_QUOTA", value_name = "IDS_PER_SECOND",
           allow_negative_numbers = true, value_parser = whole("client-quota", 1, u64::from(u32::MAX), "IDs per second"))]
     pub client_quota: Option<u64>,
+
+    // TLS: HTTPS for clients, and to etcd. Each pair comes together or not
+    // at all; the files are read and checked at start (exit 2 naming the
+    // flag and the path).
+    /// Serve HTTPS with this certificate chain (PEM, the server's
+    /// certificate first); ALPN offers h2 and http/1.1.
+    #[arg(
+        long,
+        env = "SNOWMINT_TLS_CERT",
+        value_name = "PATH",
+        requires = "tls_key"
+    )]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(
+        long,
+        env = "SNOWMINT_TLS_KEY",
+        value_name = "PATH",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
+    /// TLS to etcd: the CA certificate(s) etcd's certificate must chain to
+    /// (PEM); the --etcd URLs are then https://.
+    #[arg(long, env = "SNOWMINT_ETCD_CA", value_name = "PATH", requires = "etcd")]
+    pub etcd_ca: Option<PathBuf>,
+    /// TLS to etcd: this instance's client certificate (PEM), for an etcd
+    /// started with --client-cert-auth.
+    #[arg(
+        long,
+        env = "SNOWMINT_ETCD_CERT",
+        value_name = "PATH",
+        requires = "etcd_key"
+    )]
+    pub etcd_cert: Option<PathBuf>,
+    /// The private key of --etcd-cert (PEM).
+    #[arg(
+        long,
+        env = "SNOWMINT_ETCD_KEY",
+        value_name = "PATH",
+        requires = "etcd_cert"
+    )]
+    pub etcd_key: Option<PathBuf>,
 }
 
 /// A flag that takes a whole number in `min..=max` (of `unit`): its error
@@ -156,6 +198,17 @@ impl ServeArgs {
             .and_then(std::num::NonZeroU32::new);
         config.worker_from_hostname = self.worker_from_hostname;
         config.announce = true;
+        config.tls = self
+            .tls_cert
+            .as_ref()
+            .zip(self.tls_key.as_ref())
+            .map(|(cert, key)| snowmint_server::TlsFiles::new(cert, key));
+        config.etcd_ca = self.etcd_ca.clone();
+        config.etcd_client_cert = self
+            .etcd_cert
+            .as_ref()
+            .zip(self.etcd_key.as_ref())
+            .map(|(cert, key)| snowmint_server::TlsFiles::new(cert, key));
         config
     }
 }

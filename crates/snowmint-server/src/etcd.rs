@@ -9,11 +9,19 @@ use snowmint_etcd::{EtcdConfig, LeaseState};
 use crate::Config;
 use crate::metrics::{counter, gauge};
 
-/// The lease settings of `config`: endpoints, prefix and lease TTL.
+/// The lease settings of `config`: endpoints, prefix, lease TTL, and TLS
+/// (CA, client certificate).
 pub fn config_of(config: &Config) -> EtcdConfig {
-    EtcdConfig::new(config.etcd_endpoints.iter().cloned())
+    let mut etcd = EtcdConfig::new(config.etcd_endpoints.iter().cloned())
         .prefix(config.etcd_prefix.clone())
-        .lease_ttl(config.lease_ttl)
+        .lease_ttl(config.lease_ttl);
+    if let Some(ca) = &config.etcd_ca {
+        etcd = etcd.ca_cert(ca);
+    }
+    if let Some(client) = &config.etcd_client_cert {
+        etcd = etcd.client_cert(&client.cert, &client.key);
+    }
+    etcd
 }
 
 /// Exports the lease session's state at each scrape:

@@ -22,6 +22,12 @@
 //! - **shuts down** when asked: stops accepting, closes connections with no
 //!   request in progress at once, lets requests in progress finish for at
 //!   most [`Limits::shutdown_timeout`], then closes what is left.
+//! - **serves HTTPS** when given a TLS configuration ([`crate::tls`]): the
+//!   handshake runs in the connection's own task, never in the accept loop
+//!   (a slow client holds up nobody else), and counts against the header
+//!   timeout from the accept, so a client that never finishes it is closed
+//!   then. HTTP/1.1 and HTTP/2 either way: by ALPN over TLS, by prior
+//!   knowledge (h2c) over plain TCP.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -42,6 +48,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
 use crate::error::Throttle;
@@ -333,12 +340,14 @@ impl AsyncWrite for Tracked {
     }
 }
 
-/// Serves `router` on `listener` until `shutdown` resolves; see the
-/// [module docs](self). Returns once every connection is closed.
+/// Serves `router` on `listener` (over TLS when `tls` is given) until
+/// `shutdown` resolves; see the [module docs](self). Returns once every
+/// connection is closed.
 pub(crate) async fn serve(
     listener: TcpListener,
     router: Router,
     limits: Limits,
+    tls: Option<TlsAcceptor>,
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
@@ -393,6 +402,7 @@ pub(crate) async fn serve(
             router.clone(),
             Arc::clone(&builder),
             limits,
+            tls.clone(),
             Arc::clone(&metrics),
         );
         let open = Arc::clone(&open);
@@ -428,8 +438,8 @@ pub(crate) async fn serve(
     }
 }
 
-/// One connection: hyper serves it while a watchdog enforces the timeouts
-/// and acts on requests to close.
+/// One connection: the TLS handshake if serving HTTPS, then HTTP.
+#[allow(clippy::too_many_arguments)]
 async fn serve_connection(
     stream: TcpStream,
     peer: SocketAddr,
@@ -437,12 +447,106 @@ async fn serve_connection(
     router: Router,
     builder: Arc<hyper_util::server::conn::auto::Builder<TokioExecutor>>,
     limits: Limits,
+    tls: Option<TlsAcceptor>,
     metrics: Arc<Metrics>,
 ) {
-    let io = TokioIo::new(Tracked {
+    let io = Tracked {
         stream,
         conn: Arc::clone(&conn),
-    });
+    };
+    match tls {
+        None => serve_http(io, peer, conn, router, builder, limits, metrics).await,
+        Some(acceptor) => {
+            if let Some(io) = handshake(&acceptor, io, peer, &conn, &limits, &metrics).await {
+                serve_http(io, peer, conn, router, builder, limits, metrics).await;
+            }
+        }
+    }
+}
+
+/// The TLS handshake, bounded by the header deadline (the accept plus
+/// [`Limits::header_timeout`]: the handshake and the first request head
+/// share it) and given up when the connection is asked to close. `None`
+/// when it failed or was cut.
+async fn handshake(
+    acceptor: &TlsAcceptor,
+    io: Tracked,
+    peer: SocketAddr,
+    conn: &Conn,
+    limits: &Limits,
+    metrics: &Metrics,
+) -> Option<tokio_rustls::server::TlsStream<Tracked>> {
+    // No request is in progress before the handshake ends, so the deadline
+    // is the header deadline counted from the accept, and stays put.
+    let (at, event) = conn.deadline(limits)?;
+    let expired = tokio::time::sleep(Duration::from_millis(at.saturating_sub(now_ms())));
+    let mut expired = std::pin::pin!(expired);
+    let accept = acceptor.accept(io);
+    let mut accept = std::pin::pin!(accept);
+    loop {
+        tokio::select! {
+            done = accept.as_mut() => {
+                return match done {
+                    Ok(stream) => Some(stream),
+                    Err(e) => {
+                        metrics.connection_event(ConnEvent::TlsHandshakeFailed);
+                        tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                        None
+                    }
+                };
+            }
+            () = expired.as_mut() => {
+                timed_out(peer, event, metrics);
+                return None;
+            }
+            () = conn.wake.notified() => {
+                let why = conn.close.load(Ordering::Acquire);
+                if why != 0 {
+                    closed(peer, why, metrics);
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// Counts and logs (throttled) a connection closed by a timeout.
+fn timed_out(peer: SocketAddr, event: ConnEvent, metrics: &Metrics) {
+    metrics.connection_event(event);
+    static THROTTLE: Throttle = Throttle::new();
+    if let Some(left_out) = THROTTLE.admit() {
+        tracing::info!(%peer, ?event, not_logged_since = left_out, "connection timed out; closed");
+    }
+}
+
+/// Counts and logs a connection with nothing in progress closed because it
+/// was asked to (`why`, a `CLOSE_*`).
+fn closed(peer: SocketAddr, why: u8, metrics: &Metrics) {
+    if why == CLOSE_SHED {
+        metrics.connection_event(ConnEvent::Shed);
+        static THROTTLE: Throttle = Throttle::new();
+        if let Some(left_out) = THROTTLE.admit() {
+            tracing::info!(%peer, not_logged_since = left_out, "at the connection limit: closed an idle connection");
+        }
+    } else {
+        metrics.connection_event(ConnEvent::ClosedAtShutdown);
+    }
+}
+
+/// HTTP on one connection: hyper serves it while a watchdog enforces the
+/// timeouts and acts on requests to close.
+async fn serve_http<I>(
+    io: I,
+    peer: SocketAddr,
+    conn: Arc<Conn>,
+    router: Router,
+    builder: Arc<hyper_util::server::conn::auto::Builder<TokioExecutor>>,
+    limits: Limits,
+    metrics: Arc<Metrics>,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let io = TokioIo::new(io);
     let service = {
         let conn = Arc::clone(&conn);
         hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
@@ -487,11 +591,7 @@ async fn serve_connection(
                 if let Some((at, event)) = conn.deadline(&limits)
                     && now_ms() >= at
                 {
-                    metrics.connection_event(event);
-                    static THROTTLE: Throttle = Throttle::new();
-                    if let Some(left_out) = THROTTLE.admit() {
-                        tracing::info!(%peer, ?event, not_logged_since = left_out, "connection timed out; closed");
-                    }
+                    timed_out(peer, event, &metrics);
                     return;
                 }
             }
@@ -500,15 +600,7 @@ async fn serve_connection(
             0 => {}
             why if !conn.busy() => {
                 // Nothing in progress: close now.
-                if why == CLOSE_SHED {
-                    metrics.connection_event(ConnEvent::Shed);
-                    static THROTTLE: Throttle = Throttle::new();
-                    if let Some(left_out) = THROTTLE.admit() {
-                        tracing::info!(%peer, not_logged_since = left_out, "at the connection limit: closed an idle connection");
-                    }
-                } else {
-                    metrics.connection_event(ConnEvent::ClosedAtShutdown);
-                }
+                closed(peer, why, &metrics);
                 return;
             }
             _ => {

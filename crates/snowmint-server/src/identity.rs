@@ -39,6 +39,9 @@ pub enum StartError {
     #[cfg(feature = "etcd")]
     #[error(transparent)]
     Etcd(#[from] snowmint_etcd::EtcdError),
+    /// The HTTPS certificate or key cannot be used.
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
     /// `--etcd` given to a build without the `etcd` feature.
     #[error(
         "--etcd needs a snowmint built with `--features etcd` \
@@ -52,7 +55,7 @@ impl StartError {
     /// rather than the machine.
     pub fn is_usage(&self) -> bool {
         match self {
-            StartError::Hostname(_) | StartError::EtcdNotBuilt => true,
+            StartError::Hostname(_) | StartError::EtcdNotBuilt | StartError::Tls(_) => true,
             #[cfg(feature = "etcd")]
             StartError::Etcd(snowmint_etcd::EtcdError::Config(_)) => true,
             _ => false,

@@ -20,7 +20,8 @@
 //!   crate's; `etcd` only wires it in.
 //! - [`metrics`]: Prometheus metrics.
 //! - [`http`]: the accept loop [`run_with`] serves through: connection
-//!   limit, header and idle timeouts, the shutdown deadline.
+//!   limit, header and idle timeouts, the shutdown deadline, the TLS
+//!   handshake; [`tls`]: the certificate and key HTTPS is served with.
 //! - [`admission`]: the lane mints wait in, bounded by what the generator
 //!   can issue within its wait bound, and per-client quotas.
 //!
@@ -50,6 +51,7 @@ pub mod metrics;
 pub mod minter;
 mod openapi;
 mod page;
+pub mod tls;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -74,6 +76,7 @@ pub use http::Limits;
 pub use identity::{IdentitySource, StartError};
 pub use metrics::Metrics;
 pub use minter::{Identity, MintError, Minter};
+pub use tls::{TlsError, TlsFiles};
 
 /// Options of `snowmint serve`.
 ///
@@ -104,8 +107,18 @@ pub struct Config {
     pub worker_from_hostname: bool,
     /// [`serve`] prints one line to stderr once the identity source has
     /// started: `snowmint: serving the explorer on http://ADDR/ (...)`
-    /// (the `snowmint` binary's; scripts and tests read it).
+    /// (`https://` with `tls`; the `snowmint` binary's; scripts and tests
+    /// read it).
     pub announce: bool,
+    /// Serve HTTPS with this certificate and key (`--tls-cert`,
+    /// `--tls-key`); `None`: plain HTTP.
+    pub tls: Option<TlsFiles>,
+    /// TLS to etcd: the CA that signed etcd's certificate (`--etcd-ca`);
+    /// the endpoints must then be `https://` URLs.
+    pub etcd_ca: Option<std::path::PathBuf>,
+    /// TLS to etcd: this instance's client certificate and key
+    /// (`--etcd-cert`, `--etcd-key`), for an etcd with `--client-cert-auth`.
+    pub etcd_client_cert: Option<TlsFiles>,
 }
 
 impl Default for Config {
@@ -121,6 +134,9 @@ impl Default for Config {
             client_quota: None,
             worker_from_hostname: false,
             announce: false,
+            tls: None,
+            etcd_ca: None,
+            etcd_client_cert: None,
         }
     }
 }
@@ -145,12 +161,16 @@ impl Config {
         }
     }
 
-    /// The settings' own faults, found without touching anything (no state
-    /// directory, no etcd, no socket): a hostname without an ordinal, an
-    /// invalid etcd setting, `--etcd` in a build without the `etcd`
-    /// feature. [`serve`] checks again; a binary calls it first so that a
-    /// bad flag is reported before it binds its listener.
+    /// The settings' own faults, found without touching anything but the
+    /// files they name (no state directory, no etcd, no socket): a hostname
+    /// without an ordinal, an invalid etcd setting (TLS files included),
+    /// `--etcd` in a build without the `etcd` feature, HTTPS files that
+    /// cannot be used. [`serve`] checks again; a binary calls it first so
+    /// that a bad flag is reported before it binds its listener.
     pub fn check(&self) -> Result<(), StartError> {
+        if let Some(tls) = &self.tls {
+            tls.server_config()?;
+        }
         match self.identity_source() {
             IdentitySource::Static(_) => Ok(()),
             IdentitySource::FromHostname => {
@@ -401,26 +421,37 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
     config.check()?;
+    let tls = match &config.tls {
+        Some(files) => Some(tokio_rustls::TlsAcceptor::from(
+            files.server_config().map_err(StartError::from)?,
+        )),
+        None => None,
+    };
     let minter = Minter::start(&config).await?;
     if config.announce {
         announce(&config, &listener, &minter);
     }
     let state = AppState::new(minter).with_admission(admission_for(&config));
-    run_with(listener, state, config.limits, shutdown).await
+    serve_state(listener, state, config.limits, tls, shutdown).await
 }
 
 /// The line `snowmint serve` prints once its identity source has started.
 fn announce(config: &Config, listener: &TcpListener, minter: &Minter) {
     let addr = listener.local_addr().unwrap_or(config.listen);
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     match (config.identity_source(), minter.identity()) {
         (IdentitySource::Etcd, _) => eprintln!(
-            "snowmint: serving the explorer on http://{addr}/ (identity leased from etcd {} under {}, lease TTL {} s)",
+            "snowmint: serving the explorer on {scheme}://{addr}/ (identity leased from etcd {} under {}, lease TTL {} s)",
             config.etcd_endpoints.join(","),
             config.etcd_prefix,
             config.lease_ttl.as_secs()
         ),
         (_, identity) => eprintln!(
-            "snowmint: serving the explorer on http://{addr}/ ({}, state in {})",
+            "snowmint: serving the explorer on {scheme}://{addr}/ ({}, state in {})",
             identity.unwrap_or(config.identity),
             config.state_dir.display()
         ),
@@ -446,12 +477,23 @@ pub async fn run_with(
     limits: Limits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
+    serve_state(listener, state, limits, None, shutdown).await
+}
+
+/// [`run_with`], over TLS when `tls` is given.
+async fn serve_state(
+    listener: TcpListener,
+    state: AppState,
+    limits: Limits,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
     let minter = Arc::clone(&state.minter);
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, identity = ?minter.identity(), "listening");
     }
     let metrics = Arc::clone(&state.metrics);
-    http::serve(listener, app(state), limits, metrics, shutdown).await;
+    http::serve(listener, app(state), limits, tls, metrics, shutdown).await;
     // The mark is what keeps a restart with the clock set back from
     // reissuing: lower it to what was issued; then free a leased identity.
     tracing::info!("stopped serving; persisting the reservation");

@@ -61,6 +61,10 @@ pub enum ConnEvent {
     ClosedAtShutdown,
     /// Closed when the shutdown deadline passed, a request still in progress.
     ClosedAtDeadline,
+    /// The TLS handshake failed (an untrusted certificate, a client that
+    /// does not speak TLS, ...). One that does not finish in time is a
+    /// `HeaderTimeout`.
+    TlsHandshakeFailed,
 }
 
 impl ConnEvent {
@@ -74,6 +78,7 @@ impl ConnEvent {
             ConnEvent::AcceptError => "accept_error",
             ConnEvent::ClosedAtShutdown => "closed_at_shutdown",
             ConnEvent::ClosedAtDeadline => "closed_at_deadline",
+            ConnEvent::TlsHandshakeFailed => "tls_handshake_failed",
         }
     }
 }
