@@ -139,3 +139,64 @@ fn serve_leases_frees_on_sigterm_and_is_taken_over_after_sigkill() {
     let unique: HashSet<_> = issued.iter().collect();
     assert_eq!(unique.len(), issued.len(), "a duplicate across instances");
 }
+
+#[test]
+fn serve_mints_from_an_etcd_that_wants_client_certificates() {
+    let pki = snowmint_testkit::pki::Pki::new();
+    let Some(etcd) = EtcdServer::start_tls(&pki) else {
+        return;
+    };
+    let url = etcd.url();
+    assert!(url.starts_with("https://"), "{url}");
+    let file = |p: std::path::PathBuf| p.to_str().expect("a UTF-8 path").to_owned();
+    let (ca, cert, key) = (
+        file(pki.ca()),
+        file(pki.client_cert()),
+        file(pki.client_key()),
+    );
+    let server = Serve::start(
+        &[
+            "--lease-ttl",
+            "2",
+            "--etcd",
+            &url,
+            "--etcd-prefix",
+            "/tls",
+            "--etcd-ca",
+            &ca,
+            "--etcd-cert",
+            &cert,
+            "--etcd-key",
+            &key,
+        ],
+        None,
+    );
+    assert_eq!(server.wait_ready(), (0, 0));
+    let ids = server.mint(1000);
+    let unique: HashSet<_> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "a duplicate");
+
+    // https:// without the CA, or the CA with http://: refused at start.
+    let refused = crate::support::bad(&["serve", "--listen", "127.0.0.1:0", "--etcd", &url]);
+    assert_eq!(
+        refused,
+        format!(
+            "etcd-ca is needed for https:// endpoints (the CA etcd's certificate chains to), \
+             got etcd {url} without it"
+        )
+    );
+    let plain = url.replacen("https://", "http://", 1);
+    let refused = crate::support::bad(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--etcd",
+        &plain,
+        "--etcd-ca",
+        &ca,
+    ]);
+    assert_eq!(
+        refused,
+        format!("etcd must be https:// URLs when etcd-ca is set, got {plain}")
+    );
+}

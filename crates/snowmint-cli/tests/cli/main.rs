@@ -2,7 +2,7 @@
 //! stderr, exit status and, for `serve`, a real socket out. One test binary
 //! with a module per surface; `support` holds what they share.
 //!
-//! Tests that need a service (etcd, `script`) skip with a printed reason
+//! Tests that need a service (etcd, `script`, `curl`) skip with a printed reason
 //! when it is missing, unless `SNOWMINT_REQUIRE_SERVICES=1` (set by
 //! `scripts/test`), which makes them fail instead.
 
@@ -14,4 +14,5 @@ mod next;
 mod range;
 mod serve;
 mod support;
+mod tls;
 mod worker_from_hostname;

@@ -186,6 +186,8 @@ pub fn ids_in(body: &str) -> impl Iterator<Item = u64> + '_ {
 pub struct Serve {
     pub child: Child,
     pub addr: SocketAddr,
+    /// Whether it announced an `https://` URL (`--tls-cert`).
+    pub https: bool,
 }
 
 impl Serve {
@@ -220,10 +222,14 @@ impl Serve {
             std::thread::spawn(move || {
                 let mut tx = Some(tx);
                 for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                    let addr = line
-                        .strip_prefix("snowmint: serving the explorer on http://")
-                        .and_then(|rest| rest.split('/').next())
-                        .and_then(|a| a.parse::<SocketAddr>().ok());
+                    let url = line.strip_prefix("snowmint: serving the explorer on ");
+                    let addr = url.and_then(|url| {
+                        let https = url.starts_with("https://");
+                        let rest = url
+                            .strip_prefix("http://")
+                            .or_else(|| url.strip_prefix("https://"))?;
+                        Some((rest.split('/').next()?.parse::<SocketAddr>().ok()?, https))
+                    });
                     match (addr, tx.take()) {
                         (Some(addr), Some(tx)) => {
                             let _ = tx.send(addr);
@@ -238,7 +244,7 @@ impl Serve {
             });
         }
         match rx.recv_timeout(START_LIMIT) {
-            Ok(addr) => Serve { child, addr },
+            Ok((addr, https)) => Serve { child, addr, https },
             Err(e) => {
                 let _ = child.kill();
                 let status = child.wait();
