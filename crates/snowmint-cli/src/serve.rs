@@ -37,7 +37,7 @@ pub struct ServeArgs {
     )]
     pub etcd: Vec<String>,
     /// TTL of the etcd identity lease.
-    #[arg(long, env = "SNOWMINT_LEASE_TTL", default_value_t = 10, value_name = "SECONDS",
+    #[arg(long, env = "SNOWMINT_LEASE_TTL", default_value_t = snowmint_server::DEFAULT_LEASE_TTL.as_secs(), value_name = "SECONDS",
           allow_negative_numbers = true, value_parser = whole("lease-ttl", 2, 3600, "seconds"))]
     pub lease_ttl: u64,
     /// Key prefix of the identities in etcd; clusters with different
@@ -45,7 +45,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "SNOWMINT_ETCD_PREFIX",
-        default_value = "/snowmint",
+        default_value = snowmint_server::DEFAULT_ETCD_PREFIX,
         value_name = "PREFIX"
     )]
     pub etcd_prefix: String,

@@ -115,8 +115,8 @@ impl Default for Config {
             identity: Identity::default(),
             state_dir: default_state_dir(),
             etcd_endpoints: Vec::new(),
-            lease_ttl: Duration::from_secs(10),
-            etcd_prefix: "/snowmint".to_owned(),
+            lease_ttl: DEFAULT_LEASE_TTL,
+            etcd_prefix: DEFAULT_ETCD_PREFIX.to_owned(),
             limits: Limits::default(),
             client_quota: None,
             worker_from_hostname: false,
@@ -124,6 +124,22 @@ impl Default for Config {
         }
     }
 }
+
+/// The etcd lease's TTL unless told otherwise: snowmint-etcd's own
+/// [`DEFAULT_LEASE_TTL`](snowmint_etcd::DEFAULT_LEASE_TTL) (feature `etcd`).
+#[cfg(feature = "etcd")]
+pub const DEFAULT_LEASE_TTL: Duration = snowmint_etcd::DEFAULT_LEASE_TTL;
+/// The etcd lease's TTL unless told otherwise. This build has no `etcd`
+/// feature, so it cannot lease and does not link snowmint-etcd; the value
+/// repeats that crate's for `--help`.
+#[cfg(not(feature = "etcd"))]
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
+/// The etcd key prefix unless told otherwise; see [`DEFAULT_LEASE_TTL`].
+#[cfg(feature = "etcd")]
+pub const DEFAULT_ETCD_PREFIX: &str = snowmint_etcd::DEFAULT_PREFIX;
+/// The etcd key prefix unless told otherwise; see [`DEFAULT_LEASE_TTL`].
+#[cfg(not(feature = "etcd"))]
+pub const DEFAULT_ETCD_PREFIX: &str = "/snowmint";
 
 /// Where `snowmint serve` listens unless told otherwise: 127.0.0.1:8080.
 pub const DEFAULT_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
