@@ -37,7 +37,9 @@ fn breakdown(page: &Page, b: &Breakdown, layout: Layout) -> Markup {
         div.id-row {
             span.label { (t.result_id) }
             output id="id-value" class="id" { (id) }
-            button #copy .secondary type="button" data-id=(id) hidden { (t.copy) }
+            button #copy .secondary type="button" data-copy=(id) data-status="copy-status" hidden {
+                (t.copy)
+            }
             span #copy-status role="status" {}
         }
         dl.facts {
