@@ -16,8 +16,8 @@ pub(super) fn panel(page: &Page) -> Markup {
                 @match page.state.minter.ready_identity() {
                     Some(id) => {
                         (t.live_identity) " "
-                        b { (t.seg_datacenter.to_lowercase()) " " (id.datacenter()) } ", "
-                        b { (t.seg_worker.to_lowercase()) " " (id.worker()) } "."
+                        b { ((t.seg_label)("datacenter").to_lowercase()) " " (id.datacenter()) } ", "
+                        b { ((t.seg_label)("worker").to_lowercase()) " " (id.worker()) } "."
                     }
                     None => (t.live_not_ready),
                 }
