@@ -223,8 +223,10 @@ fn frame(page: &Page) -> Markup {
                         a href={ "/api/v1/decode/" (example.id) } { code { "GET /api/v1/decode/{id}" } }
                         ", " code { "POST /api/v1/ids?count=N" } ", "
                         a href="/api/v1/openapi.json" { code { "/api/v1/openapi.json" } }
-                        ", "
-                        a href="/metrics" { code { "/metrics" } }
+                        @if page.state.metrics_on_public() {
+                            ", "
+                            a href="/metrics" { code { "/metrics" } }
+                        }
                         "."
                     }
                 }
