@@ -558,10 +558,11 @@ pub async fn serve(
     let mut state = AppState::new(minter)
         .with_admission(admission_for(&config))
         .with_origins(origins);
-    let reloader = token.map(|token| {
-        state = state.clone().with_token(token.clone());
-        tokio::spawn(reload_on_sighup(token))
-    });
+    let mut reloader = None;
+    if let Some(token) = token {
+        reloader = Some(tokio::spawn(reload_on_sighup(token.clone())));
+        state = state.with_token(token);
+    }
     let served = run_with(
         Listeners {
             public: listener,
