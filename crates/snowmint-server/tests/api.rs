@@ -1294,3 +1294,435 @@ async fn serves_http2_with_prior_knowledge() {
     drop(client);
     served.stop().await;
 }
+
+// --- Access control, the admin listener, headers and error shapes ---
+
+/// One request through the router: status, headers and body.
+async fn send_full(
+    state: &AppState,
+    method: &str,
+    uri: &str,
+    headers: &[(&str, &str)],
+) -> (StatusCode, axum::http::HeaderMap, String) {
+    let mut request = Request::builder().method(method).uri(uri);
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let response = app(state.clone())
+        .oneshot(request.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+    // Lossy: the favicon is binary.
+    (
+        parts.status,
+        parts.headers,
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )
+}
+
+/// Asserts `body` is the error shape and returns the message.
+fn error_shape(context: &str, body: &str) -> String {
+    let v: Value = serde_json::from_str(body)
+        .unwrap_or_else(|e| panic!("{context}: not JSON ({e}): {body:?}"));
+    let obj = v.as_object().unwrap_or_else(|| panic!("{context}: {v}"));
+    assert_eq!(obj.len(), 2, "{context}: {v}");
+    assert!(
+        obj["field"].is_null() || obj["field"].is_string(),
+        "{context}: {v}"
+    );
+    obj["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{context}: {v}"))
+        .to_owned()
+}
+
+fn token_file(dir: &std::path::Path, token: &str) -> std::path::PathBuf {
+    let path = dir.join("api-token");
+    std::fs::write(&path, format!("{token}\n")).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn a_token_guards_minting_and_metrics_and_nothing_else() {
+    let h = harness();
+    let path = token_file(h._dir.path(), "t0ken-for-tests");
+    let state = h
+        .state
+        .clone()
+        .with_token(snowmint_server::ApiToken::load(&path).unwrap());
+    for uri in ["/api/v1/ids?count=2", "/metrics"] {
+        let method = if uri == "/metrics" { "GET" } else { "POST" };
+        for auth in [
+            None,
+            Some("Bearer wrong"),
+            Some("Basic dDBrZW4tZm9yLXRlc3Rz"),
+        ] {
+            let headers: Vec<(&str, &str)> =
+                auth.map(|a| ("authorization", a)).into_iter().collect();
+            let (status, hs, body) = send_full(&state, method, uri, &headers).await;
+            assert_eq!(
+                status,
+                StatusCode::UNAUTHORIZED,
+                "{method} {uri} {auth:?}: {body}"
+            );
+            let challenge = hs[header::WWW_AUTHENTICATE].to_str().unwrap();
+            assert!(challenge.starts_with("Bearer"), "{challenge}");
+            let message = error_shape(uri, &body);
+            assert!(message.contains("Authorization: Bearer"), "{message}");
+            assert!(!message.contains("t0ken"), "{message}");
+        }
+        let (status, _, body) = send_full(
+            &state,
+            method,
+            uri,
+            &[("authorization", "Bearer t0ken-for-tests")],
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{method} {uri}: {body}");
+    }
+    // Everything else stays public.
+    for uri in [
+        "/",
+        "/api/v1/compose?timestamp=1288834975657&datacenter=1&worker=1&sequence=0",
+        "/api/v1/decode/4194439168",
+        "/api/v1/range?from=2024-01-01T00:00:00Z",
+        "/api/v1/openapi.json",
+        "/healthz",
+        "/readyz",
+    ] {
+        let (status, _, body) = send_full(&state, "GET", uri, &[]).await;
+        assert_eq!(status, StatusCode::OK, "{uri}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn the_live_panel_says_when_minting_needs_a_token() {
+    let h = harness();
+    let (_, _, page) = send_full(&h.state, "GET", "/", &[]).await;
+    assert!(!page.contains("id=\"live-token\""), "no token, no note");
+    let path = token_file(h._dir.path(), "abc");
+    let state = h
+        .state
+        .clone()
+        .with_token(snowmint_server::ApiToken::load(&path).unwrap());
+    for (lang, words) in [
+        ("en", "requires an API token"),
+        ("nb", "krever et API-token"),
+    ] {
+        let (_, _, page) = send_full(&state, "GET", &format!("/?lang={lang}"), &[]).await;
+        let note = page
+            .split("id=\"live-token\"")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{lang}: no token note"));
+        assert!(
+            note[..300.min(note.len())].contains(words),
+            "{lang}: {note}"
+        );
+        assert!(!page.contains(">abc<"), "the token itself is never shown");
+    }
+}
+
+#[tokio::test]
+async fn cross_site_mints_are_refused_unless_the_origin_is_allowed() {
+    let h = harness();
+    let host = ("host", "snow.example:8080");
+    let cross_site: &[&[(&str, &str)]] = &[
+        &[
+            host,
+            ("sec-fetch-site", "cross-site"),
+            ("origin", "https://evil.example"),
+        ],
+        &[
+            host,
+            ("sec-fetch-site", "same-site"),
+            ("origin", "http://other.snow.example:8080"),
+        ],
+        // An older browser: no Sec-Fetch-Site, the Origin decides.
+        &[host, ("origin", "https://evil.example")],
+        &[host, ("origin", "http://snow.example:8081")],
+        &[host, ("origin", "null")],
+    ];
+    for headers in cross_site {
+        let (status, hs, body) = send_full(&h.state, "POST", "/api/v1/ids?count=1", headers).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{headers:?}: {body}");
+        assert!(error_shape("403", &body).contains("cross-site"), "{body}");
+        assert!(hs.get(header::ACCESS_CONTROL_ALLOW_ORIGIN).is_none());
+    }
+    // The page's own live mint, and clients that are not browsers.
+    let own: &[&[(&str, &str)]] = &[
+        &[
+            host,
+            ("sec-fetch-site", "same-origin"),
+            ("origin", "http://snow.example:8080"),
+        ],
+        &[host, ("origin", "http://snow.example:8080")],
+        &[host],
+        &[],
+    ];
+    for headers in own {
+        let (status, _, body) = send_full(&h.state, "POST", "/api/v1/ids?count=1", headers).await;
+        assert_eq!(status, StatusCode::OK, "{headers:?}: {body}");
+    }
+    // Reading stays open to everyone.
+    let (status, _, _) =
+        send_full(&h.state, "GET", "/api/v1/decode/4194439168", cross_site[0]).await;
+    assert_eq!(status, StatusCode::OK);
+    // No allowed origin: a preflight is just another method.
+    let preflight = [
+        ("origin", "https://app.example"),
+        ("access-control-request-method", "POST"),
+        ("access-control-request-headers", "authorization"),
+    ];
+    let (status, _, body) = send_full(&h.state, "OPTIONS", "/api/v1/ids", &preflight).await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{body}");
+    error_shape("405", &body);
+
+    // An allowed origin mints, and gets the CORS headers and the preflight.
+    let state = h
+        .state
+        .clone()
+        .with_origins(snowmint_server::Origins::new(["https://app.example"]).unwrap());
+    let (status, hs, body) = send_full(&state, "OPTIONS", "/api/v1/ids", &preflight).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        hs[header::ACCESS_CONTROL_ALLOW_ORIGIN],
+        "https://app.example"
+    );
+    let allowed_headers = hs[header::ACCESS_CONTROL_ALLOW_HEADERS].to_str().unwrap();
+    assert!(
+        allowed_headers.contains("authorization"),
+        "{allowed_headers}"
+    );
+    assert!(
+        hs[header::ACCESS_CONTROL_ALLOW_METHODS]
+            .to_str()
+            .unwrap()
+            .contains("POST")
+    );
+    let from_app = [
+        host,
+        ("sec-fetch-site", "cross-site"),
+        ("origin", "https://app.example"),
+    ];
+    let (status, hs, body) = send_full(&state, "POST", "/api/v1/ids?count=1", &from_app).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        hs[header::ACCESS_CONTROL_ALLOW_ORIGIN],
+        "https://app.example"
+    );
+    // Others are still refused.
+    let (status, _, body) = send_full(&state, "POST", "/api/v1/ids?count=1", cross_site[0]).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    // A preflight from them gets no permission.
+    let evil_preflight = [("origin", "https://evil.example"), preflight[1]];
+    let (_, hs, _) = send_full(&state, "OPTIONS", "/api/v1/ids", &evil_preflight).await;
+    assert!(
+        hs.get(header::ACCESS_CONTROL_ALLOW_ORIGIN).is_none(),
+        "{hs:?}"
+    );
+}
+
+/// Every route of the public router (and its errors), as (method, uri).
+const PUBLIC_ROUTES: &[(&str, &str)] = &[
+    ("GET", "/"),
+    ("GET", "/assets/app.css"),
+    ("GET", "/assets/app.js"),
+    ("GET", "/assets/favicon.svg"),
+    ("GET", "/favicon.ico"),
+    (
+        "GET",
+        "/api/v1/compose?timestamp=1288834975657&datacenter=1&worker=1&sequence=0",
+    ),
+    ("GET", "/api/v1/decode/4194439168"),
+    ("GET", "/api/v1/range?from=2024-01-01T00:00:00Z"),
+    ("POST", "/api/v1/ids?count=1"),
+    ("GET", "/api/v1/openapi.json"),
+    ("GET", "/healthz"),
+    ("GET", "/readyz"),
+    ("GET", "/metrics"),
+    // Errors.
+    ("GET", "/api/v1/compose?datacenter=32"),
+    ("GET", "/nope"),
+    ("DELETE", "/api/v1/ids"),
+    ("GET", "/assets/%FF"),
+];
+
+fn assert_security_headers(context: &str, headers: &axum::http::HeaderMap) {
+    assert_eq!(
+        headers
+            .get(header::X_CONTENT_TYPE_OPTIONS)
+            .map(|v| v.to_str().unwrap()),
+        Some("nosniff"),
+        "{context}: {headers:?}"
+    );
+    assert_eq!(
+        headers
+            .get(header::REFERRER_POLICY)
+            .map(|v| v.to_str().unwrap()),
+        Some("no-referrer"),
+        "{context}: {headers:?}"
+    );
+    let csp = headers.get(header::CONTENT_SECURITY_POLICY).is_some();
+    let html = headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.to_str().unwrap().starts_with("text/html"));
+    assert_eq!(csp, html, "{context}: CSP exactly on HTML: {headers:?}");
+}
+
+#[tokio::test]
+async fn every_route_carries_nosniff_and_no_referrer() {
+    let h = harness();
+    for (method, uri) in PUBLIC_ROUTES {
+        let (status, headers, body) = send_full(&h.state, method, uri, &[]).await;
+        assert_security_headers(&format!("{method} {uri} ({status})"), &headers);
+        if status.is_client_error() || status.is_server_error() {
+            error_shape(&format!("{method} {uri}"), &body);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_bad_asset_path_answers_in_the_error_shape() {
+    let h = harness();
+    let (status, headers, body) = send_full(&h.state, "GET", "/assets/%FF", &[]).await;
+    assert!(status.is_client_error(), "{status}");
+    assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+    error_shape("/assets/%FF", &body);
+}
+
+/// Raw HTTP/1.1 over a real socket (hyper's own limits apply): the status,
+/// the head and the body.
+async fn raw_request(addr: std::net::SocketAddr, request: &str) -> (u16, String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw))
+        .await
+        .expect("the server answers and closes")
+        .unwrap();
+    let text = String::from_utf8(raw).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a response head");
+    let status = head[9..12].parse().unwrap();
+    (status, head.to_owned(), body.to_owned())
+}
+
+#[tokio::test]
+async fn over_limit_heads_and_bodies_answer_414_431_413_in_the_error_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::default();
+    config.state_dir = dir.path().to_owned();
+    let served = Served::start(static_state(&config).unwrap()).await;
+    let long_path = format!(
+        "/api/v1/decode/{}",
+        "1".repeat(snowmint_server::MAX_URI_BYTES)
+    );
+    let big_header = "x".repeat(snowmint_server::MAX_HEADER_BYTES);
+    let many_headers: String = (0..90)
+        .map(|i| format!("x-filler-{i}: {}\r\n", "y".repeat(200)))
+        .collect();
+    for (expected, request) in [
+        (414, format!("GET {long_path} HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")),
+        (431, format!("GET /healthz HTTP/1.1\r\nHost: a\r\nX-Big: {big_header}\r\nConnection: close\r\n\r\n")),
+        (431, format!("GET /healthz HTTP/1.1\r\nHost: a\r\n{many_headers}Connection: close\r\n\r\n")),
+        (413, "POST /api/v1/ids HTTP/1.1\r\nHost: a\r\nContent-Length: 5000\r\nConnection: close\r\n\r\n".to_owned()),
+        (404, "GET /nope HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".to_owned()),
+        (405, "PUT /api/v1/ids HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned()),
+        (400, "GET /assets/%FF HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".to_owned()),
+    ] {
+        let (status, head, body) = raw_request(served.addr, &request).await;
+        assert_eq!(status, expected, "{head}\n{body}");
+        assert!(
+            head.to_ascii_lowercase().contains("content-type: application/json"),
+            "{expected}: {head}"
+        );
+        assert!(head.to_ascii_lowercase().contains("x-content-type-options: nosniff"), "{head}");
+        let message = error_shape(&expected.to_string(), &body);
+        if expected == 414 || expected == 431 {
+            assert!(message.contains("at most"), "{message}");
+        }
+    }
+    // Just under the limits is served.
+    let fits = format!(
+        "/api/v1/decode/4194439168?pad={}",
+        "1".repeat(snowmint_server::MAX_URI_BYTES - 60)
+    );
+    let (status, head, _) = raw_request(
+        served.addr,
+        &format!("GET {fits} HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert_eq!(status, 200, "{head}");
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn an_admin_listener_takes_health_readiness_and_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::default();
+    config.state_dir = dir.path().to_owned();
+    let public = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (public_addr, admin_addr) = (public.local_addr().unwrap(), admin.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(snowmint_server::run_with(
+        snowmint_server::Listeners {
+            public,
+            admin: Some(admin),
+        },
+        static_state(&config).unwrap(),
+        snowmint_server::Limits::default(),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let get = |addr: std::net::SocketAddr, method: &'static str, path: &'static str| async move {
+        raw_request(
+            addr,
+            &format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
+        )
+        .await
+    };
+    let (status, _, body) = get(public_addr, "GET", "/metrics").await;
+    assert_eq!(status, 404, "{body}");
+    error_shape("public /metrics", &body);
+    let (status, _, body) = get(admin_addr, "GET", "/metrics").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("# EOF"), "{body}");
+    // The page no longer links to it.
+    let (_, _, page) = get(public_addr, "GET", "/").await;
+    assert!(!page.contains("href=\"/metrics\""), "{page}");
+    // Health and readiness on both; the API only on the public one.
+    for path in ["/healthz", "/readyz"] {
+        for addr in [public_addr, admin_addr] {
+            let (status, head, body) = get(addr, "GET", path).await;
+            assert_eq!(status, 200, "{addr}{path}: {body}");
+            let lower = head.to_ascii_lowercase();
+            assert!(lower.contains("x-content-type-options: nosniff"), "{head}");
+            assert!(lower.contains("referrer-policy: no-referrer"), "{head}");
+        }
+    }
+    for (method, path) in [
+        ("GET", "/"),
+        ("POST", "/api/v1/ids"),
+        ("GET", "/nope"),
+        ("POST", "/metrics"),
+    ] {
+        let (status, head, body) = get(admin_addr, method, path).await;
+        assert!(status == 404 || status == 405, "{method} {path}: {status}");
+        let lower = head.to_ascii_lowercase();
+        assert!(lower.contains("x-content-type-options: nosniff"), "{head}");
+        assert!(lower.contains("referrer-policy: no-referrer"), "{head}");
+        error_shape(path, &body);
+    }
+    // One shutdown stops both.
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(15), server)
+        .await
+        .expect("both listeners stop")
+        .unwrap()
+        .expect("clean shutdown");
+    assert!(tokio::net::TcpStream::connect(admin_addr).await.is_err());
+}

@@ -154,6 +154,7 @@ pub(super) static TEXT: Text = Text {
     live_intro: "Mint fresh IDs from this server's generator. They are unique and strictly increasing.",
     live_identity: "This server issues as",
     live_not_ready: "This server holds no worker identity right now, so it cannot mint.",
+    live_token: "This server requires an API token to mint (Authorization: Bearer), which this page does not send: mint with the API instead.",
     live_count: "How many",
     live_submit: "Mint",
     live_auto: "Mint one every second",

@@ -263,6 +263,8 @@ pub(crate) struct Text {
     pub live_intro: &'static str,
     pub live_identity: &'static str,
     pub live_not_ready: &'static str,
+    /// Shown when the server requires an API token to mint.
+    pub live_token: &'static str,
     /// Followed by the allowed range.
     pub live_count: &'static str,
     pub live_submit: &'static str,

@@ -154,6 +154,7 @@ pub(super) static TEXT: Text = Text {
     live_intro: "Lag nye ID-er fra serverens generator. De er unike og strengt stigende.",
     live_identity: "Denne serveren utsteder som",
     live_not_ready: "Serveren har ingen arbeider-identitet akkurat nå, så den kan ikke lage ID-er.",
+    live_token: "Denne serveren krever et API-token for å lage ID-er (Authorization: Bearer), og det sender ikke denne siden: bruk API-et i stedet.",
     live_count: "Hvor mange",
     live_submit: "Lag",
     live_auto: "Lag én hvert sekund",

@@ -1,5 +1,7 @@
 //! The live panel: IDs minted by this server's generator (the script posts
-//! to `/api/v1/ids`; without it the form shows the API's JSON).
+//! to `/api/v1/ids`; without it the form shows the API's JSON). When the
+//! server requires an API token, the panel says so (the page has none to
+//! send, so a mint from it is answered 401).
 
 use maud::{Markup, html};
 use snowmint::Field;
@@ -21,6 +23,9 @@ pub(super) fn panel(page: &Page) -> Markup {
                     }
                     None => (t.live_not_ready),
                 }
+            }
+            @if page.state.requires_token() {
+                p.hint #live-token { (t.live_token) }
             }
             form #live-form method="post" action="/api/v1/ids?count=5" {
                 div.field.js-only hidden {

@@ -341,8 +341,10 @@ fn frame(page: &Page) -> Markup {
                         }
                         ", " code { "POST /api/v1/ids?count=N" } ", "
                         a href="/api/v1/openapi.json" { code { "/api/v1/openapi.json" } }
-                        ", "
-                        a href="/metrics" { code { "/metrics" } }
+                        @if page.state.metrics_on_public() {
+                            ", "
+                            a href="/metrics" { code { "/metrics" } }
+                        }
                         "."
                     }
                 }
