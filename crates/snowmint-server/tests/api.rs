@@ -807,6 +807,7 @@ async fn the_openapi_parameters_are_as_strict_as_the_handlers() {
     ] {
         let p = param("get", path, name);
         assert_eq!(p["required"], json!(false), "{p}");
+        assert_eq!(p["allowEmptyValue"], json!(true), "{p}");
         let forms = p["schema"]["oneOf"].as_array().unwrap();
         assert_eq!(forms[0]["type"], "integer");
         assert_eq!(bounds(&forms[0]), range(Field::Timestamp));
@@ -820,11 +821,17 @@ async fn the_openapi_parameters_are_as_strict_as_the_handlers() {
     assert_eq!(from["schema"]["enum"], json!(encodings));
     assert_eq!(from["schema"]["default"], "decimal");
     assert_eq!(from["required"], json!(false));
+    assert_eq!(from["allowEmptyValue"], json!(true));
     for path in ["/api/v1/decode/{id}", "/api/v1/range"] {
         let layout = param("get", path, "layout");
         assert_eq!(layout["schema"]["enum"], json!(Layout::PRESET_NAMES));
         assert_eq!(layout["schema"]["default"], "twitter");
         assert_eq!(layout["required"], json!(false));
+        // Each layout's span of times, for a range read in it.
+        for l in Layout::PRESETS {
+            let (min, max) = l.range(Field::Timestamp);
+            assert_eq!(layout["schema"]["x-time-span-ms"][l.name()], json!([min, max]));
+        }
     }
     // The ID: required, one form per `from` value.
     let id = param("get", "/api/v1/decode/{id}", "id");
@@ -874,7 +881,7 @@ mod openapi_patterns {
     use regex::Regex;
     use snowmint::{Encoding, SnowflakeId};
 
-    fn pattern(name: &str, index: usize) -> String {
+    fn pattern(path: &str, name: &str, index: usize) -> String {
         static DOC: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
         let doc = DOC.get_or_init(|| {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -883,10 +890,7 @@ mod openapi_patterns {
                 super::json(&h.state, "GET", "/api/v1/openapi.json").await.1
             })
         });
-        let (path, schema) = match name {
-            "id" => ("/api/v1/decode/{id}", "anyOf"),
-            _ => ("/api/v1/compose", "oneOf"),
-        };
+        let schema = if name == "id" { "anyOf" } else { "oneOf" };
         doc["paths"][path]["get"]["parameters"]
             .as_array()
             .unwrap()
@@ -898,6 +902,9 @@ mod openapi_patterns {
             .to_owned()
     }
 
+    const DECODE: &str = "/api/v1/decode/{id}";
+    const COMPOSE: &str = "/api/v1/compose";
+
     /// proptest's generator takes no anchors; every pattern is `^(...)$`.
     fn unanchored(pattern: &str) -> String {
         pattern.strip_prefix('^').unwrap().strip_suffix('$').unwrap().to_owned()
@@ -906,7 +913,7 @@ mod openapi_patterns {
     #[test]
     fn id_patterns_admit_exactly_the_ids() {
         for (i, encoding) in Encoding::ALL.into_iter().enumerate() {
-            let re = Regex::new(&pattern("id", i)).unwrap();
+            let re = Regex::new(&pattern(DECODE, "id", i)).unwrap();
             for id in [SnowflakeId::MIN, SnowflakeId::MAX] {
                 let text = encoding.format(id).to_string();
                 assert!(re.is_match(&text), "{encoding:?} {text}");
@@ -924,7 +931,7 @@ mod openapi_patterns {
 
     #[test]
     fn iso8601_pattern_admits_no_year_outside_the_range() {
-        let re = Regex::new(&pattern("timestamp", 2)).unwrap();
+        let re = Regex::new(&pattern(COMPOSE, "timestamp", 2)).unwrap();
         let (min, max) = snowmint::Layout::TWITTER.range(snowmint::Field::Timestamp);
         let (first, last) = (
             snowmint::time::Iso8601(min as i64).to_string(),
@@ -960,14 +967,14 @@ mod openapi_patterns {
 
         #[test]
         fn generated_times_are_in_range(
-            text in string_regex(&unanchored(&pattern("timestamp", 2))).unwrap()
+            text in string_regex(&unanchored(&pattern(COMPOSE, "timestamp", 2))).unwrap()
         ) {
             prop_assert!(snowmint::parse_timestamp(&text, 0).is_ok(), "{}", text);
         }
     }
 
     fn unanchored_id(i: usize) -> String {
-        unanchored(&pattern("id", i))
+        unanchored(&pattern(DECODE, "id", i))
     }
 }
 

@@ -22,7 +22,8 @@
 use snowmint::time::Iso8601;
 use snowmint::{Encoding, Field, Layout, MAX_ID};
 use utoipa::Modify;
-use utoipa::openapi::RefOr;
+use utoipa::openapi::path::ParameterIn;
+use utoipa::openapi::{RefOr, Required};
 use utoipa::openapi::schema::{
     AnyOfBuilder, KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat, Type,
 };
@@ -39,6 +40,19 @@ impl Modify for StrictParams {
                     if let Some(schema) = schema(path, &parameter.name) {
                         parameter.schema = Some(schema);
                     }
+                    // The handlers read an optional value left empty (a
+                    // form's blank field) as a missing one: the default.
+                    // utoipa has no field for `allowEmptyValue` (deprecated
+                    // in OpenAPI 3.1, still what it means); its extensions
+                    // are written into the parameter object as they are.
+                    if parameter.parameter_in == ParameterIn::Query
+                        && parameter.required == Required::False
+                    {
+                        parameter
+                            .extensions
+                            .get_or_insert_with(Default::default)
+                            .insert("allowEmptyValue".to_owned(), true.into());
+                    }
                 }
             }
         }
@@ -48,7 +62,11 @@ impl Modify for StrictParams {
 /// The schema of the parameter `name` of the route `path`.
 fn schema(path: &str, name: &str) -> Option<RefOr<Schema>> {
     Some(match (path, name) {
-        (_, "timestamp") | ("/api/v1/range", "from" | "to") => time(),
+        // A range's times in the default layout's span; `layout` lists
+        // each layout's own.
+        (_, "timestamp") | ("/api/v1/range", "from" | "to") => {
+            time(Layout::TWITTER.range(Field::Timestamp))
+        }
         ("/api/v1/decode/{id}", "id") => id(),
         ("/api/v1/decode/{id}", "from") => encoding(),
         (_, "layout") => layout(),
@@ -63,7 +81,11 @@ fn schema(path: &str, name: &str) -> Option<RefOr<Schema>> {
 
 /// An integer input: its range in the Twitter layout.
 fn integer(field: Field) -> ObjectBuilder {
-    let (min, max) = Layout::TWITTER.range(field);
+    integer_in(Layout::TWITTER.range(field))
+}
+
+/// An integer in `min..=max`.
+fn integer_in((min, max): (u64, u64)) -> ObjectBuilder {
     let format = if i32::try_from(max).is_ok() {
         KnownFormat::Int32
     } else {
@@ -76,10 +98,12 @@ fn integer(field: Field) -> ObjectBuilder {
         .maximum(Some(max))
 }
 
-/// A time input: Unix milliseconds in the format's range, `now`, or ISO-8601.
-fn time() -> RefOr<Schema> {
+/// A time input in `span` (Unix ms, inclusive): Unix milliseconds, `now`,
+/// or ISO-8601.
+fn time(span: (u64, u64)) -> RefOr<Schema> {
+    let (min, max) = span;
     OneOfBuilder::new()
-        .item(integer(Field::Timestamp).title(Some("Unix milliseconds")))
+        .item(integer_in(span).title(Some("Unix milliseconds")))
         .item(
             ObjectBuilder::new()
                 .schema_type(Type::String)
@@ -90,34 +114,39 @@ fn time() -> RefOr<Schema> {
             ObjectBuilder::new()
                 .schema_type(Type::String)
                 .title(Some("ISO-8601"))
-                .description(Some(
+                .description(Some(format!(
                     "`YYYY-MM-DD`, optionally `THH:MM`, `:SS` and a fraction, then `Z` or an \
                      offset `+HH:MM` / `-HH:MM` (UTC when absent). The pattern admits the whole \
-                     years inside the format's range; the server takes the whole range \
-                     (2010-11-04T01:42:54.657Z ..= 2080-07-10T17:30:30.208Z), \
-                     February 29 included.",
-                ))
-                .pattern(Some(iso8601_pattern())),
+                     years inside {} ..= {}; the server takes all of it, February 29 included.",
+                    Iso8601(ms(min)),
+                    Iso8601(ms(max)),
+                )))
+                .pattern(Some(iso8601_pattern(span))),
         )
         .into()
 }
 
-/// The years whose every instant, in any UTC offset, lies in the format's
-/// range: from the year after the first timestamp's to the year before the
-/// last one's.
-fn whole_years() -> (u16, u16) {
-    let year = |ms: u64| -> u16 {
-        let text = Iso8601(ms.try_into().unwrap_or(i64::MAX)).to_string();
+/// Unix ms as [`Iso8601`] takes them (every span here is far below
+/// `i64::MAX`).
+fn ms(unix_ms: u64) -> i64 {
+    i64::try_from(unix_ms).unwrap_or(i64::MAX)
+}
+
+/// The years whose every instant, in any UTC offset, lies in `span`: from
+/// the year after its first millisecond's to the year before its last one's.
+fn whole_years((min, max): (u64, u64)) -> (u16, u16) {
+    let year = |unix_ms: u64| -> u16 {
+        let text = Iso8601(ms(unix_ms)).to_string();
         text.get(..4).and_then(|y| y.parse().ok()).unwrap_or(0)
     };
-    let (min, max) = Layout::TWITTER.range(Field::Timestamp);
     (year(min) + 1, year(max) - 1)
 }
 
-/// The ISO-8601 texts of [`whole_years`] that the core's parser takes,
-/// without February 29 (a leap year is more than a pattern should know).
-fn iso8601_pattern() -> String {
-    let (first, last) = whole_years();
+/// The ISO-8601 texts of [`whole_years`] of `span` that the core's parser
+/// takes, without February 29 (a leap year is more than a pattern should
+/// know).
+fn iso8601_pattern(span: (u64, u64)) -> String {
+    let (first, last) = whole_years(span);
     // One alternative per decade: 201[1-9]|202[0-9]|...|207[0-9].
     let years: Vec<String> = (first / 10..=last / 10)
         .map(|decade| {
@@ -144,12 +173,26 @@ fn encoding() -> RefOr<Schema> {
         .into()
 }
 
-/// `layout`: [`Layout::PRESET_NAMES`].
+/// `layout`: [`Layout::PRESET_NAMES`], with each layout's span of Unix ms
+/// in `x-time-span-ms` (a range's `from` and `to` must lie in it; the
+/// documented ones are the default layout's).
 fn layout() -> RefOr<Schema> {
+    let spans: serde_json::Map<String, serde_json::Value> = Layout::PRESETS
+        .iter()
+        .map(|l| {
+            let (min, max) = l.range(Field::Timestamp);
+            (l.name().to_owned(), serde_json::json!([min, max]))
+        })
+        .collect();
     ObjectBuilder::new()
         .schema_type(Type::String)
         .enum_values(Some(Layout::PRESET_NAMES))
         .default(Some(Layout::TWITTER.name().into()))
+        .extensions(Some(
+            [("x-time-span-ms", serde_json::Value::Object(spans))]
+                .into_iter()
+                .collect(),
+        ))
         .build()
         .into()
 }
