@@ -784,7 +784,13 @@ async fn the_openapi_parameters_are_as_strict_as_the_handlers() {
     let bounds = |schema: &Value| (schema["minimum"].clone(), schema["maximum"].clone());
     // Integers: required as the handlers require them, in the core's ranges.
     for (method, path, name, field, required) in [
-        ("get", "/api/v1/compose", "datacenter", Field::Datacenter, true),
+        (
+            "get",
+            "/api/v1/compose",
+            "datacenter",
+            Field::Datacenter,
+            true,
+        ),
         ("get", "/api/v1/compose", "worker", Field::Worker, true),
         ("get", "/api/v1/compose", "sequence", Field::Sequence, true),
         ("post", "/api/v1/ids", "count", Field::Count, false),
@@ -830,9 +836,25 @@ async fn the_openapi_parameters_are_as_strict_as_the_handlers() {
         // Each layout's span of times, for a range read in it.
         for l in Layout::PRESETS {
             let (min, max) = l.range(Field::Timestamp);
-            assert_eq!(layout["schema"]["x-time-span-ms"][l.name()], json!([min, max]));
+            assert_eq!(
+                layout["schema"]["x-time-span-ms"][l.name()],
+                json!([min, max])
+            );
         }
     }
+    // What `allowEmptyValue` promises: an empty optional value is read as
+    // a missing one.
+    for uri in [
+        "/api/v1/compose?timestamp=&datacenter=1&worker=1&sequence=0",
+        "/api/v1/decode/4194439168?from=&layout=",
+        "/api/v1/range?from=&to=&layout=",
+    ] {
+        assert_eq!(json(&h.state, "GET", uri).await.0, StatusCode::OK, "{uri}");
+    }
+    assert_eq!(
+        json(&h.state, "POST", "/api/v1/ids?count=").await.0,
+        StatusCode::OK
+    );
     // The ID: required, one form per `from` value.
     let id = param("get", "/api/v1/decode/{id}", "id");
     assert_eq!(id["required"], json!(true));
@@ -854,7 +876,10 @@ async fn the_openapi_parameters_are_as_strict_as_the_handlers() {
         for (method, operation) in item.as_object().unwrap() {
             let tags = operation["tags"].as_array().unwrap();
             assert_eq!(tags.len(), 1, "{method} {path}");
-            assert!(declared.contains(&tags[0].as_str().unwrap()), "{method} {path}");
+            assert!(
+                declared.contains(&tags[0].as_str().unwrap()),
+                "{method} {path}"
+            );
         }
     }
     // Every error answer is the one shape; 429 and 503 of a mint say when
@@ -867,7 +892,10 @@ async fn the_openapi_parameters_are_as_strict_as_the_handlers() {
         );
     }
     for status in ["429", "503"] {
-        assert!(mint[status]["headers"]["Retry-After"].is_object(), "{status}");
+        assert!(
+            mint[status]["headers"]["Retry-After"].is_object(),
+            "{status}"
+        );
     }
 }
 
@@ -884,7 +912,10 @@ mod openapi_patterns {
     fn pattern(path: &str, name: &str, index: usize) -> String {
         static DOC: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
         let doc = DOC.get_or_init(|| {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             rt.block_on(async {
                 let h = super::harness();
                 super::json(&h.state, "GET", "/api/v1/openapi.json").await.1
@@ -907,7 +938,12 @@ mod openapi_patterns {
 
     /// proptest's generator takes no anchors; every pattern is `^(...)$`.
     fn unanchored(pattern: &str) -> String {
-        pattern.strip_prefix('^').unwrap().strip_suffix('$').unwrap().to_owned()
+        pattern
+            .strip_prefix('^')
+            .unwrap()
+            .strip_suffix('$')
+            .unwrap()
+            .to_owned()
     }
 
     #[test]
@@ -945,7 +981,10 @@ mod openapi_patterns {
             (year(&last) - 1, true),
             (year(&last), false),
         ] {
-            for t in [format!("{y}-01-01T00:00+23:59"), format!("{y}-12-31T23:59:59.999-23:59")] {
+            for t in [
+                format!("{y}-01-01T00:00+23:59"),
+                format!("{y}-12-31T23:59:59.999-23:59"),
+            ] {
                 assert_eq!(re.is_match(&t), admitted, "{t}");
                 if admitted {
                     snowmint::parse_timestamp(&t, 0).unwrap();

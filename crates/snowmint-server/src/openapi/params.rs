@@ -23,10 +23,10 @@ use snowmint::time::Iso8601;
 use snowmint::{Encoding, Field, Layout, MAX_ID};
 use utoipa::Modify;
 use utoipa::openapi::path::ParameterIn;
-use utoipa::openapi::{RefOr, Required};
 use utoipa::openapi::schema::{
     AnyOfBuilder, KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat, Type,
 };
+use utoipa::openapi::{RefOr, Required};
 
 /// Gives every parameter of the document its schema from [`schema`].
 pub(crate) struct StrictParams;
@@ -155,7 +155,8 @@ fn iso8601_pattern(span: (u64, u64)) -> String {
             format!("{decade}[{lo}-{hi}]")
         })
         .collect();
-    let date = "(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])|(0[13-9]|1[0-2])-(29|30)|(0[13578]|1[02])-31";
+    let date =
+        "(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])|(0[13-9]|1[0-2])-(29|30)|(0[13578]|1[02])-31";
     let hh_mm = "([01][0-9]|2[0-3]):[0-5][0-9]";
     format!(
         "^({})-({date})([Tt ]{hh_mm}(:[0-5][0-9]([.,][0-9]{{1,9}})?)?([Zz]|[+-]{hh_mm})?)?$",
@@ -229,10 +230,7 @@ fn id_pattern(encoding: Encoding) -> String {
         Encoding::Decimal => format!("^({})$", decimal_at_most(MAX_ID)),
         Encoding::Hex => {
             let (full, top, short) = radix(4, "[0-9A-Fa-f]");
-            format!(
-                "^(0[xX])?({short}|[0-{}][0-9A-Fa-f]{{{full}}})$",
-                top - 1
-            )
+            format!("^(0[xX])?({short}|[0-{}][0-9A-Fa-f]{{{full}}})$", top - 1)
         }
         Encoding::Base32 => {
             // Crockford's alphabet with its aliases (i, l: 1; o: 0): every
