@@ -759,6 +759,264 @@ async fn the_openapi_breakdown_schema_has_the_serialized_keys() {
     assert_eq!(composed, breakdown);
 }
 
+/// The parameters are as strict as the handlers, with numbers and names
+/// from the core: required where a missing value is an error, optional where
+/// it has a default; ranges, enums, readable tags, and `Retry-After` where
+/// the server sends it.
+#[tokio::test]
+async fn the_openapi_parameters_are_as_strict_as_the_handlers() {
+    use snowmint::{Encoding, Field, Layout};
+    let h = harness();
+    let (_, doc) = json(&h.state, "GET", "/api/v1/openapi.json").await;
+    let param = |method: &str, path: &str, name: &str| -> Value {
+        doc["paths"][path][method]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("{method} {path}: no parameter {name}"))
+            .clone()
+    };
+    let range = |field: Field| {
+        let (min, max) = Layout::TWITTER.range(field);
+        (json!(min), json!(max))
+    };
+    let bounds = |schema: &Value| (schema["minimum"].clone(), schema["maximum"].clone());
+    // Integers: required as the handlers require them, in the core's ranges.
+    for (method, path, name, field, required) in [
+        (
+            "get",
+            "/api/v1/compose",
+            "datacenter",
+            Field::Datacenter,
+            true,
+        ),
+        ("get", "/api/v1/compose", "worker", Field::Worker, true),
+        ("get", "/api/v1/compose", "sequence", Field::Sequence, true),
+        ("post", "/api/v1/ids", "count", Field::Count, false),
+    ] {
+        let p = param(method, path, name);
+        assert_eq!(p["required"], json!(required), "{p}");
+        assert_eq!(p["schema"]["type"], "integer", "{p}");
+        assert_eq!(bounds(&p["schema"]), range(field), "{p}");
+    }
+    assert_eq!(
+        bounds(&param("post", "/api/v1/ids", "count")["schema"]),
+        (json!(1), json!(snowmint::MAX_BATCH))
+    );
+    // Times: optional (missing is now, or `from`), Unix ms in the format's
+    // range, `now` or ISO-8601.
+    for (path, name) in [
+        ("/api/v1/compose", "timestamp"),
+        ("/api/v1/range", "from"),
+        ("/api/v1/range", "to"),
+    ] {
+        let p = param("get", path, name);
+        assert_eq!(p["required"], json!(false), "{p}");
+        assert_eq!(p["allowEmptyValue"], json!(true), "{p}");
+        let forms = p["schema"]["oneOf"].as_array().unwrap();
+        assert_eq!(forms[0]["type"], "integer");
+        assert_eq!(bounds(&forms[0]), range(Field::Timestamp));
+        assert_eq!(forms[1]["enum"], json!(["now"]));
+        assert_eq!(forms[2]["type"], "string");
+        assert!(forms[2]["pattern"].is_string());
+    }
+    // Names: the core's lists, optional with the default named.
+    let encodings: Vec<&str> = Encoding::ALL.iter().map(|e| e.name()).collect();
+    let from = param("get", "/api/v1/decode/{id}", "from");
+    assert_eq!(from["schema"]["enum"], json!(encodings));
+    assert_eq!(from["schema"]["default"], "decimal");
+    assert_eq!(from["required"], json!(false));
+    assert_eq!(from["allowEmptyValue"], json!(true));
+    for path in ["/api/v1/decode/{id}", "/api/v1/range"] {
+        let layout = param("get", path, "layout");
+        assert_eq!(layout["schema"]["enum"], json!(Layout::PRESET_NAMES));
+        assert_eq!(layout["schema"]["default"], "twitter");
+        assert_eq!(layout["required"], json!(false));
+        // Each layout's span of times, for a range read in it.
+        for l in Layout::PRESETS {
+            let (min, max) = l.range(Field::Timestamp);
+            assert_eq!(
+                layout["schema"]["x-time-span-ms"][l.name()],
+                json!([min, max])
+            );
+        }
+    }
+    // What `allowEmptyValue` promises: an empty optional value is read as
+    // a missing one.
+    for uri in [
+        "/api/v1/compose?timestamp=&datacenter=1&worker=1&sequence=0",
+        "/api/v1/decode/4194439168?from=&layout=",
+        "/api/v1/range?from=&to=&layout=",
+    ] {
+        assert_eq!(json(&h.state, "GET", uri).await.0, StatusCode::OK, "{uri}");
+    }
+    assert_eq!(
+        json(&h.state, "POST", "/api/v1/ids?count=").await.0,
+        StatusCode::OK
+    );
+    // The ID: required, one form per `from` value.
+    let id = param("get", "/api/v1/decode/{id}", "id");
+    assert_eq!(id["required"], json!(true));
+    let titles: Vec<&str> = id["schema"]["anyOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, encodings);
+    // Readable tags, declared with a description.
+    let declared: Vec<&str> = doc["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let tags = operation["tags"].as_array().unwrap();
+            assert_eq!(tags.len(), 1, "{method} {path}");
+            assert!(
+                declared.contains(&tags[0].as_str().unwrap()),
+                "{method} {path}"
+            );
+        }
+    }
+    // Every error answer is the one shape; 429 and 503 of a mint say when
+    // to come back.
+    let mint = &doc["paths"]["/api/v1/ids"]["post"]["responses"];
+    for status in ["400", "413", "429", "503"] {
+        assert_eq!(
+            mint[status]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/ErrorBody"
+        );
+    }
+    for status in ["429", "503"] {
+        assert!(
+            mint[status]["headers"]["Retry-After"].is_object(),
+            "{status}"
+        );
+    }
+}
+
+/// Every text the document's patterns admit is one the server takes: the
+/// ID in each form (read in that form), and ISO-8601 times (in range);
+/// texts just past them are not admitted. proptest generates from the
+/// patterns as schemathesis does.
+mod openapi_patterns {
+    use proptest::prelude::*;
+    use proptest::string::string_regex;
+    use regex::Regex;
+    use snowmint::{Encoding, SnowflakeId};
+
+    fn pattern(path: &str, name: &str, index: usize) -> String {
+        static DOC: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        let doc = DOC.get_or_init(|| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let h = super::harness();
+                super::json(&h.state, "GET", "/api/v1/openapi.json").await.1
+            })
+        });
+        let schema = if name == "id" { "anyOf" } else { "oneOf" };
+        doc["paths"][path]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap()["schema"][schema][index]["pattern"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    const DECODE: &str = "/api/v1/decode/{id}";
+    const COMPOSE: &str = "/api/v1/compose";
+
+    /// proptest's generator takes no anchors; every pattern is `^(...)$`.
+    fn unanchored(pattern: &str) -> String {
+        pattern
+            .strip_prefix('^')
+            .unwrap()
+            .strip_suffix('$')
+            .unwrap()
+            .to_owned()
+    }
+
+    #[test]
+    fn id_patterns_admit_exactly_the_ids() {
+        for (i, encoding) in Encoding::ALL.into_iter().enumerate() {
+            let re = Regex::new(&pattern(DECODE, "id", i)).unwrap();
+            for id in [SnowflakeId::MIN, SnowflakeId::MAX] {
+                let text = encoding.format(id).to_string();
+                assert!(re.is_match(&text), "{encoding:?} {text}");
+            }
+            // 2^63 in the form.
+            let past = match encoding {
+                Encoding::Decimal => "9223372036854775808",
+                Encoding::Hex => "8000000000000000",
+                Encoding::Base32 => "8000000000000",
+            };
+            assert!(!re.is_match(past), "{encoding:?} {past}");
+            assert!(encoding.parse(past).is_err());
+        }
+    }
+
+    #[test]
+    fn iso8601_pattern_admits_no_year_outside_the_range() {
+        let re = Regex::new(&pattern(COMPOSE, "timestamp", 2)).unwrap();
+        let (min, max) = snowmint::Layout::TWITTER.range(snowmint::Field::Timestamp);
+        let (first, last) = (
+            snowmint::time::Iso8601(min as i64).to_string(),
+            snowmint::time::Iso8601(max as i64).to_string(),
+        );
+        assert!(!re.is_match(&first) && !re.is_match(&last));
+        let year = |t: &str| t[..4].parse::<u32>().unwrap();
+        for (y, admitted) in [
+            (year(&first), false),
+            (year(&first) + 1, true),
+            (year(&last) - 1, true),
+            (year(&last), false),
+        ] {
+            for t in [
+                format!("{y}-01-01T00:00+23:59"),
+                format!("{y}-12-31T23:59:59.999-23:59"),
+            ] {
+                assert_eq!(re.is_match(&t), admitted, "{t}");
+                if admitted {
+                    snowmint::parse_timestamp(&t, 0).unwrap();
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn generated_ids_are_read_in_their_form(
+            (i, text) in (0..3usize).prop_flat_map(|i| {
+                (Just(i), string_regex(&unanchored_id(i)).unwrap())
+            })
+        ) {
+            let encoding = Encoding::ALL[i];
+            prop_assert!(encoding.parse(&text).is_ok(), "{:?} {}", encoding, text);
+        }
+
+        #[test]
+        fn generated_times_are_in_range(
+            text in string_regex(&unanchored(&pattern(COMPOSE, "timestamp", 2))).unwrap()
+        ) {
+            prop_assert!(snowmint::parse_timestamp(&text, 0).is_ok(), "{}", text);
+        }
+    }
+
+    fn unanchored_id(i: usize) -> String {
+        unanchored(&pattern(DECODE, "id", i))
+    }
+}
+
 #[tokio::test]
 async fn unknown_routes_and_methods_answer_json() {
     let h = harness();
