@@ -295,6 +295,9 @@ pub(crate) fn count(input: Option<&str>) -> Result<usize, ApiError> {
     responses(
         (status = 200, description = "Fresh IDs, strictly increasing, as decimal strings", body = crate::openapi::IdsDoc),
         (status = 400, description = "count out of range", body = ErrorBody),
+        (status = 401, description = "The server requires a token (`--api-token-file`) and the request has no `Authorization: Bearer` with it", body = ErrorBody,
+            headers(("WWW-Authenticate" = String, description = "`Bearer`, with `error=\"invalid_token\"` when a wrong token was sent"))),
+        (status = 403, description = "A browser request from another origin that `--cors-origin` does not allow", body = ErrorBody),
         (status = 413, description = "A request body was sent (the API takes none)", body = ErrorBody),
         (status = 429, description = "This client's ID quota is used up", body = ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds until the quota allows this count"))),
@@ -425,7 +428,11 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, Ap
 }
 
 /// Prometheus metrics.
-#[utoipa::path(get, path = "/metrics", tag = "operations", responses((status = 200, description = "OpenMetrics text", content_type = "application/openmetrics-text", body = String)))]
+#[utoipa::path(get, path = "/metrics", tag = "operations", responses(
+    (status = 200, description = "OpenMetrics text", content_type = "application/openmetrics-text", body = String),
+    (status = 401, description = "The server requires a token (`--api-token-file`) and the request has no `Authorization: Bearer` with it", body = ErrorBody,
+        headers(("WWW-Authenticate" = String, description = "`Bearer`, with `error=\"invalid_token\"` when a wrong token was sent"))),
+))]
 pub(crate) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     (
         [(

@@ -885,16 +885,25 @@ async fn the_openapi_parameters_are_as_strict_as_the_handlers() {
     // Every error answer is the one shape; 429 and 503 of a mint say when
     // to come back.
     let mint = &doc["paths"]["/api/v1/ids"]["post"]["responses"];
-    for status in ["400", "413", "429", "503"] {
+    for status in ["400", "401", "403", "413", "429", "503"] {
         assert_eq!(
             mint[status]["content"]["application/json"]["schema"]["$ref"],
-            "#/components/schemas/ErrorBody"
+            "#/components/schemas/ErrorBody",
+            "{status}"
         );
     }
     for status in ["429", "503"] {
         assert!(
             mint[status]["headers"]["Retry-After"].is_object(),
             "{status}"
+        );
+    }
+    // The two routes a token guards say so, with the challenge header.
+    let metrics = &doc["paths"]["/metrics"]["get"]["responses"];
+    for responses in [mint, metrics] {
+        assert!(
+            responses["401"]["headers"]["WWW-Authenticate"].is_object(),
+            "{responses}"
         );
     }
 }
