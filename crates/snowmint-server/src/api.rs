@@ -31,10 +31,24 @@ where
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         match Query::<T>::from_request_parts(parts, state).await {
             Ok(Query(v)) => Ok(ApiQuery(v)),
-            Err(rejection) => Err(ApiError::bad_request(
-                None,
-                format!("the query string cannot be read: {}", rejection.body_text()),
-            )),
+            Err(rejection) => {
+                let text = rejection.body_text();
+                // serde names a repeated parameter: say which, as the page does.
+                let repeated = text
+                    .split_once("duplicate field `")
+                    .and_then(|(_, rest)| rest.split_once('`'))
+                    .map(|(name, _)| name);
+                Err(match repeated {
+                    Some(name) => ApiError::bad_request(
+                        Some(name),
+                        format!("{name} is given more than once in the query; give it once"),
+                    ),
+                    None => ApiError::bad_request(
+                        None,
+                        format!("the query string cannot be read: {text}"),
+                    ),
+                })
+            }
         }
     }
 }

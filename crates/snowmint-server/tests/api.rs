@@ -254,6 +254,27 @@ async fn compose_errors_name_the_field_and_range() {
     assert!(dup.contains("query string"), "{dup}");
 }
 
+/// A parameter given twice is refused naming it, on every route with a
+/// query (as the page does), never silently read as the first or the last.
+#[tokio::test]
+async fn a_repeated_parameter_is_named() {
+    let h = harness();
+    for (uri, name) in [
+        (
+            "/api/v1/compose?datacenter=1&worker=1&sequence=0&datacenter=2",
+            "datacenter",
+        ),
+        ("/api/v1/decode/4194439168?from=hex&from=decimal", "from"),
+        ("/api/v1/range?from=now&to=now&to=now", "to"),
+    ] {
+        let message = error(&h.state, "GET", uri, StatusCode::BAD_REQUEST, Some(name)).await;
+        assert_eq!(
+            message,
+            format!("{name} is given more than once in the query; give it once")
+        );
+    }
+}
+
 #[tokio::test]
 async fn decode_reads_decimal_hex_and_base32() {
     let h = harness();
