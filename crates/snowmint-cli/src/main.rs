@@ -58,7 +58,8 @@ enum Command {
     /// Mint fresh IDs from a live generator, one a line.
     Next(next::NextArgs),
     /// Serve the explorer page and the JSON API (http://127.0.0.1:8080 by default).
-    Serve(serve::ServeArgs),
+    // Boxed: its flags make it much larger than the other variants.
+    Serve(Box<serve::ServeArgs>),
 }
 
 fn main() -> ExitCode {
@@ -71,7 +72,7 @@ fn main() -> ExitCode {
         Command::Decode(args) => decode::run(args, &cli.global),
         Command::Range(args) => range::run(args, &cli.global),
         Command::Next(args) => next::run(args, &cli.global),
-        Command::Serve(args) => serve::run_cli(args),
+        Command::Serve(args) => serve::run_cli(*args),
     };
     error::exit(outcome)
 }

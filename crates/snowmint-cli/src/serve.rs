@@ -37,7 +37,7 @@ pub struct ServeArgs {
     )]
     pub etcd: Vec<String>,
     /// TTL of the etcd identity lease.
-    #[arg(long, env = "SNOWMINT_LEASE_TTL", default_value_t = 10, value_name = "SECONDS",
+    #[arg(long, env = "SNOWMINT_LEASE_TTL", default_value_t = snowmint_server::DEFAULT_LEASE_TTL.as_secs(), value_name = "SECONDS",
           allow_negative_numbers = true, value_parser = whole("lease-ttl", 2, 3600, "seconds"))]
     pub lease_ttl: u64,
     /// Key prefix of the identities in etcd; clusters with different
@@ -45,7 +45,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "SNOWMINT_ETCD_PREFIX",
-        default_value = "/snowmint",
+        default_value = snowmint_server::DEFAULT_ETCD_PREFIX,
         value_name = "PREFIX"
     )]
     pub etcd_prefix: String,
@@ -127,6 +127,41 @@ pub struct ServeArgs {
         requires = "etcd_cert"
     )]
     pub etcd_key: Option<PathBuf>,
+    /// Serve /healthz, /readyz and /metrics on this second address (an
+    /// internal interface); /metrics then leaves the public listener.
+    #[arg(long, env = "SNOWMINT_ADMIN_LISTEN", value_name = "ADDR")]
+    pub admin_listen: Option<SocketAddr>,
+    /// A file holding one token: POST /api/v1/ids and /metrics then need
+    /// `Authorization: Bearer <token>` (else 401). SIGHUP re-reads it.
+    #[arg(long, env = "SNOWMINT_API_TOKEN_FILE", value_name = "PATH")]
+    pub api_token_file: Option<PathBuf>,
+    /// An origin (https://app.example.com) whose pages may mint from their
+    /// visitors' browsers (CORS); other cross-site mints are refused (403).
+    /// Repeatable.
+    #[arg(
+        long,
+        env = "SNOWMINT_CORS_ORIGIN",
+        value_name = "ORIGIN",
+        value_delimiter = ','
+    )]
+    pub cors_origin: Vec<String>,
+    /// Log lines as text or as JSON objects (one a line, for log pipelines).
+    #[arg(
+        long,
+        env = "SNOWMINT_LOG_FORMAT",
+        value_name = "FORMAT",
+        default_value = "text"
+    )]
+    pub log_format: LogFormat,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines (coloured only on a terminal).
+    Text,
+    /// One JSON object a line, the event's fields at the top level.
+    Json,
 }
 
 /// A flag that takes a whole number in `min..=max` (of `unit`): its error
@@ -172,6 +207,14 @@ impl ServeArgs {
     fn config(&self) -> Config {
         let mut config = Config::default();
         config.listen = self.listen;
+        config.admin_listen = self.admin_listen;
+        config.api_token_file = self.api_token_file.clone();
+        config.cors_origins = self
+            .cors_origin
+            .iter()
+            .filter(|o| !o.is_empty())
+            .cloned()
+            .collect();
         config.identity = snowmint::Identity::new(self.datacenter.into(), self.worker.into())
             .expect("both flags are checked by the core's field ranges");
         config.etcd_endpoints = self
@@ -219,16 +262,25 @@ impl ServeArgs {
 pub fn run_cli(args: ServeArgs) -> Result<(), CliError> {
     let config = args.config();
     config.check().map_err(|e| CliError::Usage(e.to_string()))?;
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(std::io::stderr);
+    match args.log_format {
         // Colour codes only on a terminal: not in files, journald or
         // container logs.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+        LogFormat::Text => logs
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => logs
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .init(),
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

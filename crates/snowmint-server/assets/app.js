@@ -14,22 +14,38 @@
   let generation = 0;
   let timer = null;
 
-  for (const el of document.querySelectorAll("#now, #copy, #auto-label, .js-only")) el.hidden = false;
+  for (const el of document.querySelectorAll("#now, #auto-label, .js-only, #result [data-copy]")) el.hidden = false;
 
-  function query(form) {
+  const FORMS = ["compose-form", "decode-form", "range-form"].map($);
+  // Each time field and its picker (UTC): either fills the other.
+  const PICKERS = [["timestamp", "at"], ["range_from", "range_from_at"], ["range_to", "range_to_at"]];
+
+  // The form's query, as the browser would submit it (with the button that
+  // submitted it, e.g. a list's sort heading), without empty values.
+  function query(form, submitter) {
     const params = new URLSearchParams();
     const data = new FormData(form);
-    // The picker only matters when no timestamp is typed: keep URLs short.
-    if ((data.get("timestamp") || "").trim() !== "") data.delete("at");
+    if (submitter && submitter.name) data.append(submitter.name, submitter.value);
+    // A picker only matters when its field is blank: keep URLs short.
+    for (const [text, picker] of PICKERS) {
+      if ((data.get(text) || "").trim() !== "") data.delete(picker);
+    }
     for (const [k, v] of data) {
       if (v !== "") params.append(k, v);
+    }
+    // Two blank times still ask for a range (now ..= now).
+    if (form.id === "range-form" && ![...params.keys()].some((k) => k.startsWith("range_"))) {
+      params.append("range_from", "");
     }
     return params.toString();
   }
 
   // Fetches /?query and replaces the result, the errors and the language link.
-  async function update(form) {
-    const qs = query(form);
+  async function update(form, submitter) {
+    const qs = query(form, submitter);
+    // A focused control inside the result (a sort heading) keeps the focus.
+    const active = document.activeElement;
+    const refocus = active && $("result").contains(active) && active.id ? active.id : null;
     const mine = ++generation;
     let html;
     try {
@@ -52,15 +68,18 @@
         else input.setAttribute("aria-invalid", "true");
       }
     }
-    const other = form.id === "compose-form" ? $("decode-form") : $("compose-form");
-    for (const err of other.querySelectorAll(".error")) {
-      err.hidden = true;
-      const input = $(err.id.replace(/-error$/, ""));
-      if (input) input.removeAttribute("aria-invalid");
+    for (const other of FORMS) {
+      if (other === form) continue;
+      for (const err of other.querySelectorAll(".error")) {
+        err.hidden = true;
+        const input = $(err.id.replace(/-error$/, ""));
+        if (input) input.removeAttribute("aria-invalid");
+      }
     }
     $("lang-switch").href = doc.getElementById("lang-switch").getAttribute("href");
     history.replaceState(null, "", qs ? "/?" + qs : "/");
-    bindCopy();
+    for (const button of $("result").querySelectorAll("[data-copy]")) button.hidden = false;
+    if (refocus && $(refocus)) $(refocus).focus();
   }
 
   function schedule(form) {
@@ -68,60 +87,67 @@
     timer = setTimeout(() => update(form), 120);
   }
 
-  for (const form of [$("compose-form"), $("decode-form")]) {
+  for (const form of FORMS) {
     form.addEventListener("input", () => schedule(form));
     form.addEventListener("change", () => schedule(form));
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       clearTimeout(timer);
-      update(form);
+      update(form, e.submitter);
     });
   }
 
   $("now").addEventListener("click", () => {
-    $("timestamp").value = String(Date.now());
-    $("at").value = "";
+    const now = Date.now();
+    $("timestamp").value = String(now);
+    $("at").value = new Date(now).toISOString().slice(0, 23);
     update($("compose-form"));
   });
 
-  // Keeps the picker showing the typed timestamp (UTC).
-  $("timestamp").addEventListener("input", () => {
-    const v = $("timestamp").value.trim();
-    if (/^\d{13}$/.test(v)) {
-      const d = new Date(Number(v));
-      if (!isNaN(d)) $("at").value = d.toISOString().slice(0, 23);
-    }
-  });
+  // Unix ms of a typed time (digits, or ISO-8601 read as UTC when it has
+  // no zone, as the server reads it), or NaN.
+  function typedMs(v) {
+    if (/^\d{1,16}$/.test(v)) return Number(v);
+    if (!/^\d{4}-\d\d-\d\d/.test(v)) return NaN;
+    const zoned = /(Z|[+-]\d\d:?\d\d)$/i.test(v) || !v.includes("T") ? v : v + "Z";
+    return Date.parse(zoned);
+  }
 
-  $("at").addEventListener("change", () => {
-    const v = $("at").value;
-    if (!v) return;
-    const ms = Date.parse(v + "Z"); // the picker is labelled UTC
-    if (Number.isFinite(ms)) {
-      $("timestamp").value = String(ms);
-    }
-  });
-
-  function bindCopy() {
-    const button = $("copy");
-    if (!button) return;
-    button.hidden = false;
-    button.addEventListener("click", async () => {
-      const id = button.dataset.id; // a string: exact at any size
-      try {
-        await navigator.clipboard.writeText(id);
-      } catch (e) {
-        const range = document.createRange();
-        range.selectNodeContents($("id-value"));
-        const sel = getSelection();
-        sel.removeAllRanges();
-        sel.addRange(range);
-        document.execCommand && document.execCommand("copy");
-      }
-      $("copy-status").textContent = body.dataset.copied;
+  for (const [text, picker] of PICKERS) {
+    // The picker shows the typed time (UTC) ...
+    const follow = () => {
+      const ms = typedMs($(text).value.trim());
+      const d = new Date(ms);
+      $(picker).value = Number.isFinite(ms) && !isNaN(d) ? d.toISOString().slice(0, 23) : "";
+    };
+    $(text).addEventListener("input", follow);
+    if ($(text).value.trim() !== "" && $(picker).value === "") follow();
+    // ... and a picked time fills the field, in Unix ms.
+    $(picker).addEventListener("change", () => {
+      const v = $(picker).value;
+      if (!v) return;
+      const ms = Date.parse(v + "Z"); // the picker is labelled UTC
+      if (Number.isFinite(ms)) $(text).value = String(ms);
     });
   }
-  bindCopy();
+
+  // Copy buttons (the ID, the SQL): the text is in data-copy, a string, so
+  // exact at any size; without the clipboard API the text is selected.
+  $("result").addEventListener("click", async (e) => {
+    const button = e.target.closest("button[data-copy]");
+    if (!button) return;
+    try {
+      await navigator.clipboard.writeText(button.dataset.copy);
+    } catch (err) {
+      const range = document.createRange();
+      range.selectNodeContents(button.previousElementSibling);
+      const sel = getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+      document.execCommand && document.execCommand("copy");
+    }
+    $(button.dataset.status).textContent = body.dataset.copied;
+  });
 
   // Live mode: POST /api/v1/ids and list the IDs, decoded with BigInt.
   const list = $("live-list");

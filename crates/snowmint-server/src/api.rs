@@ -31,10 +31,24 @@ where
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         match Query::<T>::from_request_parts(parts, state).await {
             Ok(Query(v)) => Ok(ApiQuery(v)),
-            Err(rejection) => Err(ApiError::bad_request(
-                None,
-                format!("the query string cannot be read: {}", rejection.body_text()),
-            )),
+            Err(rejection) => {
+                let text = rejection.body_text();
+                // serde names a repeated parameter: say which, as the page does.
+                let repeated = text
+                    .split_once("duplicate field `")
+                    .and_then(|(_, rest)| rest.split_once('`'))
+                    .map(|(name, _)| name);
+                Err(match repeated {
+                    Some(name) => ApiError::bad_request(
+                        Some(name),
+                        format!("{name} is given more than once in the query; give it once"),
+                    ),
+                    None => ApiError::bad_request(
+                        None,
+                        format!("the query string cannot be read: {text}"),
+                    ),
+                })
+            }
         }
     }
 }
@@ -53,17 +67,17 @@ pub(crate) fn echo(input: &str) -> String {
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ComposeQuery {
-    /// Unix milliseconds or ISO-8601 (`2010-11-04T01:42:55.657Z`); missing or empty means now.
-    #[param(example = "1288834975657")]
+    /// Unix milliseconds, `now` or ISO-8601 (`2010-11-04T01:42:55.657Z`); missing or empty means now.
+    #[param(example = 1288834975657u64)]
     pub timestamp: Option<String>,
     /// Datacenter ID, 0..=31.
-    #[param(example = "1")]
+    #[param(required = true, example = 1)]
     pub datacenter: Option<String>,
     /// Worker ID, 0..=31.
-    #[param(example = "1")]
+    #[param(required = true, example = 1)]
     pub worker: Option<String>,
     /// Sequence, 0..=4095.
-    #[param(example = "0")]
+    #[param(required = true, example = 0)]
     pub sequence: Option<String>,
 }
 
@@ -106,6 +120,7 @@ pub(crate) fn compose_typed(
 #[utoipa::path(
     get,
     path = "/api/v1/compose",
+    tag = "ids",
     params(ComposeQuery),
     responses(
         (status = 200, description = "The ID and its breakdown", body = crate::openapi::BreakdownDoc),
@@ -141,6 +156,19 @@ pub struct DecodeQuery {
     pub layout: Option<String>,
 }
 
+/// Path of `GET /api/v1/decode/{id}` (for the document: the handler reads
+/// it itself, to answer bytes that are not UTF-8 in the API's shape).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+pub(crate) struct DecodePath {
+    /// The ID, 0..=9223372036854775807, in the form `from` names: decimal
+    /// (default), hexadecimal (optional `0x`) or Crockford base32 (`i`,
+    /// `l`, `o` read as 1, 1, 0).
+    #[param(example = "4194439168")]
+    id: String,
+}
+
 /// Reads the `layout` parameter: missing or empty is Twitter's.
 pub(crate) fn layout(name: Option<&str>) -> Result<Layout, ApiError> {
     match name.map(str::trim) {
@@ -172,13 +200,15 @@ pub(crate) fn encoding(from: Option<&str>) -> Result<Encoding, ApiError> {
 #[utoipa::path(
     get,
     path = "/api/v1/decode/{id}",
+    tag = "ids",
     params(
-        ("id" = String, Path, description = "The ID: an integer 0..=9223372036854775807 (decimal unless `from` says otherwise)", example = "4194439168"),
+        DecodePath,
         DecodeQuery,
     ),
     responses(
         (status = 200, description = "The ID's breakdown", body = crate::openapi::BreakdownDoc),
-        (status = 400, description = "Not an ID", body = ErrorBody),
+        (status = 400, description = "Not an ID in the form `from` names (`field` is `id`), or an unknown `from` or `layout`", body = ErrorBody),
+        (status = 404, description = "No ID in the path", body = ErrorBody),
     )
 )]
 pub(crate) async fn decode(
@@ -205,7 +235,7 @@ pub struct RangeQuery {
     /// The first millisecond: `now`, Unix milliseconds or ISO-8601; missing or empty means now.
     #[param(example = "2024-01-01T00:00:00Z")]
     pub from: Option<String>,
-    /// The last millisecond, inclusive, in the same forms; missing or empty means the same as `from`.
+    /// The last millisecond, inclusive, in the same forms, at or after `from`; missing or empty means the same as `from`.
     #[param(example = "2024-02-01T00:00:00Z")]
     pub to: Option<String>,
     /// The IDs' layout (as for decode): `twitter` (default), `discord`, `instagram`, `sonyflake` or `mastodon`.
@@ -234,6 +264,7 @@ pub(crate) fn range_typed(
 #[utoipa::path(
     get,
     path = "/api/v1/range",
+    tag = "ids",
     params(RangeQuery),
     responses(
         (status = 200, description = "The span and its smallest and largest ID", body = crate::openapi::RangeDoc),
@@ -254,7 +285,7 @@ pub(crate) async fn range(
 #[into_params(parameter_in = Query)]
 pub struct MintQuery {
     /// How many IDs, 1..=4096 (default 1).
-    #[param(example = "3")]
+    #[param(example = 3)]
     pub count: Option<String>,
 }
 
@@ -273,13 +304,19 @@ pub(crate) fn count(input: Option<&str>) -> Result<usize, ApiError> {
 #[utoipa::path(
     post,
     path = "/api/v1/ids",
+    tag = "mint",
     params(MintQuery),
     responses(
         (status = 200, description = "Fresh IDs, strictly increasing, as decimal strings", body = crate::openapi::IdsDoc),
         (status = 400, description = "count out of range", body = ErrorBody),
+        (status = 401, description = "The server requires a token (`--api-token-file`) and the request has no `Authorization: Bearer` with it", body = ErrorBody,
+            headers(("WWW-Authenticate" = String, description = "`Bearer`, with `error=\"invalid_token\"` when a wrong token was sent"))),
+        (status = 403, description = "A browser request from another origin that `--cors-origin` does not allow", body = ErrorBody),
         (status = 413, description = "A request body was sent (the API takes none)", body = ErrorBody),
-        (status = 429, description = "This client's ID quota is used up (see Retry-After)", body = ErrorBody),
-        (status = 503, description = "This instance cannot issue safely right now, or more IDs are waiting than it can issue within its wait bound (see Retry-After)", body = ErrorBody),
+        (status = 429, description = "This client's ID quota is used up", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds until the quota allows this count"))),
+        (status = 503, description = "This instance cannot issue safely right now, or more IDs are waiting than it can issue within its wait bound", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
     )
 )]
 pub(crate) async fn mint(
@@ -367,7 +404,7 @@ fn increment(digits: &mut [u8]) -> bool {
 }
 
 /// Liveness: the process answers.
-#[utoipa::path(get, path = "/healthz", responses((status = 200, description = "Alive", body = crate::openapi::StatusDoc)))]
+#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "Alive", body = crate::openapi::StatusDoc)))]
 pub(crate) async fn healthz() -> impl IntoResponse {
     (
         [(
@@ -379,7 +416,7 @@ pub(crate) async fn healthz() -> impl IntoResponse {
 }
 
 /// Readiness: a mint would succeed now.
-#[utoipa::path(get, path = "/readyz", responses(
+#[utoipa::path(get, path = "/readyz", tag = "operations", responses(
     (status = 200, description = "Ready to mint", body = crate::openapi::ReadyDoc),
     (status = 503, description = "A mint would fail now: no valid worker identity, the clock too far behind, or the reservation cannot be saved", body = ErrorBody),
 ))]
@@ -405,7 +442,11 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, Ap
 }
 
 /// Prometheus metrics.
-#[utoipa::path(get, path = "/metrics", responses((status = 200, description = "OpenMetrics text", content_type = "application/openmetrics-text", body = String)))]
+#[utoipa::path(get, path = "/metrics", tag = "operations", responses(
+    (status = 200, description = "OpenMetrics text", content_type = "application/openmetrics-text", body = String),
+    (status = 401, description = "The server requires a token (`--api-token-file`) and the request has no `Authorization: Bearer` with it", body = ErrorBody,
+        headers(("WWW-Authenticate" = String, description = "`Bearer`, with `error=\"invalid_token\"` when a wrong token was sent"))),
+))]
 pub(crate) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     (
         [(

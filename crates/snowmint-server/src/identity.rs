@@ -6,9 +6,11 @@
 //! issue now, and [`Minter::shutdown`](crate::Minter::shutdown) ends it.
 //! [`serve`](crate::serve) runs that lifecycle around the HTTP server.
 
+use crate::auth::TokenError;
 use crate::generator::StaticError;
 use crate::hostname::HostnameError;
 use crate::minter::Identity;
+use crate::origin::OriginError;
 
 /// Which identity source a [`Config`](crate::Config) asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,8 +26,9 @@ pub enum IdentitySource {
     Etcd,
 }
 
-/// Why an identity source could not start. [`is_usage`](StartError::is_usage)
-/// tells a bad setting from a failure of the machine.
+/// Why [`serve`](crate::serve) could not start: a setting, the identity
+/// source, or the admin listener. [`is_usage`](StartError::is_usage) tells
+/// a bad setting from a failure of the machine.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StartError {
@@ -48,6 +51,25 @@ pub enum StartError {
          (cargo run --release --features etcd -- serve --etcd URL)"
     )]
     EtcdNotBuilt,
+    /// `--api-token-file` cannot be read, is empty or holds more than a token.
+    #[error(transparent)]
+    Token(#[from] TokenError),
+    /// A `--cors-origin` that is not an origin.
+    #[error(transparent)]
+    CorsOrigin(#[from] OriginError),
+    /// `--admin-listen` is the public listener's address.
+    #[error(
+        "admin-listen must differ from listen (both {0}): the admin listener is a second socket"
+    )]
+    AdminSameAsListen(std::net::SocketAddr),
+    /// The admin listener cannot be bound.
+    #[error("cannot listen on {addr} (admin-listen): {source}")]
+    AdminListen {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
 }
 
 impl StartError {
@@ -55,7 +77,12 @@ impl StartError {
     /// rather than the machine.
     pub fn is_usage(&self) -> bool {
         match self {
-            StartError::Hostname(_) | StartError::EtcdNotBuilt | StartError::Tls(_) => true,
+            StartError::Hostname(_)
+            | StartError::EtcdNotBuilt
+            | StartError::Tls(_)
+            | StartError::Token(_)
+            | StartError::CorsOrigin(_)
+            | StartError::AdminSameAsListen(_) => true,
             #[cfg(feature = "etcd")]
             StartError::Etcd(snowmint_etcd::EtcdError::Config(_)) => true,
             _ => false,

@@ -24,6 +24,10 @@
 //!   handshake; [`tls`]: the certificate and key HTTPS is served with.
 //! - [`admission`]: the lane mints wait in, bounded by what the generator
 //!   can issue within its wait bound, and per-client quotas.
+//! - [`auth`]: the bearer token of `--api-token-file` (minting, metrics);
+//!   [`origin`]: cross-site refusal and CORS (`--cors-origin`); `edge`:
+//!   what every response passes last (head limits, security headers, the
+//!   error shape, the access log).
 //!
 //! ```no_run
 //! # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
@@ -39,6 +43,8 @@
 
 pub mod admission;
 mod api;
+pub mod auth;
+mod edge;
 mod error;
 #[cfg(feature = "etcd")]
 pub mod etcd;
@@ -50,6 +56,7 @@ pub mod identity;
 pub mod metrics;
 pub mod minter;
 mod openapi;
+pub mod origin;
 mod page;
 pub mod tls;
 
@@ -70,12 +77,15 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 pub use admission::Admission;
+pub use auth::ApiToken;
+pub use edge::{MAX_HEADER_BYTES, MAX_URI_BYTES};
 pub use error::{ApiError, ErrorBody};
 pub use generator::StaticError;
 pub use http::Limits;
 pub use identity::{IdentitySource, StartError};
 pub use metrics::Metrics;
 pub use minter::{Identity, MintError, Minter};
+pub use origin::Origins;
 pub use tls::{TlsError, TlsFiles};
 
 /// Options of `snowmint serve`.
@@ -87,6 +97,15 @@ pub use tls::{TlsError, TlsFiles};
 pub struct Config {
     /// Address to listen on.
     pub listen: SocketAddr,
+    /// A second listener for `/healthz`, `/readyz` and `/metrics` (which
+    /// then leaves the public one); `None`: all on `listen`.
+    pub admin_listen: Option<SocketAddr>,
+    /// The file holding the bearer token minting and `/metrics` need;
+    /// `None`: no token (a trusted network).
+    pub api_token_file: Option<PathBuf>,
+    /// Origins (`https://app.example.com`) whose pages may mint from their
+    /// visitors' browsers; every other cross-site mint is refused (403).
+    pub cors_origins: Vec<String>,
     /// The static identity (ignored when `etcd_endpoints` is set or
     /// `worker_from_hostname` is).
     pub identity: Identity,
@@ -125,11 +144,14 @@ impl Default for Config {
     fn default() -> Config {
         Config {
             listen: DEFAULT_LISTEN,
+            admin_listen: None,
+            api_token_file: None,
+            cors_origins: Vec::new(),
             identity: Identity::default(),
             state_dir: default_state_dir(),
             etcd_endpoints: Vec::new(),
-            lease_ttl: Duration::from_secs(10),
-            etcd_prefix: "/snowmint".to_owned(),
+            lease_ttl: DEFAULT_LEASE_TTL,
+            etcd_prefix: DEFAULT_ETCD_PREFIX.to_owned(),
             limits: Limits::default(),
             client_quota: None,
             worker_from_hostname: false,
@@ -140,6 +162,22 @@ impl Default for Config {
         }
     }
 }
+
+/// The etcd lease's TTL unless told otherwise: snowmint-etcd's own
+/// [`DEFAULT_LEASE_TTL`](snowmint_etcd::DEFAULT_LEASE_TTL) (feature `etcd`).
+#[cfg(feature = "etcd")]
+pub const DEFAULT_LEASE_TTL: Duration = snowmint_etcd::DEFAULT_LEASE_TTL;
+/// The etcd lease's TTL unless told otherwise. This build has no `etcd`
+/// feature, so it cannot lease and does not link snowmint-etcd; the value
+/// repeats that crate's for `--help`.
+#[cfg(not(feature = "etcd"))]
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
+/// The etcd key prefix unless told otherwise; see [`DEFAULT_LEASE_TTL`].
+#[cfg(feature = "etcd")]
+pub const DEFAULT_ETCD_PREFIX: &str = snowmint_etcd::DEFAULT_PREFIX;
+/// The etcd key prefix unless told otherwise; see [`DEFAULT_LEASE_TTL`].
+#[cfg(not(feature = "etcd"))]
+pub const DEFAULT_ETCD_PREFIX: &str = "/snowmint";
 
 /// Where `snowmint serve` listens unless told otherwise: 127.0.0.1:8080.
 pub const DEFAULT_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
@@ -165,11 +203,20 @@ impl Config {
     /// files they name (no state directory, no etcd, no socket): a hostname
     /// without an ordinal, an invalid etcd setting (TLS files included),
     /// `--etcd` in a build without the `etcd` feature, HTTPS files that
-    /// cannot be used. [`serve`] checks again; a binary calls it first so
+    /// cannot be used, a token file that cannot be read or is empty, a
+    /// `--cors-origin` that is not an origin, the admin listener on the
+    /// public address. [`serve`] checks again; a binary calls it first so
     /// that a bad flag is reported before it binds its listener.
     pub fn check(&self) -> Result<(), StartError> {
         if let Some(tls) = &self.tls {
             tls.server_config()?;
+        }
+        if let Some(path) = &self.api_token_file {
+            ApiToken::load(path)?;
+        }
+        Origins::new(&self.cors_origins)?;
+        if self.admin_listen == Some(self.listen) && self.listen.port() != 0 {
+            return Err(StartError::AdminSameAsListen(self.listen));
         }
         match self.identity_source() {
             IdentitySource::Static(_) => Ok(()),
@@ -212,6 +259,13 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// The mint lane and the client quotas.
     pub admission: Arc<Admission>,
+    /// The bearer token minting and `/metrics` need, if any.
+    token: Option<ApiToken>,
+    /// Origins allowed to mint cross-site.
+    origins: Arc<Origins>,
+    /// Whether health, readiness and metrics have a listener of their own
+    /// (then `/metrics` is not on the public one).
+    admin_listener: bool,
     now: NowFn,
 }
 
@@ -230,8 +284,36 @@ impl AppState {
             metrics: Arc::new(Metrics::new(Arc::clone(&minter))),
             admission: Arc::new(Admission::default()),
             minter,
+            token: None,
+            origins: Arc::new(Origins::default()),
+            admin_listener: false,
             now: Arc::new(snowmint::unix_now_ms),
         }
+    }
+
+    /// Requires `token` for minting and `/metrics`.
+    #[must_use]
+    pub fn with_token(mut self, token: ApiToken) -> AppState {
+        self.token = Some(token);
+        self
+    }
+
+    /// Lets pages on these origins mint from their visitors' browsers.
+    #[must_use]
+    pub fn with_origins(mut self, origins: Origins) -> AppState {
+        self.origins = Arc::new(origins);
+        self
+    }
+
+    /// Whether minting needs a token.
+    pub fn requires_token(&self) -> bool {
+        self.token.is_some()
+    }
+
+    /// Whether the public listener serves `/metrics` (not when an admin
+    /// listener does).
+    pub fn metrics_on_public(&self) -> bool {
+        !self.admin_listener
     }
 
     /// Replaces the metrics (to add collectors, such as the etcd session's).
@@ -298,28 +380,83 @@ const ROUTES: &[&str] = &[
     "/metrics",
 ];
 
-/// The whole service as a router.
+/// The whole service as a router: the public listener's routes, with
+/// `/metrics` unless the state says an admin listener serves it.
 pub fn app(state: AppState) -> Router {
-    Router::new()
+    let mint = post(api::mint).route_layer(middleware::from_fn_with_state(
+        state.clone(),
+        auth::require_token,
+    ));
+    let mut router = Router::new()
         .route("/", get(page::index))
         .route("/assets/{file}", get(page::asset))
         .route("/favicon.ico", get(page::favicon))
-        .route("/api/v1/compose", get(api::compose))
-        .route("/api/v1/decode/{id}", get(api::decode))
-        .route("/api/v1/range", get(api::range))
-        .route("/api/v1/ids", post(api::mint))
+        .route("/api/v1/compose", with_cors(&state, get(api::compose)))
+        .route("/api/v1/decode/{id}", with_cors(&state, get(api::decode)))
+        .route("/api/v1/range", with_cors(&state, get(api::range)))
+        .route("/api/v1/ids", with_cors(&state, mint))
         .route(
             "/api/v1/openapi.json",
-            get(|| async {
-                (
-                    [(axum::http::header::CONTENT_TYPE, "application/json")],
-                    openapi::document(),
-                )
-            }),
+            with_cors(
+                &state,
+                get(|| async {
+                    (
+                        [(axum::http::header::CONTENT_TYPE, "application/json")],
+                        openapi::document(),
+                    )
+                }),
+            ),
         )
         .route("/healthz", get(api::healthz))
+        .route("/readyz", get(api::readyz));
+    if state.metrics_on_public() {
+        router = router.route("/metrics", metrics_route(&state));
+    }
+    let router = router.layer(middleware::from_fn_with_state(
+        state.clone(),
+        origin::refuse_cross_site,
+    ));
+    common_layers(router, state)
+}
+
+/// The admin listener's router: `/healthz`, `/readyz` and `/metrics`.
+pub fn admin_app(state: AppState) -> Router {
+    let router = Router::new()
+        .route("/healthz", get(api::healthz))
         .route("/readyz", get(api::readyz))
-        .route("/metrics", get(api::metrics))
+        .route("/metrics", metrics_route(&state));
+    common_layers(router, state)
+}
+
+/// `GET /metrics`, behind the token when one is configured.
+fn metrics_route(state: &AppState) -> axum::routing::MethodRouter<AppState> {
+    get(api::metrics).route_layer(middleware::from_fn_with_state(
+        state.clone(),
+        auth::require_token,
+    ))
+}
+
+/// An API route, with CORS for the allowed origins (when there are any).
+fn with_cors(
+    state: &AppState,
+    route: axum::routing::MethodRouter<AppState>,
+) -> axum::routing::MethodRouter<AppState> {
+    match state.origins.cors_layer() {
+        // The layer answers every OPTIONS request itself (the preflight);
+        // the route needs one, or the router's 405 would come first.
+        Some(cors) => route
+            .options(|| async { StatusCode::NO_CONTENT })
+            .layer(cors),
+        None => route,
+    }
+}
+
+/// What both listeners' routers share, innermost first: JSON 404 and 405,
+/// request accounting (413, the request timeout, metrics), debug spans,
+/// panics as JSON 500, and outermost the edge (head limits, security
+/// headers, the error shape, the access log).
+fn common_layers(router: Router<AppState>, state: AppState) -> Router {
+    router
         .fallback(api::not_found)
         .method_not_allowed_fallback(api::method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), track))
@@ -333,21 +470,23 @@ pub fn app(state: AppState) -> Router {
         .layer(CatchPanicLayer::custom(|_| {
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, None, "internal error").into_response()
         }))
+        .layer(middleware::from_fn(edge::edge))
         .with_state(state)
 }
 
-/// Every request passes here once: a body over [`MAX_BODY_BYTES`] is
-/// refused (413), a request is cut at [`REQUEST_TIMEOUT`] (503), both in the
-/// API's error shape; and each answer is counted by route pattern, method
-/// and status, and timed.
-async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let route = request
+/// The route pattern a request matched, as a `&'static str` label (for
+/// metrics and the access log; never the raw path).
+pub(crate) fn route_label(request: &Request) -> &'static str {
+    request
         .extensions()
         .get::<MatchedPath>()
         .and_then(|m| ROUTES.iter().copied().find(|r| *r == m.as_str()))
-        .unwrap_or("unmatched");
-    let method = match *request.method() {
+        .unwrap_or("unmatched")
+}
+
+/// The method as a `&'static str` label.
+pub(crate) fn method_label(method: &Method) -> &'static str {
+    match *method {
         Method::GET => "GET",
         Method::HEAD => "HEAD",
         Method::POST => "POST",
@@ -356,7 +495,17 @@ async fn track(State(state): State<AppState>, request: Request, next: Next) -> R
         Method::PATCH => "PATCH",
         Method::OPTIONS => "OPTIONS",
         _ => "OTHER",
-    };
+    }
+}
+
+/// Every request passes here once: a body over [`MAX_BODY_BYTES`] is
+/// refused (413), a request is cut at [`REQUEST_TIMEOUT`] (503), both in the
+/// API's error shape; and each answer is counted by route pattern, method
+/// and status, and timed.
+async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = route_label(&request);
+    let method = method_label(request.method());
     let response = match body_length(&request) {
         Some(n) if n > MAX_BODY_BYTES => ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -410,11 +559,13 @@ pub enum RunError {
 }
 
 /// `snowmint serve`: starts the identity source `config` asks for (see
-/// [`Config::identity_source`]), serves [`app`] on `listener` with
+/// [`Config::identity_source`]), serves [`app`] on `listener` (and
+/// [`admin_app`] on `config.admin_listen`, bound here) with
 /// `config.limits` until `shutdown` resolves, then ends the identity
 /// source: the reservation mark is lowered to what was issued and an etcd
 /// lease is revoked, so the identity is free at once. In etcd mode it
-/// serves (not ready) while the lease session looks for an identity.
+/// serves (not ready) while the lease session looks for an identity. With
+/// `config.api_token_file`, SIGHUP re-reads the token.
 pub async fn serve(
     config: Config,
     listener: TcpListener,
@@ -427,22 +578,95 @@ pub async fn serve(
         )),
         None => None,
     };
+    let token = config
+        .api_token_file
+        .as_ref()
+        .map(ApiToken::load)
+        .transpose()
+        .map_err(StartError::from)?;
+    let origins = Origins::new(&config.cors_origins).map_err(StartError::from)?;
+    let admin = match config.admin_listen {
+        Some(addr) => Some(
+            TcpListener::bind(addr)
+                .await
+                .map_err(|source| StartError::AdminListen { addr, source })?,
+        ),
+        None => None,
+    };
     let minter = Minter::start(&config).await?;
     if config.announce {
-        announce(&config, &listener, &minter);
+        announce(&config, &listener, admin.as_ref(), &minter);
     }
-    let state = AppState::new(minter).with_admission(admission_for(&config));
-    serve_state(listener, state, config.limits, tls, shutdown).await
+    let mut state = AppState::new(minter)
+        .with_admission(admission_for(&config))
+        .with_origins(origins);
+    let mut reloader = None;
+    if let Some(token) = token {
+        reloader = Some(tokio::spawn(reload_on_sighup(token.clone())));
+        state = state.with_token(token);
+    }
+    let served = serve_state(
+        Listeners {
+            public: listener,
+            admin,
+        },
+        state,
+        config.limits,
+        tls,
+        shutdown,
+    )
+    .await;
+    if let Some(reloader) = reloader {
+        reloader.abort();
+    }
+    served
 }
 
-/// The line `snowmint serve` prints once its identity source has started.
-fn announce(config: &Config, listener: &TcpListener, minter: &Minter) {
-    let addr = listener.local_addr().unwrap_or(config.listen);
+/// Re-reads the token file on every SIGHUP; a failed read keeps the token
+/// in force and says why (never what the file holds).
+async fn reload_on_sighup(token: ApiToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut hangups = match signal(SignalKind::hangup()) {
+            Ok(hangups) => hangups,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGHUP; the API token will not be re-read");
+                return;
+            }
+        };
+        while hangups.recv().await.is_some() {
+            match token.reload() {
+                Ok(()) => {
+                    tracing::info!(path = %token.path().display(), "SIGHUP: API token re-read")
+                }
+                Err(e) => tracing::warn!(error = %e, "SIGHUP: the API token in force is kept"),
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = token;
+}
+
+/// The lines `snowmint serve` prints once its identity source has started:
+/// the admin listener's first (when there is one), then the public one's,
+/// which scripts wait for.
+fn announce(config: &Config, listener: &TcpListener, admin: Option<&TcpListener>, minter: &Minter) {
+    // With TLS both listeners speak HTTPS.
     let scheme = if config.tls.is_some() {
         "https"
     } else {
         "http"
     };
+    if let Some(admin) = admin {
+        let addr = admin
+            .local_addr()
+            .ok()
+            .or(config.admin_listen)
+            .unwrap_or(config.listen);
+        eprintln!("snowmint: admin (health, readiness, metrics) on {scheme}://{addr}/");
+    }
+    let addr = listener.local_addr().unwrap_or(config.listen);
     match (config.identity_source(), minter.identity()) {
         (IdentitySource::Etcd, _) => eprintln!(
             "snowmint: serving the explorer on {scheme}://{addr}/ (identity leased from etcd {} under {}, lease TTL {} s)",
@@ -458,6 +682,25 @@ fn announce(config: &Config, listener: &TcpListener, minter: &Minter) {
     }
 }
 
+/// The sockets [`run_with`] serves: the public one, and optionally one
+/// for health, readiness and metrics.
+#[derive(Debug)]
+pub struct Listeners {
+    /// The explorer, the API, and (without `admin`) `/metrics`.
+    pub public: TcpListener,
+    /// `/healthz`, `/readyz` and `/metrics` ([`admin_app`]).
+    pub admin: Option<TcpListener>,
+}
+
+impl From<TcpListener> for Listeners {
+    fn from(public: TcpListener) -> Listeners {
+        Listeners {
+            public,
+            admin: None,
+        }
+    }
+}
+
 /// Serves [`app`] on `listener` with the default [`Limits`]; see
 /// [`run_with`].
 pub async fn run(
@@ -468,32 +711,72 @@ pub async fn run(
     run_with(listener, state, Limits::default(), shutdown).await
 }
 
-/// Serves [`app`] on `listener` until `shutdown` resolves (see [`http`] for
-/// the connection limit, the timeouts and the shutdown deadline), then
-/// ends the state's identity source ([`Minter::shutdown`]).
+/// Serves [`app`] on the public listener, and [`admin_app`] on the admin
+/// one if any, until `shutdown` resolves (see [`http`] for the connection
+/// limit, the timeouts and the shutdown deadline, which each listener
+/// keeps), then ends the state's identity source ([`Minter::shutdown`]).
 pub async fn run_with(
-    listener: TcpListener,
+    listeners: impl Into<Listeners>,
     state: AppState,
     limits: Limits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
-    serve_state(listener, state, limits, None, shutdown).await
+    serve_state(listeners.into(), state, limits, None, shutdown).await
 }
 
-/// [`run_with`], over TLS when `tls` is given.
+/// [`run_with`], over TLS when `tls` is given (on both listeners).
 async fn serve_state(
-    listener: TcpListener,
-    state: AppState,
+    listeners: Listeners,
+    mut state: AppState,
     limits: Limits,
     tls: Option<tokio_rustls::TlsAcceptor>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
+    let Listeners { public, admin } = listeners;
+    state.admin_listener = admin.is_some();
     let minter = Arc::clone(&state.minter);
-    if let Ok(addr) = listener.local_addr() {
+    if let Ok(addr) = public.local_addr() {
         tracing::info!(%addr, identity = ?minter.identity(), "listening");
     }
     let metrics = Arc::clone(&state.metrics);
-    http::serve(listener, app(state), limits, tls, metrics, shutdown).await;
+    // One shutdown for both loops.
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = stopped.wait_for(|stop| *stop).await;
+    };
+    let admin = admin.map(|listener| {
+        if let Ok(addr) = listener.local_addr() {
+            tracing::info!(%addr, "admin listening");
+        }
+        http::serve(
+            listener,
+            admin_app(state.clone()),
+            limits,
+            tls.clone(),
+            Arc::clone(&metrics),
+            until_stopped(stopped.clone()),
+        )
+    });
+    let public = http::serve(
+        public,
+        app(state),
+        limits,
+        tls,
+        Arc::clone(&metrics),
+        until_stopped(stopped),
+    );
+    tokio::join!(
+        async move {
+            shutdown.await;
+            let _ = stop.send(true);
+        },
+        public,
+        async move {
+            if let Some(admin) = admin {
+                admin.await;
+            }
+        },
+    );
     // The mark is what keeps a restart with the clock set back from
     // reissuing: lower it to what was issued; then free a leased identity.
     tracing::info!("stopped serving; persisting the reservation");

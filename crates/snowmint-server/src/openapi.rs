@@ -2,6 +2,10 @@
 
 use utoipa::{OpenApi, ToSchema};
 
+pub(crate) mod params;
+
+use params::StrictParams;
+
 /// One segment of the 64 bits (documentation of the core's `Segment`).
 #[derive(ToSchema)]
 #[allow(dead_code)]
@@ -112,6 +116,11 @@ pub(crate) struct ReadyDoc {
         title = "snowmint",
         description = "Twitter-layout Snowflake IDs: compose, decode (also in the Discord, Instagram, Sonyflake and Mastodon layouts), time ranges and mint. IDs travel as decimal strings. Every error answers `{\"error\": message, \"field\": name or null}`."
     ),
+    tags(
+        (name = "ids", description = "Compose, decode and find the ID range of a time span: pure functions of their input, open to all"),
+        (name = "mint", description = "Fresh IDs from this instance's generator"),
+        (name = "operations", description = "Liveness, readiness and Prometheus metrics"),
+    ),
     paths(
         crate::api::compose,
         crate::api::decode,
@@ -121,6 +130,7 @@ pub(crate) struct ReadyDoc {
         crate::api::readyz,
         crate::api::metrics,
     ),
+    modifiers(&StrictParams),
     components(schemas(
         crate::error::ErrorBody,
         BreakdownDoc,

@@ -254,6 +254,27 @@ async fn compose_errors_name_the_field_and_range() {
     assert!(dup.contains("query string"), "{dup}");
 }
 
+/// A parameter given twice is refused naming it, on every route with a
+/// query (as the page does), never silently read as the first or the last.
+#[tokio::test]
+async fn a_repeated_parameter_is_named() {
+    let h = harness();
+    for (uri, name) in [
+        (
+            "/api/v1/compose?datacenter=1&worker=1&sequence=0&datacenter=2",
+            "datacenter",
+        ),
+        ("/api/v1/decode/4194439168?from=hex&from=decimal", "from"),
+        ("/api/v1/range?from=now&to=now&to=now", "to"),
+    ] {
+        let message = error(&h.state, "GET", uri, StatusCode::BAD_REQUEST, Some(name)).await;
+        assert_eq!(
+            message,
+            format!("{name} is given more than once in the query; give it once")
+        );
+    }
+}
+
 #[tokio::test]
 async fn decode_reads_decimal_hex_and_base32() {
     let h = harness();
@@ -757,6 +778,273 @@ async fn the_openapi_breakdown_schema_has_the_serialized_keys() {
     )
     .await;
     assert_eq!(composed, breakdown);
+}
+
+/// The parameters are as strict as the handlers, with numbers and names
+/// from the core: required where a missing value is an error, optional where
+/// it has a default; ranges, enums, readable tags, and `Retry-After` where
+/// the server sends it.
+#[tokio::test]
+async fn the_openapi_parameters_are_as_strict_as_the_handlers() {
+    use snowmint::{Encoding, Field, Layout};
+    let h = harness();
+    let (_, doc) = json(&h.state, "GET", "/api/v1/openapi.json").await;
+    let param = |method: &str, path: &str, name: &str| -> Value {
+        doc["paths"][path][method]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("{method} {path}: no parameter {name}"))
+            .clone()
+    };
+    let range = |field: Field| {
+        let (min, max) = Layout::TWITTER.range(field);
+        (json!(min), json!(max))
+    };
+    let bounds = |schema: &Value| (schema["minimum"].clone(), schema["maximum"].clone());
+    // Integers: required as the handlers require them, in the core's ranges.
+    for (method, path, name, field, required) in [
+        (
+            "get",
+            "/api/v1/compose",
+            "datacenter",
+            Field::Datacenter,
+            true,
+        ),
+        ("get", "/api/v1/compose", "worker", Field::Worker, true),
+        ("get", "/api/v1/compose", "sequence", Field::Sequence, true),
+        ("post", "/api/v1/ids", "count", Field::Count, false),
+    ] {
+        let p = param(method, path, name);
+        assert_eq!(p["required"], json!(required), "{p}");
+        assert_eq!(p["schema"]["type"], "integer", "{p}");
+        assert_eq!(bounds(&p["schema"]), range(field), "{p}");
+    }
+    assert_eq!(
+        bounds(&param("post", "/api/v1/ids", "count")["schema"]),
+        (json!(1), json!(snowmint::MAX_BATCH))
+    );
+    // Times: optional (missing is now, or `from`), Unix ms in the format's
+    // range, `now` or ISO-8601.
+    for (path, name) in [
+        ("/api/v1/compose", "timestamp"),
+        ("/api/v1/range", "from"),
+        ("/api/v1/range", "to"),
+    ] {
+        let p = param("get", path, name);
+        assert_eq!(p["required"], json!(false), "{p}");
+        assert_eq!(p["allowEmptyValue"], json!(true), "{p}");
+        let forms = p["schema"]["oneOf"].as_array().unwrap();
+        assert_eq!(forms[0]["type"], "integer");
+        assert_eq!(bounds(&forms[0]), range(Field::Timestamp));
+        assert_eq!(forms[1]["enum"], json!(["now"]));
+        assert_eq!(forms[2]["type"], "string");
+        assert!(forms[2]["pattern"].is_string());
+    }
+    // Names: the core's lists, optional with the default named.
+    let encodings: Vec<&str> = Encoding::ALL.iter().map(|e| e.name()).collect();
+    let from = param("get", "/api/v1/decode/{id}", "from");
+    assert_eq!(from["schema"]["enum"], json!(encodings));
+    assert_eq!(from["schema"]["default"], "decimal");
+    assert_eq!(from["required"], json!(false));
+    assert_eq!(from["allowEmptyValue"], json!(true));
+    for path in ["/api/v1/decode/{id}", "/api/v1/range"] {
+        let layout = param("get", path, "layout");
+        assert_eq!(layout["schema"]["enum"], json!(Layout::PRESET_NAMES));
+        assert_eq!(layout["schema"]["default"], "twitter");
+        assert_eq!(layout["required"], json!(false));
+        // Each layout's span of times, for a range read in it.
+        for l in Layout::PRESETS {
+            let (min, max) = l.range(Field::Timestamp);
+            assert_eq!(
+                layout["schema"]["x-time-span-ms"][l.name()],
+                json!([min, max])
+            );
+        }
+    }
+    // What `allowEmptyValue` promises: an empty optional value is read as
+    // a missing one.
+    for uri in [
+        "/api/v1/compose?timestamp=&datacenter=1&worker=1&sequence=0",
+        "/api/v1/decode/4194439168?from=&layout=",
+        "/api/v1/range?from=&to=&layout=",
+    ] {
+        assert_eq!(json(&h.state, "GET", uri).await.0, StatusCode::OK, "{uri}");
+    }
+    assert_eq!(
+        json(&h.state, "POST", "/api/v1/ids?count=").await.0,
+        StatusCode::OK
+    );
+    // The ID: required, one form per `from` value.
+    let id = param("get", "/api/v1/decode/{id}", "id");
+    assert_eq!(id["required"], json!(true));
+    let titles: Vec<&str> = id["schema"]["anyOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, encodings);
+    // Readable tags, declared with a description.
+    let declared: Vec<&str> = doc["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let tags = operation["tags"].as_array().unwrap();
+            assert_eq!(tags.len(), 1, "{method} {path}");
+            assert!(
+                declared.contains(&tags[0].as_str().unwrap()),
+                "{method} {path}"
+            );
+        }
+    }
+    // Every error answer is the one shape; 429 and 503 of a mint say when
+    // to come back.
+    let mint = &doc["paths"]["/api/v1/ids"]["post"]["responses"];
+    for status in ["400", "401", "403", "413", "429", "503"] {
+        assert_eq!(
+            mint[status]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/ErrorBody",
+            "{status}"
+        );
+    }
+    for status in ["429", "503"] {
+        assert!(
+            mint[status]["headers"]["Retry-After"].is_object(),
+            "{status}"
+        );
+    }
+    // The two routes a token guards say so, with the challenge header.
+    let metrics = &doc["paths"]["/metrics"]["get"]["responses"];
+    for responses in [mint, metrics] {
+        assert!(
+            responses["401"]["headers"]["WWW-Authenticate"].is_object(),
+            "{responses}"
+        );
+    }
+}
+
+/// Every text the document's patterns admit is one the server takes: the
+/// ID in each form (read in that form), and ISO-8601 times (in range);
+/// texts just past them are not admitted. proptest generates from the
+/// patterns as schemathesis does.
+mod openapi_patterns {
+    use proptest::prelude::*;
+    use proptest::string::string_regex;
+    use regex::Regex;
+    use snowmint::{Encoding, SnowflakeId};
+
+    fn pattern(path: &str, name: &str, index: usize) -> String {
+        static DOC: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        let doc = DOC.get_or_init(|| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let h = super::harness();
+                super::json(&h.state, "GET", "/api/v1/openapi.json").await.1
+            })
+        });
+        let schema = if name == "id" { "anyOf" } else { "oneOf" };
+        doc["paths"][path]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap()["schema"][schema][index]["pattern"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    const DECODE: &str = "/api/v1/decode/{id}";
+    const COMPOSE: &str = "/api/v1/compose";
+
+    /// proptest's generator takes no anchors; every pattern is `^(...)$`.
+    fn unanchored(pattern: &str) -> String {
+        pattern
+            .strip_prefix('^')
+            .unwrap()
+            .strip_suffix('$')
+            .unwrap()
+            .to_owned()
+    }
+
+    #[test]
+    fn id_patterns_admit_exactly_the_ids() {
+        for (i, encoding) in Encoding::ALL.into_iter().enumerate() {
+            let re = Regex::new(&pattern(DECODE, "id", i)).unwrap();
+            for id in [SnowflakeId::MIN, SnowflakeId::MAX] {
+                let text = encoding.format(id).to_string();
+                assert!(re.is_match(&text), "{encoding:?} {text}");
+            }
+            // 2^63 in the form.
+            let past = match encoding {
+                Encoding::Decimal => "9223372036854775808",
+                Encoding::Hex => "8000000000000000",
+                Encoding::Base32 => "8000000000000",
+            };
+            assert!(!re.is_match(past), "{encoding:?} {past}");
+            assert!(encoding.parse(past).is_err());
+        }
+    }
+
+    #[test]
+    fn iso8601_pattern_admits_no_year_outside_the_range() {
+        let re = Regex::new(&pattern(COMPOSE, "timestamp", 2)).unwrap();
+        let (min, max) = snowmint::Layout::TWITTER.range(snowmint::Field::Timestamp);
+        let (first, last) = (
+            snowmint::time::Iso8601(min as i64).to_string(),
+            snowmint::time::Iso8601(max as i64).to_string(),
+        );
+        assert!(!re.is_match(&first) && !re.is_match(&last));
+        let year = |t: &str| t[..4].parse::<u32>().unwrap();
+        for (y, admitted) in [
+            (year(&first), false),
+            (year(&first) + 1, true),
+            (year(&last) - 1, true),
+            (year(&last), false),
+        ] {
+            for t in [
+                format!("{y}-01-01T00:00+23:59"),
+                format!("{y}-12-31T23:59:59.999-23:59"),
+            ] {
+                assert_eq!(re.is_match(&t), admitted, "{t}");
+                if admitted {
+                    snowmint::parse_timestamp(&t, 0).unwrap();
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn generated_ids_are_read_in_their_form(
+            (i, text) in (0..3usize).prop_flat_map(|i| {
+                (Just(i), string_regex(&unanchored_id(i)).unwrap())
+            })
+        ) {
+            let encoding = Encoding::ALL[i];
+            prop_assert!(encoding.parse(&text).is_ok(), "{:?} {}", encoding, text);
+        }
+
+        #[test]
+        fn generated_times_are_in_range(
+            text in string_regex(&unanchored(&pattern(COMPOSE, "timestamp", 2))).unwrap()
+        ) {
+            prop_assert!(snowmint::parse_timestamp(&text, 0).is_ok(), "{}", text);
+        }
+    }
+
+    fn unanchored_id(i: usize) -> String {
+        unanchored(&pattern(DECODE, "id", i))
+    }
 }
 
 #[tokio::test]
@@ -1293,4 +1581,436 @@ async fn serves_http2_with_prior_knowledge() {
     assert_eq!(body["ids"].as_array().unwrap().len(), 3);
     drop(client);
     served.stop().await;
+}
+
+// --- Access control, the admin listener, headers and error shapes ---
+
+/// One request through the router: status, headers and body.
+async fn send_full(
+    state: &AppState,
+    method: &str,
+    uri: &str,
+    headers: &[(&str, &str)],
+) -> (StatusCode, axum::http::HeaderMap, String) {
+    let mut request = Request::builder().method(method).uri(uri);
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let response = app(state.clone())
+        .oneshot(request.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+    // Lossy: the favicon is binary.
+    (
+        parts.status,
+        parts.headers,
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )
+}
+
+/// Asserts `body` is the error shape and returns the message.
+fn error_shape(context: &str, body: &str) -> String {
+    let v: Value = serde_json::from_str(body)
+        .unwrap_or_else(|e| panic!("{context}: not JSON ({e}): {body:?}"));
+    let obj = v.as_object().unwrap_or_else(|| panic!("{context}: {v}"));
+    assert_eq!(obj.len(), 2, "{context}: {v}");
+    assert!(
+        obj["field"].is_null() || obj["field"].is_string(),
+        "{context}: {v}"
+    );
+    obj["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{context}: {v}"))
+        .to_owned()
+}
+
+fn token_file(dir: &std::path::Path, token: &str) -> std::path::PathBuf {
+    let path = dir.join("api-token");
+    std::fs::write(&path, format!("{token}\n")).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn a_token_guards_minting_and_metrics_and_nothing_else() {
+    let h = harness();
+    let path = token_file(h._dir.path(), "t0ken-for-tests");
+    let state = h
+        .state
+        .clone()
+        .with_token(snowmint_server::ApiToken::load(&path).unwrap());
+    for uri in ["/api/v1/ids?count=2", "/metrics"] {
+        let method = if uri == "/metrics" { "GET" } else { "POST" };
+        for auth in [
+            None,
+            Some("Bearer wrong"),
+            Some("Basic dDBrZW4tZm9yLXRlc3Rz"),
+        ] {
+            let headers: Vec<(&str, &str)> =
+                auth.map(|a| ("authorization", a)).into_iter().collect();
+            let (status, hs, body) = send_full(&state, method, uri, &headers).await;
+            assert_eq!(
+                status,
+                StatusCode::UNAUTHORIZED,
+                "{method} {uri} {auth:?}: {body}"
+            );
+            let challenge = hs[header::WWW_AUTHENTICATE].to_str().unwrap();
+            assert!(challenge.starts_with("Bearer"), "{challenge}");
+            let message = error_shape(uri, &body);
+            assert!(message.contains("Authorization: Bearer"), "{message}");
+            assert!(!message.contains("t0ken"), "{message}");
+        }
+        let (status, _, body) = send_full(
+            &state,
+            method,
+            uri,
+            &[("authorization", "Bearer t0ken-for-tests")],
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{method} {uri}: {body}");
+    }
+    // Everything else stays public.
+    for uri in [
+        "/",
+        "/api/v1/compose?timestamp=1288834975657&datacenter=1&worker=1&sequence=0",
+        "/api/v1/decode/4194439168",
+        "/api/v1/range?from=2024-01-01T00:00:00Z",
+        "/api/v1/openapi.json",
+        "/healthz",
+        "/readyz",
+    ] {
+        let (status, _, body) = send_full(&state, "GET", uri, &[]).await;
+        assert_eq!(status, StatusCode::OK, "{uri}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn the_live_panel_says_when_minting_needs_a_token() {
+    let h = harness();
+    let (_, _, page) = send_full(&h.state, "GET", "/", &[]).await;
+    assert!(!page.contains("id=\"live-token\""), "no token, no note");
+    let path = token_file(h._dir.path(), "abc");
+    let state = h
+        .state
+        .clone()
+        .with_token(snowmint_server::ApiToken::load(&path).unwrap());
+    for (lang, words) in [
+        ("en", "requires an API token"),
+        ("nb", "krever et API-token"),
+    ] {
+        let (_, _, page) = send_full(&state, "GET", &format!("/?lang={lang}"), &[]).await;
+        let note = page
+            .split("id=\"live-token\"")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{lang}: no token note"));
+        assert!(
+            note[..300.min(note.len())].contains(words),
+            "{lang}: {note}"
+        );
+        assert!(!page.contains(">abc<"), "the token itself is never shown");
+    }
+}
+
+#[tokio::test]
+async fn cross_site_mints_are_refused_unless_the_origin_is_allowed() {
+    let h = harness();
+    let host = ("host", "snow.example:8080");
+    let cross_site: &[&[(&str, &str)]] = &[
+        &[
+            host,
+            ("sec-fetch-site", "cross-site"),
+            ("origin", "https://evil.example"),
+        ],
+        &[
+            host,
+            ("sec-fetch-site", "same-site"),
+            ("origin", "http://other.snow.example:8080"),
+        ],
+        // An older browser: no Sec-Fetch-Site, the Origin decides.
+        &[host, ("origin", "https://evil.example")],
+        &[host, ("origin", "http://snow.example:8081")],
+        &[host, ("origin", "null")],
+    ];
+    for headers in cross_site {
+        let (status, hs, body) = send_full(&h.state, "POST", "/api/v1/ids?count=1", headers).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{headers:?}: {body}");
+        assert!(error_shape("403", &body).contains("cross-site"), "{body}");
+        assert!(hs.get(header::ACCESS_CONTROL_ALLOW_ORIGIN).is_none());
+    }
+    // The page's own live mint, and clients that are not browsers.
+    let own: &[&[(&str, &str)]] = &[
+        &[
+            host,
+            ("sec-fetch-site", "same-origin"),
+            ("origin", "http://snow.example:8080"),
+        ],
+        &[host, ("origin", "http://snow.example:8080")],
+        &[host],
+        &[],
+    ];
+    for headers in own {
+        let (status, _, body) = send_full(&h.state, "POST", "/api/v1/ids?count=1", headers).await;
+        assert_eq!(status, StatusCode::OK, "{headers:?}: {body}");
+    }
+    // Reading stays open to everyone.
+    let (status, _, _) =
+        send_full(&h.state, "GET", "/api/v1/decode/4194439168", cross_site[0]).await;
+    assert_eq!(status, StatusCode::OK);
+    // No allowed origin: a preflight is just another method.
+    let preflight = [
+        ("origin", "https://app.example"),
+        ("access-control-request-method", "POST"),
+        ("access-control-request-headers", "authorization"),
+    ];
+    let (status, _, body) = send_full(&h.state, "OPTIONS", "/api/v1/ids", &preflight).await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{body}");
+    error_shape("405", &body);
+
+    // An allowed origin mints, and gets the CORS headers and the preflight.
+    let state = h
+        .state
+        .clone()
+        .with_origins(snowmint_server::Origins::new(["https://app.example"]).unwrap());
+    let (status, hs, body) = send_full(&state, "OPTIONS", "/api/v1/ids", &preflight).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        hs[header::ACCESS_CONTROL_ALLOW_ORIGIN],
+        "https://app.example"
+    );
+    let allowed_headers = hs[header::ACCESS_CONTROL_ALLOW_HEADERS].to_str().unwrap();
+    assert!(
+        allowed_headers.contains("authorization"),
+        "{allowed_headers}"
+    );
+    assert!(
+        hs[header::ACCESS_CONTROL_ALLOW_METHODS]
+            .to_str()
+            .unwrap()
+            .contains("POST")
+    );
+    let from_app = [
+        host,
+        ("sec-fetch-site", "cross-site"),
+        ("origin", "https://app.example"),
+    ];
+    let (status, hs, body) = send_full(&state, "POST", "/api/v1/ids?count=1", &from_app).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        hs[header::ACCESS_CONTROL_ALLOW_ORIGIN],
+        "https://app.example"
+    );
+    // Others are still refused.
+    let (status, _, body) = send_full(&state, "POST", "/api/v1/ids?count=1", cross_site[0]).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    // A preflight from them gets no permission.
+    let evil_preflight = [("origin", "https://evil.example"), preflight[1]];
+    let (_, hs, _) = send_full(&state, "OPTIONS", "/api/v1/ids", &evil_preflight).await;
+    assert!(
+        hs.get(header::ACCESS_CONTROL_ALLOW_ORIGIN).is_none(),
+        "{hs:?}"
+    );
+}
+
+/// Every route of the public router (and its errors), as (method, uri).
+const PUBLIC_ROUTES: &[(&str, &str)] = &[
+    ("GET", "/"),
+    ("GET", "/assets/app.css"),
+    ("GET", "/assets/app.js"),
+    ("GET", "/assets/favicon.svg"),
+    ("GET", "/favicon.ico"),
+    (
+        "GET",
+        "/api/v1/compose?timestamp=1288834975657&datacenter=1&worker=1&sequence=0",
+    ),
+    ("GET", "/api/v1/decode/4194439168"),
+    ("GET", "/api/v1/range?from=2024-01-01T00:00:00Z"),
+    ("POST", "/api/v1/ids?count=1"),
+    ("GET", "/api/v1/openapi.json"),
+    ("GET", "/healthz"),
+    ("GET", "/readyz"),
+    ("GET", "/metrics"),
+    // Errors.
+    ("GET", "/api/v1/compose?datacenter=32"),
+    ("GET", "/nope"),
+    ("DELETE", "/api/v1/ids"),
+    ("GET", "/assets/%FF"),
+];
+
+fn assert_security_headers(context: &str, headers: &axum::http::HeaderMap) {
+    assert_eq!(
+        headers
+            .get(header::X_CONTENT_TYPE_OPTIONS)
+            .map(|v| v.to_str().unwrap()),
+        Some("nosniff"),
+        "{context}: {headers:?}"
+    );
+    assert_eq!(
+        headers
+            .get(header::REFERRER_POLICY)
+            .map(|v| v.to_str().unwrap()),
+        Some("no-referrer"),
+        "{context}: {headers:?}"
+    );
+    let csp = headers.get(header::CONTENT_SECURITY_POLICY).is_some();
+    let html = headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.to_str().unwrap().starts_with("text/html"));
+    assert_eq!(csp, html, "{context}: CSP exactly on HTML: {headers:?}");
+}
+
+#[tokio::test]
+async fn every_route_carries_nosniff_and_no_referrer() {
+    let h = harness();
+    for (method, uri) in PUBLIC_ROUTES {
+        let (status, headers, body) = send_full(&h.state, method, uri, &[]).await;
+        assert_security_headers(&format!("{method} {uri} ({status})"), &headers);
+        if status.is_client_error() || status.is_server_error() {
+            error_shape(&format!("{method} {uri}"), &body);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_bad_asset_path_answers_in_the_error_shape() {
+    let h = harness();
+    let (status, headers, body) = send_full(&h.state, "GET", "/assets/%FF", &[]).await;
+    assert!(status.is_client_error(), "{status}");
+    assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+    error_shape("/assets/%FF", &body);
+}
+
+/// Raw HTTP/1.1 over a real socket (hyper's own limits apply): the status,
+/// the head and the body.
+async fn raw_request(addr: std::net::SocketAddr, request: &str) -> (u16, String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw))
+        .await
+        .expect("the server answers and closes")
+        .unwrap();
+    let text = String::from_utf8(raw).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a response head");
+    let status = head[9..12].parse().unwrap();
+    (status, head.to_owned(), body.to_owned())
+}
+
+#[tokio::test]
+async fn over_limit_heads_and_bodies_answer_414_431_413_in_the_error_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::default();
+    config.state_dir = dir.path().to_owned();
+    let served = Served::start(static_state(&config).unwrap()).await;
+    let long_path = format!(
+        "/api/v1/decode/{}",
+        "1".repeat(snowmint_server::MAX_URI_BYTES)
+    );
+    let big_header = "x".repeat(snowmint_server::MAX_HEADER_BYTES);
+    let many_headers: String = (0..90)
+        .map(|i| format!("x-filler-{i}: {}\r\n", "y".repeat(200)))
+        .collect();
+    for (expected, request) in [
+        (414, format!("GET {long_path} HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")),
+        (431, format!("GET /healthz HTTP/1.1\r\nHost: a\r\nX-Big: {big_header}\r\nConnection: close\r\n\r\n")),
+        (431, format!("GET /healthz HTTP/1.1\r\nHost: a\r\n{many_headers}Connection: close\r\n\r\n")),
+        (413, "POST /api/v1/ids HTTP/1.1\r\nHost: a\r\nContent-Length: 5000\r\nConnection: close\r\n\r\n".to_owned()),
+        (404, "GET /nope HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".to_owned()),
+        (405, "PUT /api/v1/ids HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned()),
+        (400, "GET /assets/%FF HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".to_owned()),
+    ] {
+        let (status, head, body) = raw_request(served.addr, &request).await;
+        assert_eq!(status, expected, "{head}\n{body}");
+        assert!(
+            head.to_ascii_lowercase().contains("content-type: application/json"),
+            "{expected}: {head}"
+        );
+        assert!(head.to_ascii_lowercase().contains("x-content-type-options: nosniff"), "{head}");
+        let message = error_shape(&expected.to_string(), &body);
+        if expected == 414 || expected == 431 {
+            assert!(message.contains("at most"), "{message}");
+        }
+    }
+    // Just under the limits is served.
+    let fits = format!(
+        "/api/v1/decode/4194439168?pad={}",
+        "1".repeat(snowmint_server::MAX_URI_BYTES - 60)
+    );
+    let (status, head, _) = raw_request(
+        served.addr,
+        &format!("GET {fits} HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert_eq!(status, 200, "{head}");
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn an_admin_listener_takes_health_readiness_and_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::default();
+    config.state_dir = dir.path().to_owned();
+    let public = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (public_addr, admin_addr) = (public.local_addr().unwrap(), admin.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(snowmint_server::run_with(
+        snowmint_server::Listeners {
+            public,
+            admin: Some(admin),
+        },
+        static_state(&config).unwrap(),
+        snowmint_server::Limits::default(),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let get = |addr: std::net::SocketAddr, method: &'static str, path: &'static str| async move {
+        raw_request(
+            addr,
+            &format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
+        )
+        .await
+    };
+    let (status, _, body) = get(public_addr, "GET", "/metrics").await;
+    assert_eq!(status, 404, "{body}");
+    error_shape("public /metrics", &body);
+    let (status, _, body) = get(admin_addr, "GET", "/metrics").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("# EOF"), "{body}");
+    // The page no longer links to it.
+    let (_, _, page) = get(public_addr, "GET", "/").await;
+    assert!(!page.contains("href=\"/metrics\""), "{page}");
+    // Health and readiness on both; the API only on the public one.
+    for path in ["/healthz", "/readyz"] {
+        for addr in [public_addr, admin_addr] {
+            let (status, head, body) = get(addr, "GET", path).await;
+            assert_eq!(status, 200, "{addr}{path}: {body}");
+            let lower = head.to_ascii_lowercase();
+            assert!(lower.contains("x-content-type-options: nosniff"), "{head}");
+            assert!(lower.contains("referrer-policy: no-referrer"), "{head}");
+        }
+    }
+    for (method, path) in [
+        ("GET", "/"),
+        ("POST", "/api/v1/ids"),
+        ("GET", "/nope"),
+        ("POST", "/metrics"),
+    ] {
+        let (status, head, body) = get(admin_addr, method, path).await;
+        assert!(status == 404 || status == 405, "{method} {path}: {status}");
+        let lower = head.to_ascii_lowercase();
+        assert!(lower.contains("x-content-type-options: nosniff"), "{head}");
+        assert!(lower.contains("referrer-policy: no-referrer"), "{head}");
+        error_shape(path, &body);
+    }
+    // One shutdown stops both.
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(15), server)
+        .await
+        .expect("both listeners stop")
+        .unwrap()
+        .expect("clean shutdown");
+    assert!(tokio::net::TcpStream::connect(admin_addr).await.is_err());
 }

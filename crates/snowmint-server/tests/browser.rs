@@ -293,7 +293,8 @@ impl Session {
 
     /// Presses Tab until the element `id` has focus.
     async fn tab_to(&self, id: &str) {
-        for _ in 0..30 {
+        // The page has many stops (a date picker is several), so allow many.
+        for _ in 0..80 {
             if self.active_id().await == id {
                 return;
             }
@@ -301,6 +302,46 @@ impl Session {
             active.send_keys(&Key::Tab.to_string()).await.unwrap();
         }
         panic!("Tab never reached #{id}");
+    }
+
+    /// Presses `key` on the focused element.
+    async fn press(&self, key: Key) {
+        self.type_active(&key.to_string()).await;
+    }
+
+    /// The texts of every element `css` matches, in document order, read
+    /// in one script run (the live page may swap the elements between two
+    /// WebDriver calls).
+    async fn texts(&self, css: &str) -> Vec<String> {
+        let v = self
+            .client
+            .execute(
+                "return [...document.querySelectorAll(arguments[0])].map(e => e.textContent.trim())",
+                vec![json!(css)],
+            )
+            .await
+            .unwrap();
+        serde_json::from_value(v).unwrap()
+    }
+
+    /// Waits (bounded) until the IDs of the list's rows are `expected`.
+    async fn wait_rows(&self, expected: &[&str]) {
+        let mut last = Vec::new();
+        for _ in 0..200 {
+            last = self.texts("#list tbody td:nth-child(2)").await;
+            if last == expected {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the list never showed {expected:?}; last {last:?}");
+    }
+
+    /// Follows the language link by keyboard and waits for the page in `lang`.
+    async fn switch_language(&self, heading: &str) {
+        self.tab_to("lang-switch").await;
+        self.press(Key::Enter).await;
+        self.wait_text("#range-h", |t| t == heading).await;
     }
 
     async fn type_active(&self, text: &str) {
@@ -678,5 +719,299 @@ async fn the_guide_in_both_languages_and_its_example_fills_the_form() {
             .contains("lang=nb")
     );
     assert_eq!(s.text("#compose-h").await, "Lag en ID");
+    s.close().await;
+}
+
+/// The ID range of January 2024, as the contract computes it.
+fn january_2024() -> (u64, u64) {
+    let epoch = 1288834974657u64;
+    let min = (1704067200000 - epoch) << 22;
+    let max = ((1706745600000 - epoch) << 22) | 4194303;
+    (min, max)
+}
+
+#[tokio::test]
+async fn range_panel_by_keyboard_in_both_languages() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(s) = Session::start_live().await else {
+        return;
+    };
+    let (min, max) = january_2024();
+    s.tab_to("range_from").await;
+    s.type_active("2024-01-01T00:00:00Z").await;
+    // The picker follows the typed time.
+    s.wait_value("range_from_at", "2024-01-01T00:00").await;
+    s.tab_to("range_to").await;
+    s.type_active(&format!("2024-02-01T00:00:00Z{}", Key::Enter))
+        .await;
+    s.wait_text("#range-min", |t| t == min.to_string()).await;
+    assert_eq!(s.text("#range-max").await, max.to_string());
+    assert_eq!(s.text("#range-slots").await, {
+        let n = (max - min + 1).to_string();
+        // 11,228,890,398,720 grouped by thousands.
+        let mut out = String::new();
+        for (i, c) in n.chars().enumerate() {
+            if i > 0 && (n.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    });
+    assert_eq!(
+        s.text("#sql").await,
+        format!("WHERE id BETWEEN {min} AND {max}")
+    );
+    let url = s.client.current_url().await.unwrap();
+    assert!(url.as_str().contains("range_from=2024-01-01"), "{url}");
+    // Copy the SQL from the keyboard.
+    s.tab_to("copy-sql").await;
+    s.press(Key::Enter).await;
+    s.wait_text("#copy-sql-status", |t| t == "Copied").await;
+    s.screenshot("explorer-range.png").await;
+
+    // Backwards: an inline error on `to`.
+    s.tab_to("range_to").await;
+    s.type_active(&format!("2023-12-31T00:00:00Z{}", Key::Enter))
+        .await;
+    let error = s.wait_text("#range_to-error", |t| !t.is_empty()).await;
+    assert!(error.starts_with("to must be at or after from"), "{error}");
+    s.wait_text("#result", |t| t.contains("to see the ID range"))
+        .await;
+
+    // In Bokmål: the same form, the error in Bokmål, then fixed.
+    s.switch_language("ID-ene i et tidsrom").await;
+    let error = s.text("#range_to-error").await;
+    assert!(
+        error.starts_with("Til-tiden må være lik eller etter fra-tiden"),
+        "{error}"
+    );
+    s.tab_to("range_to").await;
+    s.type_active(&format!("2024-02-01T00:00:00Z{}", Key::Enter))
+        .await;
+    s.wait_text("#range-max", |t| t == max.to_string()).await;
+    assert_eq!(s.text("#range-min").await, min.to_string());
+    let slots = s.content("#range-slots").await;
+    assert!(slots.contains('\u{a0}'), "grouped in Bokmål: {slots:?}");
+    s.screenshot("explorer-range-nb.png").await;
+
+    // The picker fills the field too (set as a picker sets it).
+    s.client
+        .execute(
+            "const p = document.getElementById('range_from_at'); \
+             p.value = '2024-01-01T00:00:00.000'; \
+             p.dispatchEvent(new Event('change', {bubbles: true}));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    s.wait_value("range_from", "1704067200000").await;
+    s.close().await;
+}
+
+#[tokio::test]
+async fn pasted_list_by_keyboard_sorts_in_both_languages() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(s) = Session::start_live().await else {
+        return;
+    };
+    let (late, early) = ("175928847299117063", "4194439168");
+    s.tab_to("ids").await;
+    s.type_active(&format!("{late}\n{early}")).await;
+    s.wait_rows(&[late, early]).await;
+    assert_eq!(
+        s.content("#list-caption").await,
+        "2 IDs, read in the Twitter layout"
+    );
+    assert_eq!(
+        s.texts("#list thead th").await,
+        [
+            "Line ▲",
+            "ID",
+            "Time (UTC)",
+            "Datacenter",
+            "Worker",
+            "Sequence"
+        ]
+    );
+    // Sort by time from the keyboard; the focus stays on the heading.
+    s.tab_to("sort-time").await;
+    s.press(Key::Enter).await;
+    s.wait_rows(&[early, late]).await;
+    s.wait_text("#sort-time", |t| t.ends_with('▲')).await;
+    assert_eq!(s.active_id().await, "sort-time");
+    s.press(Key::Enter).await;
+    s.wait_rows(&[late, early]).await;
+    assert!(s.text("#sort-time").await.ends_with('▼'));
+    assert!(
+        s.client
+            .current_url()
+            .await
+            .unwrap()
+            .as_str()
+            .contains("sort=-time")
+    );
+    s.screenshot("explorer-list.png").await;
+
+    // A bad third line is named by its number.
+    s.tab_to("ids").await;
+    // To the end of the text, not of the caret's line.
+    s.type_active(&format!("{}{}", Key::Control, Key::End))
+        .await;
+    s.type_active("\nzz").await;
+    let error = s.wait_text("#ids-error", |t| !t.is_empty()).await;
+    assert!(error.starts_with("line 3: id must be"), "{error}");
+    s.wait_text("#result", |t| t.contains("Fix the marked line"))
+        .await;
+
+    // Bokmål: the error and then the table, headed in Bokmål.
+    s.tab_to("lang-switch").await;
+    s.press(Key::Enter).await;
+    s.wait_text("#decode-h", |t| t == "Dekod en ID").await;
+    let error = s.text("#ids-error").await;
+    assert!(error.starts_with("linje 3: ID-en må være"), "{error}");
+    s.tab_to("ids").await;
+    // To the end of the text, not of the caret's line.
+    s.type_active(&format!("{}{}", Key::Control, Key::End))
+        .await;
+    s.type_active(&format!("{}{}", Key::Backspace, Key::Backspace))
+        .await;
+    s.wait_rows(&[late, early]).await;
+    assert_eq!(
+        s.content("#list-caption").await,
+        "2 ID-er, lest i Twitter-oppsettet"
+    );
+    assert_eq!(
+        s.texts("#list thead th").await,
+        [
+            "Linje ▲",
+            "ID",
+            "Tid (UTC)",
+            "Datasenter",
+            "Arbeider",
+            "Sekvens"
+        ]
+    );
+    s.screenshot("explorer-list-nb.png").await;
+    s.close().await;
+}
+
+#[tokio::test]
+async fn layout_select_by_keyboard_in_both_languages_and_bits_on_a_phone() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(s) = Session::start_live().await else {
+        return;
+    };
+    s.tab_to("id").await;
+    s.type_active("175928847299117063").await;
+    s.wait_text("#id-value", |t| t == "175928847299117063")
+        .await;
+    // Twitter's reading first, then Discord's: one step down the select.
+    s.tab_to("layout").await;
+    s.press(Key::Down).await;
+    s.wait_text("#time-value", |t| t == "2016-04-30T11:18:25.796Z")
+        .await;
+    assert_eq!(s.text("#layout-value").await, "Discord");
+    let labels = s.texts("#bits .seg-label strong").await;
+    assert_eq!(
+        labels,
+        ["Sign", "Timestamp", "Worker", "Process", "Increment"]
+    );
+    assert_eq!(
+        s.content(r#".cells[data-segment="sequence"]"#).await,
+        "000000000111"
+    );
+    let formula = s.text("#formula").await;
+    assert!(formula.contains("= 175928847299117063"), "{formula}");
+    s.screenshot("explorer-layout-discord.png").await;
+
+    // Instagram: no sign segment, no datacenter, a 13-bit shard.
+    s.press(Key::Down).await;
+    s.wait_text("#layout-value", |t| t == "Instagram").await;
+    assert_eq!(
+        s.texts("#bits .seg-label strong").await,
+        ["Timestamp", "Shard", "Sequence"]
+    );
+
+    // Bokmål keeps the layout and names its fields.
+    s.tab_to("lang-switch").await;
+    s.press(Key::Enter).await;
+    s.wait_text("#decode-h", |t| t == "Dekod en ID").await;
+    assert_eq!(
+        s.texts("#bits .seg-label strong").await,
+        ["Tidsstempel", "Shard", "Sekvens"]
+    );
+    s.tab_to("layout").await;
+    s.press(Key::Up).await;
+    s.wait_text("#layout-value", |t| t == "Discord").await;
+    assert_eq!(
+        s.texts("#bits .seg-label strong").await,
+        ["Fortegn", "Tidsstempel", "Arbeider", "Prosess", "Teller"]
+    );
+    s.screenshot("explorer-layout-discord-nb.png").await;
+
+    // On a phone the 64 bits scroll sideways, say so, and scroll by keyboard.
+    s.client.set_window_size(390, 1400).await.unwrap();
+    s.wait_text("#bits-scroll", |t| t.starts_with("Rull sidelengs"))
+        .await;
+    s.tab_to("bits").await;
+    s.press(Key::Right).await;
+    let mut scrolled = 0.0;
+    for _ in 0..200 {
+        scrolled = s
+            .client
+            .execute("return document.getElementById('bits').scrollLeft", vec![])
+            .await
+            .unwrap()
+            .as_f64()
+            .unwrap_or(0.0);
+        if scrolled > 0.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(scrolled > 0.0, "the bits never scrolled");
+    s.screenshot("explorer-bits-phone.png").await;
+    s.close().await;
+}
+
+#[tokio::test]
+async fn list_range_and_repeated_parameters_without_javascript() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(s) = Session::start(false).await else {
+        return;
+    };
+    s.goto("/?ids=175928847299117063%0A4194439168").await;
+    s.wait_rows(&["175928847299117063", "4194439168"]).await;
+    // The sort headings submit the decode form: the server sorts.
+    s.tab_to("sort-time").await;
+    s.press(Key::Enter).await;
+    s.wait_rows(&["4194439168", "175928847299117063"]).await;
+    assert!(
+        s.client
+            .current_url()
+            .await
+            .unwrap()
+            .as_str()
+            .contains("sort=time")
+    );
+
+    let (min, max) = january_2024();
+    s.tab_to("range_from").await;
+    s.type_active("2024-01-01T00:00:00Z").await;
+    s.tab_to("range_to").await;
+    s.type_active(&format!("2024-02-01T00:00:00Z{}", Key::Enter))
+        .await;
+    s.wait_text("#range-max", |t| t == max.to_string()).await;
+    assert_eq!(s.text("#range-min").await, min.to_string());
+    // The server filled the pickers.
+    s.wait_value("range_to_at", "2024-02-01T00:00").await;
+
+    s.goto("/?datacenter=1&datacenter=2&lang=nb").await;
+    let error = s.text("#datacenter-error").await;
+    assert!(
+        error.starts_with("datacenter står mer enn én gang"),
+        "{error}"
+    );
     s.close().await;
 }

@@ -10,6 +10,7 @@ mod abuse;
 mod compose_decode;
 #[cfg(feature = "etcd")]
 mod etcd_serve;
+mod hardening;
 mod next;
 mod range;
 mod serve;

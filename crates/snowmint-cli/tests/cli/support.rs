@@ -177,6 +177,33 @@ pub fn http(addr: SocketAddr, method: &str, path: &str) -> Response {
     Response::parse(&raw)
 }
 
+/// One request with extra headers on a new blocking connection
+/// (`Connection: close`): the response and its head (for its headers).
+pub fn http_with(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (Response, String) {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("Content-Length: 0\r\n\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read the response");
+    let head = String::from_utf8_lossy(&raw)
+        .split_once("\r\n\r\n")
+        .map(|(head, _)| head.to_owned())
+        .unwrap_or_default();
+    (Response::parse(&raw), head)
+}
+
 /// The IDs of a `{"ids":["1","2"]}` body (every run of digits between quotes).
 pub fn ids_in(body: &str) -> impl Iterator<Item = u64> + '_ {
     body.split('"').filter_map(|s| s.parse().ok())
@@ -188,6 +215,11 @@ pub struct Serve {
     pub addr: SocketAddr,
     /// Whether it announced an `https://` URL (`--tls-cert`).
     pub https: bool,
+    /// The admin listener's address, when it announced one.
+    pub admin: Option<SocketAddr>,
+    /// Every other line it wrote to stderr so far.
+    pub said: Arc<Mutex<Vec<String>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Serve {
@@ -206,7 +238,8 @@ impl Serve {
     /// prints. Its other stderr lines are echoed into the test's output;
     /// if it exits first, the test fails with what it said.
     pub fn spawn(mut command: Command) -> Serve {
-        if std::env::var_os("RUST_LOG").is_none() {
+        let set_by_caller = command.get_envs().any(|(name, _)| name == "RUST_LOG");
+        if std::env::var_os("RUST_LOG").is_none() && !set_by_caller {
             command.env("RUST_LOG", "warn");
         }
         let mut child = command
@@ -217,11 +250,26 @@ impl Serve {
         let stderr = child.stderr.take().unwrap();
         let said = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = mpsc::channel();
-        {
+        let admin = Arc::new(Mutex::new(None));
+        let reader = {
             let said = Arc::clone(&said);
+            let admin = Arc::clone(&admin);
             std::thread::spawn(move || {
                 let mut tx = Some(tx);
                 for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    // Printed before the public line, so known by then.
+                    if let Some(addr) = line
+                        .strip_prefix("snowmint: admin (health, readiness, metrics) on ")
+                        .and_then(|url| {
+                            url.strip_prefix("http://")
+                                .or_else(|| url.strip_prefix("https://"))
+                        })
+                        .and_then(|rest| rest.split('/').next())
+                        .and_then(|a| a.parse::<SocketAddr>().ok())
+                    {
+                        *admin.lock().unwrap() = Some(addr);
+                        continue;
+                    }
                     let url = line.strip_prefix("snowmint: serving the explorer on ");
                     let addr = url.and_then(|url| {
                         let https = url.starts_with("https://");
@@ -241,10 +289,17 @@ impl Serve {
                         }
                     }
                 }
-            });
-        }
+            })
+        };
         match rx.recv_timeout(START_LIMIT) {
-            Ok((addr, https)) => Serve { child, addr, https },
+            Ok((addr, https)) => Serve {
+                child,
+                addr,
+                https,
+                admin: *admin.lock().unwrap(),
+                said,
+                reader: Some(reader),
+            },
             Err(e) => {
                 let _ = child.kill();
                 let status = child.wait();
@@ -301,6 +356,31 @@ impl Serve {
             .unwrap()
             .success();
         assert!(ok, "kill {signal}");
+    }
+
+    /// Waits (at most 30 s) until a stderr line contains `text`.
+    pub fn wait_said(&self, text: &str) {
+        let start = Instant::now();
+        while !self.said.lock().unwrap().iter().any(|l| l.contains(text)) {
+            assert!(
+                start.elapsed() < START_LIMIT,
+                "never said {text:?}: {:?}",
+                self.said.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops the process with SIGTERM and returns every line it wrote to
+    /// stderr (but the address line), complete.
+    pub fn stop_and_read(&mut self) -> Vec<String> {
+        self.signal("-TERM");
+        let status = self.wait_exit(START_LIMIT);
+        assert!(status.success(), "{status:?}");
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
+        }
+        self.said.lock().unwrap().clone()
     }
 
     /// Waits for the process to exit, at most `limit`.

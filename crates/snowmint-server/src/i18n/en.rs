@@ -40,6 +40,37 @@ pub(super) static TEXT: Text = Text {
     hex: "hexadecimal",
     base32: "Crockford base32",
     decode_submit: "Decode",
+    ids_label: "Or paste several IDs, one a line",
+    ids_hint: |max| {
+        format!(
+            "Up to {} lines, shown as a table. When this box has IDs, the ID field above is not used.",
+            Lang::En.number(max as u64)
+        )
+    },
+    ids_too_many: |max, got| {
+        format!(
+            "at most {} IDs at once, one a line; got {}",
+            Lang::En.number(max as u64),
+            Lang::En.number(got as u64)
+        )
+    },
+    line_error: |n, e| format!("line {n}: {e}"),
+    layout_label: "Layout",
+    layout_default: "default",
+    layout_hint: "Read the ID as another system lays out its bits. Composing always uses Twitter's layout.",
+    repeated: |name| format!("{name} is given more than once in the query; give it once"),
+    range_heading: "IDs of a time span",
+    range_from_label: "From",
+    range_to_label: "To (inclusive)",
+    range_hint: "Blank means now. Unix milliseconds or ISO-8601.",
+    range_picker_label: "Or pick (UTC)",
+    range_submit: "Show the ID range",
+    range_min: "Smallest ID",
+    range_max: "Largest ID",
+    range_slots: "ID slots",
+    range_slots_hint: "Every ID the span can hold: each millisecond, on every datacenter and worker, with every sequence.",
+    range_sql: "SQL",
+    range_span: "Span",
     result_heading: "Result",
     result_id: "Snowflake ID",
     copy: "Copy",
@@ -50,18 +81,49 @@ pub(super) static TEXT: Text = Text {
     share: "Share",
     share_link: "link to this result",
     no_result: "Fix the marked field to see the ID.",
+    no_result_list: "Fix the marked line to see the table.",
+    no_result_range: "Fix the marked field to see the ID range.",
+    list_caption: |n, layout| {
+        format!(
+            "{} IDs, read in the {layout} layout",
+            Lang::En.number(n as u64)
+        )
+    },
+    list_line: "Line",
+    list_sort_hint: "Choose a column heading to sort by it; choose it again to reverse.",
+    layout_row: "Layout",
     bits_heading: "The 64 bits",
     bits_intro: "Most significant bit first. Each segment shows its name, bit range and value.",
-    seg_sign: "Sign",
-    seg_timestamp: "Timestamp",
-    seg_datacenter: "Datacenter",
-    seg_worker: "Worker",
-    seg_sequence: "Sequence",
+    bits_scroll_hint: "Scroll sideways to see all 64 bits →",
+    seg_label: |label| match label {
+        "sign" => "Sign",
+        "timestamp" => "Timestamp",
+        "datacenter" => "Datacenter",
+        "worker" => "Worker",
+        "sequence" => "Sequence",
+        "process" => "Process",
+        "increment" => "Increment",
+        "shard" => "Shard",
+        "machine" => "Machine",
+        "sequence data" => "Sequence data",
+        other => other,
+    },
     bit: "bit",
     bits: "bits",
     value: "value",
     formula_heading: "The formula",
     formula_legend: "t = timestamp (Unix ms), c = datacenter, m = worker (machine), s = sequence.",
+    formula_legend_for: |unit, fields| {
+        let mut out = "t = timestamp (Unix ms)".to_owned();
+        if unit > 1 {
+            out.push_str(&format!(", d counts units of {unit} ms"));
+        }
+        for (letter, label) in fields {
+            out.push_str(&format!(", {letter} = {}", label.to_lowercase()));
+        }
+        out.push('.');
+        out
+    },
     limits_heading: "Limits of the format",
     limits: |f| {
         let l = f.layout;
@@ -92,6 +154,7 @@ pub(super) static TEXT: Text = Text {
     live_intro: "Mint fresh IDs from this server's generator. They are unique and strictly increasing.",
     live_identity: "This server issues as",
     live_not_ready: "This server holds no worker identity right now, so it cannot mint.",
+    live_token: "This server requires an API token to mint (Authorization: Bearer), which this page does not send: mint with the API instead.",
     live_count: "How many",
     live_submit: "Mint",
     live_auto: "Mint one every second",
@@ -168,10 +231,11 @@ pub(super) static TEXT: Text = Text {
         },
         example_link: "Open this example in the explorer",
         uses_heading: "Where Snowflake IDs are used",
-        uses: |_| {
+        uses: |_, discord| {
             html! {
                 p { "Twitter made the format in 2010 for tweet IDs: tweets were written to thousands of database machines, and no single counter could keep up with them all. Discord later used the same 64-bit layout for messages, users and servers, with an epoch of its own (2015-01-01), and Instagram built a similar scheme for its posts inside PostgreSQL, with a shard number where Twitter has datacenter and worker." }
-                p { "The same idea serves sharded databases, order and invoice numbers, and event logs: anywhere many writers need unique keys that sort by time, without a round trip to a central counter. To read a Discord ID, the command line decodes other layouts too: " code { "snowmint decode --layout discord ID" } "." }
+                p { "The same idea serves sharded databases, order and invoice numbers, and event logs: anywhere many writers need unique keys that sort by time, without a round trip to a central counter. " }
+                p { "Those systems lay out their bits differently, so one number means a different time in each. The decoder above reads their IDs too: choose the layout, as in " a #uses-discord href=(discord) { "Discord's own example ID" } ", or decode Instagram, Sonyflake (10 ms time units, the machine ID lowest) and Mastodon IDs the same way. The command line does it with " code { "snowmint decode --layout discord ID" } ". Composing stays Twitter's layout." }
             }
         },
         minter_heading: "This calculator versus a production minter",

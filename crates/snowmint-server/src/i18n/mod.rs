@@ -98,13 +98,25 @@ impl Lang {
     }
 
     /// A field error for people: the core's message in English; in Bokmål
-    /// the same facts (field, allowed range, what was typed).
+    /// the same facts (field, allowed range, what was typed). Ranges are
+    /// the Twitter layout's; see [`field_error_in`](Lang::field_error_in).
     pub(crate) fn field_error(self, err: &snowmint::Error, typed: &str) -> String {
+        self.field_error_in(Layout::TWITTER, err, typed)
+    }
+
+    /// [`field_error`](Lang::field_error) for a value read in `layout`
+    /// (whose times have a range of their own).
+    pub(crate) fn field_error_in(
+        self,
+        layout: Layout,
+        err: &snowmint::Error,
+        typed: &str,
+    ) -> String {
         match self {
             Lang::En => err.to_string(),
             Lang::Nb => {
                 let field = err.field();
-                let (min, max) = Layout::TWITTER.range(field);
+                let (min, max) = layout.range(field);
                 let typed = typed.trim();
                 let got = if typed.is_empty() {
                     "ingenting".to_owned()
@@ -112,13 +124,18 @@ impl Lang {
                     let short: String = typed.chars().take(40).collect();
                     format!("«{short}»")
                 };
-                match field {
-                    Field::Timestamp => format!(
-                        "Tidsstempelet må være Unix-millisekunder eller en ISO-8601-tid i \
+                let time = |what: &str| {
+                    format!(
+                        "{what} må være Unix-millisekunder eller en ISO-8601-tid i \
                          {min}..={max} ({} ..= {}), fikk {got}",
                         Iso8601(min as i64),
                         Iso8601(max as i64),
-                    ),
+                    )
+                };
+                match field {
+                    Field::Timestamp => time("Tidsstempelet"),
+                    Field::From => time("Fra-tiden"),
+                    Field::To => time("Til-tiden"),
                     Field::Id => format!(
                         "ID-en må være et heltall i {min}..={max} (64 biter med fortegnsbiten 0), \
                          fikk {got}"
@@ -132,6 +149,19 @@ impl Lang {
                     _ => format!("Sekvensen må være et heltall i {min}..={max}, fikk {got}"),
                 }
             }
+        }
+    }
+
+    /// A time span that ends before it starts: the core's message in
+    /// English (`err`), the same facts in Bokmål.
+    pub(crate) fn order_error(self, err: &snowmint::Error, from_ms: u64, to_ms: u64) -> String {
+        match self {
+            Lang::En => err.to_string(),
+            Lang::Nb => format!(
+                "Til-tiden må være lik eller etter fra-tiden {from_ms} ({}), fikk {to_ms} ({})",
+                Iso8601(from_ms as i64),
+                Iso8601(to_ms as i64),
+            ),
         }
     }
 }
@@ -168,6 +198,32 @@ pub(crate) struct Text {
     pub hex: &'static str,
     pub base32: &'static str,
     pub decode_submit: &'static str,
+    /// The textarea of many IDs; its hint states the most lines.
+    pub ids_label: &'static str,
+    pub ids_hint: fn(usize) -> String,
+    /// More IDs than the list takes: (the limit, how many were given).
+    pub ids_too_many: fn(usize, usize) -> String,
+    /// A bad line of the list: (its number, the error).
+    pub line_error: fn(usize, &str) -> String,
+    pub layout_label: &'static str,
+    /// Follows Twitter's name in the layout select.
+    pub layout_default: &'static str,
+    pub layout_hint: &'static str,
+    /// A parameter given more than once: its name.
+    pub repeated: fn(&str) -> String,
+    pub range_heading: &'static str,
+    pub range_from_label: &'static str,
+    pub range_to_label: &'static str,
+    pub range_hint: &'static str,
+    pub range_picker_label: &'static str,
+    pub range_submit: &'static str,
+    pub range_min: &'static str,
+    pub range_max: &'static str,
+    pub range_slots: &'static str,
+    /// What the count of slots means.
+    pub range_slots_hint: &'static str,
+    pub range_sql: &'static str,
+    pub range_span: &'static str,
     pub result_heading: &'static str,
     pub result_id: &'static str,
     pub copy: &'static str,
@@ -178,24 +234,37 @@ pub(crate) struct Text {
     pub share: &'static str,
     pub share_link: &'static str,
     pub no_result: &'static str,
+    pub no_result_list: &'static str,
+    pub no_result_range: &'static str,
+    /// The list's caption: (how many IDs, the layout's name).
+    pub list_caption: fn(usize, &str) -> String,
+    pub list_line: &'static str,
+    pub list_sort_hint: &'static str,
+    /// The result's row naming the layout an ID was read in.
+    pub layout_row: &'static str,
     pub bits_heading: &'static str,
     pub bits_intro: &'static str,
-    pub seg_sign: &'static str,
-    pub seg_timestamp: &'static str,
-    pub seg_datacenter: &'static str,
-    pub seg_worker: &'static str,
-    pub seg_sequence: &'static str,
+    /// Shown on narrow screens under the 64 bits, which scroll sideways.
+    pub bits_scroll_hint: &'static str,
+    /// A layout's name for a field ([`snowmint::Segment::label`], in
+    /// English) in this language, capitalised.
+    pub seg_label: fn(&'static str) -> &'static str,
     pub bit: &'static str,
     pub bits: &'static str,
     pub value: &'static str,
     pub formula_heading: &'static str,
     pub formula_legend: &'static str,
+    /// The legend for another layout: its time unit in ms and the letters
+    /// of its fields with their (translated) names.
+    pub formula_legend_for: fn(u64, &[(&str, &str)]) -> String,
     pub limits_heading: &'static str,
     pub limits: fn(&Facts) -> Vec<String>,
     pub live_heading: &'static str,
     pub live_intro: &'static str,
     pub live_identity: &'static str,
     pub live_not_ready: &'static str,
+    /// Shown when the server requires an API token to mint.
+    pub live_token: &'static str,
     /// Followed by the allowed range.
     pub live_count: &'static str,
     pub live_submit: &'static str,
@@ -231,7 +300,8 @@ pub(crate) struct Guide {
     pub example_shifts: Prose,
     pub example_link: &'static str,
     pub uses_heading: &'static str,
-    pub uses: Prose,
+    /// With the decoder's URL for Discord's example ID.
+    pub uses: fn(&Facts, &str) -> Markup,
     pub minter_heading: &'static str,
     pub minter: Prose,
     pub history_heading: &'static str,
@@ -278,5 +348,29 @@ mod tests {
             "{msg}"
         );
         assert!(msg.ends_with("fikk «1»"), "{msg}");
+    }
+
+    #[test]
+    fn bokmal_errors_name_the_ends_of_a_span() {
+        let l = Layout::DISCORD;
+        let err = l.parse_span("soon", None, 0).unwrap_err();
+        let msg = Lang::Nb.field_error_in(l, &err, "soon");
+        assert!(msg.starts_with("Fra-tiden må være"), "{msg}");
+        assert!(msg.contains("1420070400000..="), "{msg}");
+        let err = l
+            .parse_span("now", Some("1"), 1_500_000_000_000)
+            .unwrap_err();
+        let msg = Lang::Nb.field_error_in(l, &err, "1");
+        assert!(
+            msg.starts_with("Til-tiden må være") && msg.ends_with("fikk «1»"),
+            "{msg}"
+        );
+        let err = l.span(2_000_000_000_000, 1_500_000_000_000).unwrap_err();
+        let msg = Lang::Nb.order_error(&err, 2_000_000_000_000, 1_500_000_000_000);
+        assert!(
+            msg.starts_with("Til-tiden må være lik eller etter fra-tiden 2000000000000"),
+            "{msg}"
+        );
+        assert_eq!(Lang::En.order_error(&err, 0, 0), err.to_string());
     }
 }

@@ -40,6 +40,37 @@ pub(super) static TEXT: Text = Text {
     hex: "heksadesimal",
     base32: "Crockford base32",
     decode_submit: "Dekod",
+    ids_label: "Eller lim inn flere ID-er, én per linje",
+    ids_hint: |max| {
+        format!(
+            "Opptil {} linjer, vist som en tabell. Når denne boksen har ID-er, brukes ikke ID-feltet over.",
+            Lang::Nb.number(max as u64)
+        )
+    },
+    ids_too_many: |max, got| {
+        format!(
+            "høyst {} ID-er om gangen, én per linje; fikk {}",
+            Lang::Nb.number(max as u64),
+            Lang::Nb.number(got as u64)
+        )
+    },
+    line_error: |n, e| format!("linje {n}: {e}"),
+    layout_label: "Oppsett",
+    layout_default: "standard",
+    layout_hint: "Les ID-en slik et annet system legger ut bitene. Å lage en ID bruker alltid Twitters oppsett.",
+    repeated: |name| format!("{name} står mer enn én gang i spørringen; oppgi den én gang"),
+    range_heading: "ID-ene i et tidsrom",
+    range_from_label: "Fra",
+    range_to_label: "Til (med)",
+    range_hint: "Tomt betyr nå. Unix-millisekunder eller ISO-8601.",
+    range_picker_label: "Eller velg (UTC)",
+    range_submit: "Vis ID-området",
+    range_min: "Minste ID",
+    range_max: "Største ID",
+    range_slots: "ID-plasser",
+    range_slots_hint: "Alle ID-ene tidsrommet kan romme: hvert millisekund, på alle datasentre og arbeidere, med alle sekvensnumre.",
+    range_sql: "SQL",
+    range_span: "Tidsrom",
     result_heading: "Resultat",
     result_id: "Snowflake-ID",
     copy: "Kopier",
@@ -50,18 +81,49 @@ pub(super) static TEXT: Text = Text {
     share: "Del",
     share_link: "lenke til dette resultatet",
     no_result: "Rett feltet som er merket for å se ID-en.",
+    no_result_list: "Rett linjen som er merket for å se tabellen.",
+    no_result_range: "Rett feltet som er merket for å se ID-området.",
+    list_caption: |n, layout| {
+        format!(
+            "{} ID-er, lest i {layout}-oppsettet",
+            Lang::Nb.number(n as u64)
+        )
+    },
+    list_line: "Linje",
+    list_sort_hint: "Velg en kolonneoverskrift for å sortere etter den; velg den igjen for å snu rekkefølgen.",
+    layout_row: "Oppsett",
     bits_heading: "De 64 bitene",
     bits_intro: "Mest signifikante bit først. Hvert segment viser navn, bitområde og verdi.",
-    seg_sign: "Fortegn",
-    seg_timestamp: "Tidsstempel",
-    seg_datacenter: "Datasenter",
-    seg_worker: "Arbeider",
-    seg_sequence: "Sekvens",
+    bits_scroll_hint: "Rull sidelengs for å se alle 64 bitene →",
+    seg_label: |label| match label {
+        "sign" => "Fortegn",
+        "timestamp" => "Tidsstempel",
+        "datacenter" => "Datasenter",
+        "worker" => "Arbeider",
+        "sequence" => "Sekvens",
+        "process" => "Prosess",
+        "increment" => "Teller",
+        "shard" => "Shard",
+        "machine" => "Maskin",
+        "sequence data" => "Sekvensdata",
+        other => other,
+    },
     bit: "bit",
     bits: "biter",
     value: "verdi",
     formula_heading: "Formelen",
     formula_legend: "t = tidsstempel (Unix-ms), c = datasenter, m = arbeider (maskin), s = sekvens.",
+    formula_legend_for: |unit, fields| {
+        let mut out = "t = tidsstempel (Unix-ms)".to_owned();
+        if unit > 1 {
+            out.push_str(&format!(", d teller enheter på {unit} ms"));
+        }
+        for (letter, label) in fields {
+            out.push_str(&format!(", {letter} = {}", label.to_lowercase()));
+        }
+        out.push('.');
+        out
+    },
     limits_heading: "Formatets grenser",
     limits: |f| {
         let l = f.layout;
@@ -92,6 +154,7 @@ pub(super) static TEXT: Text = Text {
     live_intro: "Lag nye ID-er fra serverens generator. De er unike og strengt stigende.",
     live_identity: "Denne serveren utsteder som",
     live_not_ready: "Serveren har ingen arbeider-identitet akkurat nå, så den kan ikke lage ID-er.",
+    live_token: "Denne serveren krever et API-token for å lage ID-er (Authorization: Bearer), og det sender ikke denne siden: bruk API-et i stedet.",
     live_count: "Hvor mange",
     live_submit: "Lag",
     live_auto: "Lag én hvert sekund",
@@ -168,10 +231,11 @@ pub(super) static TEXT: Text = Text {
         },
         example_link: "Åpne eksempelet i utforskeren",
         uses_heading: "Hvor Snowflake-ID-er brukes",
-        uses: |_| {
+        uses: |_, discord| {
             html! {
                 p { "Twitter laget formatet i 2010 for ID-ene til tweets: de ble skrevet til tusenvis av databasemaskiner, og ingen enkelt teller kunne holde følge med alle. Discord tok senere i bruk det samme 64-bits oppsettet for meldinger, brukere og servere, med en egen epoke (2015-01-01), og Instagram bygde en lignende ordning for innleggene sine inne i PostgreSQL, med et shard-nummer der Twitter har datasenter og arbeider." }
-                p { "Den samme ideen passer for oppdelte (shardede) databaser, ordre- og fakturanumre og hendelseslogger: overalt der mange skrivere trenger unike nøkler som sorteres etter tid, uten en tur til en sentral teller. For å lese en Discord-ID kan kommandolinjen dekode andre oppsett også: " code { "snowmint decode --layout discord ID" } "." }
+                p { "Den samme ideen passer for oppdelte (shardede) databaser, ordre- og fakturanumre og hendelseslogger: overalt der mange skrivere trenger unike nøkler som sorteres etter tid, uten en tur til en sentral teller. " }
+                p { "Disse systemene legger ut bitene ulikt, så ett og samme tall betyr en annen tid i hvert av dem. Dekoderen over leser ID-ene deres også: velg oppsettet, som i " a #uses-discord href=(discord) { "Discords eget eksempel" } ", eller dekod ID-er fra Instagram, Sonyflake (tidsenheter på 10 ms, maskin-ID-en nederst) og Mastodon på samme måte. Kommandolinjen gjør det med " code { "snowmint decode --layout discord ID" } ". Å lage en ID bruker fortsatt Twitters oppsett." }
             }
         },
         minter_heading: "Kalkulatoren og en ekte ID-generator",

@@ -1,9 +1,9 @@
 //! The compose panel: four values in, one ID out.
 
 use maud::{Markup, html};
-use snowmint::Field;
+use snowmint::{Field, Layout};
 
-use super::form::{TextField, lang_hidden};
+use super::form::{TextField, lang_hidden, local, picker};
 use super::{Mode, Outcome, Page, PageQuery};
 use crate::api;
 use crate::i18n::Lang;
@@ -22,7 +22,7 @@ pub(super) fn outcome(q: &PageQuery, lang: Lang, now_ms: u64) -> Outcome {
     let w = q.worker.as_deref().unwrap_or("0");
     let seq = q.sequence.as_deref().unwrap_or("0");
     match api::compose_typed(ts_input, dc, w, seq, now_ms) {
-        Ok(id) => Outcome::Id(id.breakdown()),
+        Ok(id) => Outcome::Id(id.breakdown(), Layout::TWITTER),
         Err(e) => {
             // Point at the field the core refused, with what was typed there.
             let (name, typed) = match e.field() {
@@ -34,13 +34,6 @@ pub(super) fn outcome(q: &PageQuery, lang: Lang, now_ms: u64) -> Outcome {
             Outcome::Invalid(name, lang.field_error(&e, typed))
         }
     }
-}
-
-/// A `datetime-local` value: ISO-8601 without the zone (the picker is
-/// labelled UTC).
-fn local(ms: u64) -> String {
-    let iso = snowmint::time::Iso8601(ms as i64).to_string();
-    iso.trim_end_matches('Z').to_owned()
 }
 
 pub(super) fn panel(page: &Page) -> Markup {
@@ -55,8 +48,19 @@ pub(super) fn panel(page: &Page) -> Markup {
         }
     };
     let example_ms = f.example().parts.timestamp_ms.to_string();
-    let (min_ms, max_ms) = f.range(Field::Timestamp);
-    let at_error = page.error_for("at");
+    // The timestamp and the picker show the same time: the one typed in
+    // either fills the other (a blank timestamp stays blank: it means now).
+    let typed = |v: &Option<String>| v.as_deref().is_some_and(|s| !s.trim().is_empty());
+    let (timestamp, at) = match (&page.outcome, page.mode) {
+        (Outcome::Id(b, _), Mode::Compose) if typed(&q.timestamp) || typed(&q.at) => (
+            q.timestamp
+                .clone()
+                .filter(|s| !s.trim().is_empty())
+                .unwrap_or_else(|| b.timestamp_ms.to_string()),
+            local(b.timestamp_ms),
+        ),
+        _ => (val(&q.timestamp, ""), val(&q.at, "")),
+    };
     html! {
         section #compose .card aria-labelledby="compose-h" {
             h2 #compose-h { (t.compose_heading) }
@@ -66,20 +70,14 @@ pub(super) fn panel(page: &Page) -> Markup {
                     (TextField {
                         name: "timestamp",
                         label: t.timestamp_label,
-                        value: &val(&q.timestamp, ""),
+                        value: &timestamp,
                         hint: Some(&(t.timestamp_hint)(f)),
                         placeholder: Some(&example_ms),
                         numeric: true,
                     }.render(page))
                     button #now .secondary type="button" hidden { (t.now_button) }
                 }
-                div.field {
-                    label for="at" { (t.picker_label) }
-                    input #at type="datetime-local" step="0.001" name="at" value=(val(&q.at, ""))
-                        min=(local(min_ms)) max=(local(max_ms)) aria-describedby="at-error"
-                        aria-invalid=[at_error.map(|_| "true")];
-                    p.error #at-error hidden[at_error.is_none()] { (at_error.unwrap_or("")) }
-                }
+                (picker(page, "at", t.picker_label, &at, Some(f.range(Field::Timestamp))))
                 div.trio {
                     @for (name, label, value, field) in [
                         ("datacenter", t.datacenter_label, &q.datacenter, Field::Datacenter),

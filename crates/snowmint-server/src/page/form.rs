@@ -2,6 +2,7 @@
 //! error, and the hidden `lang` that keeps a chosen language.
 
 use maud::{Markup, html};
+use snowmint::Layout;
 
 use super::Page;
 
@@ -54,5 +55,67 @@ pub(super) fn lang_hidden(page: &Page) -> Markup {
         @if page.explicit_lang {
             input type="hidden" name="lang" value=(page.lang.code());
         }
+    }
+}
+
+/// A `datetime-local` value: ISO-8601 without the zone (the pickers are
+/// labelled UTC).
+pub(super) fn local(ms: u64) -> String {
+    let iso = snowmint::time::Iso8601(ms as i64).to_string();
+    iso.trim_end_matches('Z').to_owned()
+}
+
+/// A labelled date and time picker (UTC, to the millisecond) with its
+/// inline error; `bounds` are Unix ms.
+pub(super) fn picker(
+    page: &Page,
+    name: &'static str,
+    label: &str,
+    value: &str,
+    bounds: Option<(u64, u64)>,
+) -> Markup {
+    let error = page.error_for(name);
+    let error_id = format!("{name}-error");
+    html! {
+        div.field {
+            label for=(name) { (label) }
+            input id=(name) type="datetime-local" step="0.001" name=(name) value=(value)
+                min=[bounds.map(|(min, _)| local(min))] max=[bounds.map(|(_, max)| local(max))]
+                aria-describedby=(error_id) aria-invalid=[error.map(|_| "true")];
+            p.error id=(error_id) hidden[error.is_none()] { (error.unwrap_or("")) }
+        }
+    }
+}
+
+/// The layout select: the core's presets, Twitter's (the default) first.
+/// `id` tells the decode and range forms' selects apart; both are named
+/// `layout`.
+pub(super) fn layout_select(page: &Page, id: &str) -> Markup {
+    let t = page.t;
+    let chosen = page.layout();
+    let hint_id = format!("{id}-hint");
+    html! {
+        div.field {
+            label for=(id) { (t.layout_label) }
+            select id=(id) name="layout" aria-describedby=(hint_id) {
+                @for layout in Layout::PRESETS {
+                    option value=(layout.name()) selected[layout == chosen] {
+                        (display_name(layout))
+                        @if layout == Layout::TWITTER { " (" (t.layout_default) ")" }
+                    }
+                }
+            }
+            p.hint id=(hint_id) { (t.layout_hint) }
+        }
+    }
+}
+
+/// A preset's name as people write it: `Discord`.
+pub(super) fn display_name(layout: Layout) -> String {
+    let name = layout.name();
+    let mut chars = name.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
     }
 }

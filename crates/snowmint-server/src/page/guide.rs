@@ -20,11 +20,23 @@ pub(super) fn panel(page: &Page) -> Markup {
             (topic("how", g.how_heading, (g.how)(f)))
             (topic("why", g.why_heading, (g.why)(f)))
             (topic("example", g.example_heading, example(page)))
-            (topic("uses", g.uses_heading, (g.uses)(f)))
+            (topic("uses", g.uses_heading, (g.uses)(f, &discord_example(page))))
             (topic("minter", g.minter_heading, (g.minter)(f)))
             (topic("history", g.history_heading, (g.history)(f)))
         }
     }
+}
+
+/// Discord's example ID from its documentation ("Snowflakes" in the API
+/// reference), in the decoder, read in Discord's layout.
+const DISCORD_EXAMPLE: u64 = 175_928_847_299_117_063;
+
+fn discord_example(page: &Page) -> String {
+    let id = snowmint::SnowflakeId::new(DISCORD_EXAMPLE).expect("a valid ID");
+    format!(
+        "{}#result",
+        link::decoded(page, id, snowmint::Layout::DISCORD)
+    )
 }
 
 /// One subsection, `#guide-{key}`, headed `#guide-{key}-h`.

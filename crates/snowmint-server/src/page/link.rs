@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use snowmint::Breakdown;
+use snowmint::{Breakdown, IdSpan, Layout, SnowflakeId};
 
 use super::{Mode, Page};
 
@@ -38,32 +38,24 @@ pub(super) fn to(path: &str, pairs: &[(&str, &str)]) -> String {
 
 /// The current query with `lang` set to the other language.
 pub(super) fn switch(page: &Page) -> String {
-    let q = page.q;
     let mut pairs = vec![("lang", page.lang.other().code())];
-    let fields: [(&str, &Option<String>); 7] = [
-        ("timestamp", &q.timestamp),
-        ("at", &q.at),
-        ("datacenter", &q.datacenter),
-        ("worker", &q.worker),
-        ("sequence", &q.sequence),
-        ("id", &q.id),
-        ("from", &q.from),
-    ];
-    for (k, v) in fields {
-        if let Some(v) = v {
-            pairs.push((k, v));
-        }
-    }
+    pairs.extend(page.q.pairs());
     to("/", &pairs)
 }
 
-/// The URL of a result: its four values, or the ID it decodes.
-pub(super) fn share(page: &Page, b: &Breakdown) -> String {
+/// `layout` for a link: empty (left out) for Twitter's, the default.
+fn layout_param(layout: Layout) -> &'static str {
+    if layout == Layout::TWITTER {
+        ""
+    } else {
+        layout.name()
+    }
+}
+
+/// The URL of a result: its four values, or the ID it decodes (in its
+/// layout).
+pub(super) fn share(page: &Page, b: &Breakdown, layout: Layout) -> String {
     match page.mode {
-        Mode::Decode => to(
-            "/",
-            &[("id", &b.id.to_string()), ("lang", page.lang_param())],
-        ),
         Mode::Compose => to(
             "/",
             &[
@@ -74,7 +66,33 @@ pub(super) fn share(page: &Page, b: &Breakdown) -> String {
                 ("lang", page.lang_param()),
             ],
         ),
+        _ => decoded(page, b.id, layout),
     }
+}
+
+/// The page decoding `id` in `layout`.
+pub(super) fn decoded(page: &Page, id: SnowflakeId, layout: Layout) -> String {
+    to(
+        "/",
+        &[
+            ("id", &id.to_string()),
+            ("layout", layout_param(layout)),
+            ("lang", page.lang_param()),
+        ],
+    )
+}
+
+/// The URL of an ID range: its two times in Unix ms.
+pub(super) fn span(page: &Page, span: &IdSpan, layout: Layout) -> String {
+    to(
+        "/",
+        &[
+            ("range_from", &span.from_ms.to_string()),
+            ("range_to", &span.to_ms.to_string()),
+            ("layout", layout_param(layout)),
+            ("lang", page.lang_param()),
+        ],
+    )
 }
 
 /// `path` with the worked example's four values (and `lang`, unless empty)

@@ -1,5 +1,7 @@
 //! The live panel: IDs minted by this server's generator (the script posts
-//! to `/api/v1/ids`; without it the form shows the API's JSON).
+//! to `/api/v1/ids`; without it the form shows the API's JSON). When the
+//! server requires an API token, the panel says so (the page has none to
+//! send, so a mint from it is answered 401).
 
 use maud::{Markup, html};
 use snowmint::Field;
@@ -16,11 +18,14 @@ pub(super) fn panel(page: &Page) -> Markup {
                 @match page.state.minter.ready_identity() {
                     Some(id) => {
                         (t.live_identity) " "
-                        b { (t.seg_datacenter.to_lowercase()) " " (id.datacenter()) } ", "
-                        b { (t.seg_worker.to_lowercase()) " " (id.worker()) } "."
+                        b { ((t.seg_label)("datacenter").to_lowercase()) " " (id.datacenter()) } ", "
+                        b { ((t.seg_label)("worker").to_lowercase()) " " (id.worker()) } "."
                     }
                     None => (t.live_not_ready),
                 }
+            }
+            @if page.state.requires_token() {
+                p.hint #live-token { (t.live_token) }
             }
             form #live-form method="post" action="/api/v1/ids?count=5" {
                 div.field.js-only hidden {

@@ -8,8 +8,9 @@
 //! - this file: the route, what the query asks for ([`Page`]) and the
 //!   frame around the panels (head, header, footer);
 //! - one file per panel, each a `panel(&Page) -> Markup`: [`compose`],
-//!   [`decode`], [`result`], [`live`], [`limits`] and the explanatory
-//!   [`guide`]. A new panel is a new file and one line in [`frame`];
+//!   [`decode`], [`range`], [`result`], [`live`], [`limits`] and the
+//!   explanatory [`guide`]. A new panel is a new file and one line in
+//!   [`frame`]; [`list`] is the decode panel's table of many IDs;
 //! - [`form`]: the labelled field with hint and inline error the forms
 //!   share; [`link`]: the page's own URLs;
 //! - [`facts`]: every number the page states about the format, derived
@@ -26,7 +27,9 @@ mod form;
 mod guide;
 mod limits;
 mod link;
+mod list;
 mod live;
+mod range;
 mod result;
 #[cfg(test)]
 mod tests;
@@ -35,8 +38,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{Html, IntoResponse, Response};
 use maud::{DOCTYPE, Markup, html};
-use serde::Deserialize;
-use snowmint::{Breakdown, Field};
+use snowmint::{Breakdown, Field, IdSpan, Layout};
 
 pub(crate) use self::assets::{asset, favicon};
 use self::facts::{FACTS, Facts};
@@ -48,8 +50,10 @@ use crate::i18n::{Lang, Text};
 /// run.
 const CSP: &str = "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-/// Query of the page: the compose fields, or `id` (+ `from`) to decode.
-#[derive(Debug, Default, Deserialize)]
+/// Query of the page: the compose fields; `id` or `ids` (+ `from`,
+/// `layout`, `sort`) to decode; `range_from`, `range_to` (+ their pickers
+/// and `layout`) for an ID range. Each value as typed.
+#[derive(Debug, Default)]
 pub(crate) struct PageQuery {
     timestamp: Option<String>,
     at: Option<String>,
@@ -57,15 +61,114 @@ pub(crate) struct PageQuery {
     worker: Option<String>,
     sequence: Option<String>,
     id: Option<String>,
+    /// Many IDs, one a line (the decode panel's list).
+    ids: Option<String>,
     from: Option<String>,
+    layout: Option<String>,
+    /// The list's order: a column key, `-` first for descending.
+    sort: Option<String>,
+    range_from: Option<String>,
+    range_from_at: Option<String>,
+    range_to: Option<String>,
+    range_to_at: Option<String>,
     lang: Option<String>,
+}
+
+impl PageQuery {
+    /// Reads the query's pairs. A parameter the page knows that is given
+    /// more than once is not guessed at: it is returned (the first such
+    /// in query order) and the page reports it, as the API refuses it.
+    /// Unknown parameters are ignored, as the API ignores them.
+    fn from_pairs(pairs: Vec<(String, String)>) -> (PageQuery, Option<&'static str>) {
+        let mut q = PageQuery::default();
+        let mut repeated = None;
+        for (key, value) in pairs {
+            let Some((name, slot)) = q.slot(&key) else {
+                continue;
+            };
+            if slot.is_some() {
+                repeated = repeated.or(Some(name));
+            } else {
+                *slot = Some(value);
+            }
+        }
+        (q, repeated)
+    }
+
+    /// The field a query key fills, and the key's own static name.
+    fn slot(&mut self, key: &str) -> Option<(&'static str, &mut Option<String>)> {
+        Some(match key {
+            "timestamp" => ("timestamp", &mut self.timestamp),
+            "at" => ("at", &mut self.at),
+            "datacenter" => ("datacenter", &mut self.datacenter),
+            "worker" => ("worker", &mut self.worker),
+            "sequence" => ("sequence", &mut self.sequence),
+            "id" => ("id", &mut self.id),
+            "ids" => ("ids", &mut self.ids),
+            "from" => ("from", &mut self.from),
+            "layout" => ("layout", &mut self.layout),
+            "sort" => ("sort", &mut self.sort),
+            "range_from" => ("range_from", &mut self.range_from),
+            "range_from_at" => ("range_from_at", &mut self.range_from_at),
+            "range_to" => ("range_to", &mut self.range_to),
+            "range_to_at" => ("range_to_at", &mut self.range_to_at),
+            "lang" => ("lang", &mut self.lang),
+            _ => return None,
+        })
+    }
+
+    /// Every parameter that is set, in form order (for the language link).
+    fn pairs(&self) -> Vec<(&'static str, &str)> {
+        [
+            ("timestamp", &self.timestamp),
+            ("at", &self.at),
+            ("datacenter", &self.datacenter),
+            ("worker", &self.worker),
+            ("sequence", &self.sequence),
+            ("id", &self.id),
+            ("ids", &self.ids),
+            ("from", &self.from),
+            ("layout", &self.layout),
+            ("sort", &self.sort),
+            ("range_from", &self.range_from),
+            ("range_from_at", &self.range_from_at),
+            ("range_to", &self.range_to),
+            ("range_to_at", &self.range_to_at),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.as_deref().map(|v| (k, v)))
+        .collect()
+    }
+
+    /// Which form the query came from.
+    fn mode(&self) -> Mode {
+        let filled = |v: &Option<String>| v.as_deref().is_some_and(|s| !s.trim().is_empty());
+        if self.id.is_some() || filled(&self.ids) {
+            Mode::Decode
+        } else if self.range_from.is_some()
+            || self.range_to.is_some()
+            || self.range_from_at.is_some()
+            || self.range_to_at.is_some()
+        {
+            Mode::Range
+        } else {
+            Mode::Compose
+        }
+    }
 }
 
 /// What the page shows.
 enum Outcome {
-    Id(Breakdown),
+    /// One ID, read in a layout.
+    Id(Breakdown, Layout),
+    /// Many IDs (the decode panel's list), in the order asked for.
+    List(list::List),
+    /// The IDs of a time span.
+    Span(IdSpan, Layout),
     /// The first bad field (its form-field name) and the message.
     Invalid(&'static str, String),
+    /// A parameter given more than once (its name) and the message.
+    Repeated(&'static str, String),
 }
 
 /// Which form produced the result.
@@ -73,6 +176,7 @@ enum Outcome {
 enum Mode {
     Compose,
     Decode,
+    Range,
 }
 
 /// One rendering of the page: the request, its outcome, and what every
@@ -93,23 +197,24 @@ struct Page<'a> {
 pub(crate) async fn index(
     State(state): State<AppState>,
     headers: HeaderMap,
-    query: Result<Query<PageQuery>, axum::extract::rejection::QueryRejection>,
+    query: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let q = query.map(|Query(q)| q).unwrap_or_default();
+    // Pairs, not a struct, so a repeated parameter can be named (a struct
+    // would refuse the whole query and show a blank page).
+    let pairs = query.map(|Query(pairs)| pairs).unwrap_or_default();
+    let (q, repeated) = PageQuery::from_pairs(pairs);
     let accept = headers
         .get(header::ACCEPT_LANGUAGE)
         .and_then(|v| v.to_str().ok());
     let lang = Lang::choose(q.lang.as_deref(), accept);
     // The same test `choose` applies, so `?lang=no` is kept in links too.
     let explicit_lang = q.lang.as_deref().and_then(Lang::from_tag).is_some();
-    let mode = if q.id.is_some() {
-        Mode::Decode
-    } else {
-        Mode::Compose
-    };
-    let outcome = match mode {
-        Mode::Decode => decode::outcome(&q, lang),
-        Mode::Compose => compose::outcome(&q, lang, state.now_ms()),
+    let mode = q.mode();
+    let outcome = match (repeated, mode) {
+        (Some(name), _) => Outcome::Repeated(name, (lang.text().repeated)(name)),
+        (None, Mode::Decode) => decode::outcome(&q, lang),
+        (None, Mode::Compose) => compose::outcome(&q, lang, state.now_ms()),
+        (None, Mode::Range) => range::outcome(&q, lang, state.now_ms()),
     };
     let page = Page {
         t: lang.text(),
@@ -146,9 +251,17 @@ impl Page<'_> {
     /// The inline error of the form field `name`, if the outcome is one.
     fn error_for(&self, name: &str) -> Option<&str> {
         match &self.outcome {
-            Outcome::Invalid(field, msg) if *field == name => Some(msg),
+            Outcome::Invalid(field, msg) | Outcome::Repeated(field, msg) if *field == name => {
+                Some(msg)
+            }
             _ => None,
         }
+    }
+
+    /// The layout the query chose (decode and range), Twitter's when
+    /// missing or unknown: the select offers only the presets.
+    fn layout(&self) -> Layout {
+        crate::api::layout(self.q.layout.as_deref()).unwrap_or(Layout::TWITTER)
     }
 
     /// `lang` for links: kept only when the query chose it.
@@ -206,6 +319,7 @@ fn frame(page: &Page) -> Markup {
                     div.forms {
                         (compose::panel(page))
                         (decode::panel(page))
+                        (range::panel(page))
                     }
                     (result::panel(page))
                     (live::panel(page))
@@ -221,10 +335,16 @@ fn frame(page: &Page) -> Markup {
                         }
                         ", "
                         a href={ "/api/v1/decode/" (example.id) } { code { "GET /api/v1/decode/{id}" } }
+                        ", "
+                        a href="/api/v1/range?from=2024-01-01T00:00:00Z&to=2024-02-01T00:00:00Z" {
+                            code { "GET /api/v1/range" }
+                        }
                         ", " code { "POST /api/v1/ids?count=N" } ", "
                         a href="/api/v1/openapi.json" { code { "/api/v1/openapi.json" } }
-                        ", "
-                        a href="/metrics" { code { "/metrics" } }
+                        @if page.state.metrics_on_public() {
+                            ", "
+                            a href="/metrics" { code { "/metrics" } }
+                        }
                         "."
                     }
                 }

@@ -1,10 +1,13 @@
 //! The result panel: the ID, its time and encodings, its 64 bits coloured
-//! by segment, and the formula with the numbers filled in.
+//! by the layout's segments, and the formula with the numbers filled in;
+//! or the table of a pasted list ([`list`](super::list)); or the IDs of a
+//! time span ([`range`](super::range)).
 
 use maud::{Markup, html};
-use snowmint::{Breakdown, Segment};
+use snowmint::{Breakdown, Layout, Segment};
 
-use super::{Outcome, Page, link};
+use super::form::display_name;
+use super::{Mode, Outcome, Page, link, list, range};
 
 pub(super) fn panel(page: &Page) -> Markup {
     let t = page.t;
@@ -12,21 +15,31 @@ pub(super) fn panel(page: &Page) -> Markup {
         section #result .card.result aria-labelledby="result-h" aria-live="polite" tabindex="-1" {
             h2 #result-h { (t.result_heading) }
             @match &page.outcome {
-                Outcome::Invalid(..) => p.no-result { (t.no_result) },
-                Outcome::Id(b) => (breakdown(page, b)),
+                Outcome::Invalid(field, _) => p.no-result {
+                    @if *field == "ids" { (t.no_result_list) }
+                    @else if page.mode == Mode::Range { (t.no_result_range) }
+                    @else { (t.no_result) }
+                },
+                // Also here: the parameter may have no field of its own.
+                Outcome::Repeated(name, msg) => p.error #query-error role="alert" data-param=(name) { (msg) },
+                Outcome::Id(b, layout) => (breakdown(page, b, *layout)),
+                Outcome::List(list) => (list::table(page, list)),
+                Outcome::Span(span, layout) => (range::result(page, span, *layout)),
             }
         }
     }
 }
 
-fn breakdown(page: &Page, b: &Breakdown) -> Markup {
+fn breakdown(page: &Page, b: &Breakdown, layout: Layout) -> Markup {
     let t = page.t;
     let id = b.id;
     html! {
         div.id-row {
             span.label { (t.result_id) }
             output id="id-value" class="id" { (id) }
-            button #copy .secondary type="button" data-id=(id) hidden { (t.copy) }
+            button #copy .secondary type="button" data-copy=(id) data-status="copy-status" hidden {
+                (t.copy)
+            }
             span #copy-status role="status" {}
         }
         dl.facts {
@@ -34,28 +47,31 @@ fn breakdown(page: &Page, b: &Breakdown) -> Markup {
             dt { (t.unix_ms) } dd { (b.timestamp_ms) }
             dt { (t.hex) } dd { code { (id.hex()) } }
             dt { (t.base32) } dd { code { (id.base32()) } }
-            dt { (t.share) } dd { a #share href=(link::share(page, b)) { (t.share_link) } }
+            @if layout != Layout::TWITTER {
+                dt { (t.layout_row) } dd #layout-value { (display_name(layout)) }
+            }
+            dt { (t.share) } dd { a #share href=(link::share(page, b, layout)) { (t.share_link) } }
         }
-        h3 { (t.bits_heading) }
+        h3 #bits-h { (t.bits_heading) }
         p.hint { (t.bits_intro) }
-        div.bits #bits {
+        // Wider than a phone: a region that scrolls sideways, focusable so
+        // the keyboard can scroll it too, with a hint where it overflows.
+        div.bits #bits role="region" tabindex="0" aria-labelledby="bits-h" aria-describedby="bits-scroll" {
             @for seg in &b.segments { (segment(page, seg)) }
         }
+        p.hint.scroll-hint #bits-scroll { (t.bits_scroll_hint) }
         h3 { (t.formula_heading) }
-        pre.formula #formula { code { (formula(page, b)) } }
-        p.hint { (t.formula_legend) }
+        pre.formula #formula { code { (formula(b, layout)) } }
+        p.hint {
+            @if layout == Layout::TWITTER { (t.formula_legend) }
+            @else { ((t.formula_legend_for)(layout.unit_ms(), &legend(page, b))) }
+        }
     }
 }
 
 fn segment(page: &Page, seg: &Segment) -> Markup {
     let t = page.t;
-    let label = match seg.name {
-        "sign" => t.seg_sign,
-        "timestamp" => t.seg_timestamp,
-        "datacenter" => t.seg_datacenter,
-        "worker" => t.seg_worker,
-        _ => t.seg_sequence,
-    };
+    let label = (t.seg_label)(seg.label);
     let range = if seg.msb == seg.lsb {
         format!("{} {}", t.bit, seg.msb)
     } else {
@@ -77,21 +93,101 @@ fn segment(page: &Page, seg: &Segment) -> Markup {
     }
 }
 
+/// The letter the formula uses for a field's slot.
+fn letter(slot: &str) -> &'static str {
+    match slot {
+        "datacenter" => "c",
+        "worker" => "m",
+        _ => "s",
+    }
+}
+
+/// The fields below the timestamp, most significant first.
+fn fields(b: &Breakdown) -> impl Iterator<Item = &Segment> {
+    b.segments
+        .iter()
+        .filter(|s| s.name != "sign" && s.name != "timestamp")
+}
+
+/// The legend's letters and the layout's names for them.
+fn legend(page: &Page, b: &Breakdown) -> Vec<(&'static str, &'static str)> {
+    fields(b)
+        .map(|s| (letter(s.name), (page.t.seg_label)(s.label)))
+        .collect()
+}
+
 /// `id = (d << 22) | ...` with this ID's numbers, the shifts from the
-/// layout.
-fn formula(page: &Page, b: &Breakdown) -> String {
-    let l = page.facts.layout;
-    let (ts, dcs, ws) = (l.timestamp_shift(), l.datacenter_shift(), l.worker_shift());
-    let epoch = l.epoch_ms();
-    let d = b.delta_ms;
-    let (c, m, s) = (b.datacenter, b.worker, b.sequence);
+/// layout's segments (so a layout's own order and widths show).
+fn formula(b: &Breakdown, layout: Layout) -> String {
+    let epoch = layout.epoch_ms();
+    let unit = layout.unit_ms();
+    let d = b.delta_ms / unit;
+    let ts = layout.timestamp_shift();
+    let term = |name: &str, shift: u32| {
+        if shift == 0 {
+            name.to_owned()
+        } else {
+            format!("({name} << {shift})")
+        }
+    };
+    let mut names = vec![term("d", ts)];
+    let mut values = vec![term(&d.to_string(), ts)];
+    let mut shifted = vec![(d << ts).to_string()];
+    for s in fields(b) {
+        names.push(term(letter(s.name), s.lsb));
+        values.push(term(&s.value.to_string(), s.lsb));
+        shifted.push((s.value << s.lsb).to_string());
+    }
+    let (head, tail) = if unit == 1 {
+        (
+            format!("d  = t − {epoch}"),
+            format!("   = {} − {epoch} = {d}", b.timestamp_ms),
+        )
+    } else {
+        (
+            format!("d  = ⌊(t − {epoch}) / {unit}⌋"),
+            format!("   = ⌊({} − {epoch}) / {unit}⌋ = {d}", b.timestamp_ms),
+        )
+    };
     [
-        format!("d  = t − {epoch}"),
-        format!("   = {} − {epoch} = {d}", b.timestamp_ms),
-        format!("id = (d << {ts}) | (c << {dcs}) | (m << {ws}) | s"),
-        format!("   = ({d} << {ts}) | ({c} << {dcs}) | ({m} << {ws}) | {s}"),
-        format!("   = {} | {} | {} | {s}", d << ts, c << dcs, m << ws),
+        head,
+        tail,
+        format!("id = {}", names.join(" | ")),
+        format!("   = {}", values.join(" | ")),
+        format!("   = {}", shifted.join(" | ")),
         format!("   = {}", b.id),
     ]
     .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_formula_follows_the_layout() {
+        let id = snowmint::SnowflakeId::new(4194439168).unwrap();
+        let twitter = formula(&Layout::TWITTER.breakdown(id), Layout::TWITTER);
+        assert!(
+            twitter.contains("id = (d << 22) | (c << 17) | (m << 12) | s\n"),
+            "{twitter}"
+        );
+        assert!(
+            twitter.contains("   = 4194304000 | 131072 | 4096 | 0\n"),
+            "{twitter}"
+        );
+        let sony = Layout::SONYFLAKE;
+        let id = sony.compose(1409529600000 + 1234, 0, 7, 3).unwrap();
+        let text = formula(&sony.breakdown(id), sony);
+        assert!(
+            text.contains("= ⌊(1409529601230 − 1409529600000) / 10⌋ = 123"),
+            "{text}"
+        );
+        assert!(text.contains("id = (d << 24) | (s << 16) | m\n"), "{text}");
+        assert!(text.ends_with(&format!("= {id}")), "{text}");
+        let mastodon = Layout::MASTODON;
+        let id = mastodon.compose(1_700_000_000_000, 0, 0, 5).unwrap();
+        let text = formula(&mastodon.breakdown(id), mastodon);
+        assert!(text.contains("id = (d << 16) | s\n"), "{text}");
+    }
 }

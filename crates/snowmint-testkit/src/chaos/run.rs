@@ -93,7 +93,9 @@ impl Instance {
         let mut child = Command::new(binary)
             .args(&self.args)
             .envs(self.clock.env())
-            .env("RUST_LOG", "info")
+            // Not one access-log line per mint: the tail shown on a failure
+            // should be the lease and shutdown events.
+            .env("RUST_LOG", "info,snowmint::access=warn")
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)

@@ -1,0 +1,125 @@
+"""Schemathesis hooks for scripts/schemathesis: the two rules that join
+parameters, which OpenAPI cannot state.
+
+- `GET /api/v1/decode/{id}` reads `id` in the form `from` names. The
+  document gives `id` as `anyOf` its forms, each titled by its `from` value;
+  a request whose `id` and `from` are each valid but disagree gets `from`
+  set to a form its `id` is in.
+- `GET /api/v1/range` reads its times in `layout`, whose span of times the
+  document gives in `x-time-span-ms` (the times' own schema is the default
+  layout's); and it refuses a `to` before `from` (a missing `from` is now).
+  A request whose times are each valid but outside its layout's span gets
+  the default layout; one whose times are out of order gets them swapped
+  (or `from` set to `to` when `from` is missing).
+
+Requests with an invalid value anywhere are left as generated, so negative
+testing is untouched. The forms' patterns are read from the document, not
+copied here.
+"""
+
+import datetime
+import re
+import time
+
+import schemathesis
+
+DECODE = "/api/v1/decode/{id}"
+RANGE = "/api/v1/range"
+
+# `from` value -> compiled pattern of `id` in that form, from the document.
+FORMS = {}
+# The pattern of the ISO-8601 form of a time input, from the document.
+ISO8601 = []
+# Layout name -> [first, last] Unix ms it encodes, from the document.
+SPANS = {}
+
+
+@schemathesis.hook
+def after_load_schema(context, schema):
+    paths = schema.raw_schema["paths"]
+    for parameter in paths[DECODE]["get"]["parameters"]:
+        if parameter["name"] == "id":
+            for form in parameter["schema"]["anyOf"]:
+                FORMS[form["title"]] = re.compile(form["pattern"])
+    for parameter in paths[RANGE]["get"]["parameters"]:
+        if parameter["name"] == "from":
+            for form in parameter["schema"]["oneOf"]:
+                if "pattern" in form:
+                    ISO8601.append(re.compile(form["pattern"]))
+        if parameter["name"] == "layout":
+            SPANS.update(parameter["schema"]["x-time-span-ms"])
+    assert FORMS and ISO8601 and SPANS, "the document no longer has what these hooks read"
+
+
+@schemathesis.hook
+def map_case(context, case):
+    if case.path == DECODE:
+        _decode(case)
+    elif case.path == RANGE:
+        _range(case)
+    return case
+
+
+def _decode(case):
+    id_ = (case.path_parameters or {}).get("id")
+    query = case.query if case.query is not None else {}
+    # Missing or empty is decimal.
+    form = query.get("from") or "decimal"
+    if not isinstance(id_, str) or not isinstance(form, str):
+        return
+    if form not in FORMS or FORMS[form].search(id_):
+        return
+    for name, pattern in FORMS.items():
+        if pattern.search(id_):
+            query["from"] = name
+            case.query = query
+            return
+
+
+def _range(case):
+    query = case.query
+    if not query:
+        return
+    now = int(time.time() * 1000)
+    start = _ms(query.get("from", ""), now)
+    end = _ms(query["to"], now) if "to" in query else start
+    if start is None or end is None:
+        return
+    layout = query.get("layout") or "twitter"
+    if isinstance(layout, str) and layout in SPANS:
+        first, last = SPANS[layout]
+        if not (first <= start <= last and first <= end <= last):
+            query["layout"] = "twitter"
+    if end >= start:
+        return
+    if "from" in query:
+        query["from"], query["to"] = query["to"], query["from"]
+    else:
+        query["from"] = query["to"]
+
+
+def _ms(value, now):
+    """Unix ms of a time input, or None if it is not one (missing or
+    empty is now: only `to` is read here without its `from`)."""
+    if isinstance(value, bool):
+        return None
+    if value == "":
+        return now
+    if isinstance(value, int):
+        return value
+    if not isinstance(value, str):
+        return None
+    if value.strip().lower() == "now":
+        return now
+    # The coverage phase sends numbers as they go on the wire: text.
+    if re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        return int(value)
+    if not any(p.search(value) for p in ISO8601):
+        return None
+    text = value.strip().upper().replace(",", ".")
+    # Milliseconds are all the server reads of a fraction.
+    text = re.sub(r"(\.\d{1,3})\d*", r"\1", text)
+    parsed = datetime.datetime.fromisoformat(text)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=datetime.timezone.utc)
+    return int(parsed.timestamp() * 1000)
