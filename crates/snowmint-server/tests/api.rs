@@ -248,10 +248,10 @@ async fn compose_errors_name_the_field_and_range() {
         "GET",
         "/api/v1/compose?datacenter=1&datacenter=2",
         bad,
-        None,
+        Some("datacenter"),
     )
     .await;
-    assert!(dup.contains("query string"), "{dup}");
+    assert!(dup.contains("more than once"), "{dup}");
 }
 
 /// A parameter given twice is refused naming it, on every route with a
