@@ -146,6 +146,32 @@ fn https_speaks_h2_and_http11_and_mints() {
     }
 }
 
+/// With `--tls-cert`, the admin listener speaks HTTPS too (probes and
+/// scrapes are not left in clear text beside an HTTPS service).
+#[test]
+fn the_admin_listener_speaks_https_too() {
+    if !curl_available() {
+        return;
+    }
+    let pki = Pki::new();
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve_https(&pki, dir.path(), &["--admin-listen", "127.0.0.1:0"]);
+    let admin = server.admin.expect("the admin line was announced");
+    let ca = pki.ca();
+    let base = format!("https://127.0.0.1:{}", admin.port());
+    assert_eq!(http_version(&ca, "--http2", &format!("{base}/readyz")), "2");
+    assert_eq!(
+        http_version(&ca, "--http1.1", &format!("{base}/metrics")),
+        "1.1"
+    );
+    let plain = curl(&[
+        "-o",
+        "/dev/null",
+        &format!("http://127.0.0.1:{}/healthz", admin.port()),
+    ]);
+    assert!(!plain.ok, "plain HTTP was answered on the admin port");
+}
+
 #[test]
 fn plain_http_speaks_h2_by_prior_knowledge_and_http11() {
     if !curl_available() {
