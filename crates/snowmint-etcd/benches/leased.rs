@@ -25,37 +25,12 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use snowmint::{Clock, Generator, MemoryStore, SystemClock};
+use snowmint::{Generator, MemoryStore, SystemClock};
 use snowmint_etcd::{EtcdConfig, LeasedGenerator};
 
-/// Calls per timed chunk of the uncontended measurement (< 4096).
-const CHUNK: u64 = 1_000;
-
-/// Spins until the wall clock enters a new millisecond.
-fn fresh_millisecond(clock: &SystemClock) {
-    let now = clock.now_ms();
-    while clock.now_ms() == now {
-        std::hint::spin_loop();
-    }
-}
-
-/// Times `iters` calls of `f`, in chunks that each start at a fresh
-/// millisecond.
-fn chunked(iters: u64, clock: &SystemClock, mut f: impl FnMut()) -> Duration {
-    let mut total = Duration::ZERO;
-    let mut left = iters;
-    while left > 0 {
-        let n = left.min(CHUNK);
-        fresh_millisecond(clock);
-        let start = Instant::now();
-        for _ in 0..n {
-            f();
-        }
-        total += start.elapsed();
-        left -= n;
-    }
-    total
-}
+#[path = "../../snowmint/benches/support/mod.rs"]
+mod support;
+use support::chunked;
 
 fn benches(c: &mut Criterion) {
     let Some(etcd) = snowmint_testkit::etcd::EtcdServer::start() else {

@@ -29,36 +29,11 @@ use std::time::{Duration, Instant, SystemTime};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use snowmint::{Clock, Generator, ManualClock, SystemClock};
 
+mod support;
+use support::{chunked, fresh_millisecond};
+
 /// IDs per throughput iteration: 10 ms at the format's limit.
 const PER_ITER: u64 = 40_960;
-/// Calls per timed chunk of the uncontended measurement (< 4096).
-const CHUNK: u64 = 1_000;
-
-/// Spins until the wall clock enters a new millisecond.
-fn fresh_millisecond(clock: &SystemClock) {
-    let now = clock.now_ms();
-    while clock.now_ms() == now {
-        std::hint::spin_loop();
-    }
-}
-
-/// Times `iters` calls of `f`, in chunks that each start at a fresh
-/// millisecond.
-fn chunked(iters: u64, clock: &SystemClock, mut f: impl FnMut()) -> Duration {
-    let mut total = Duration::ZERO;
-    let mut left = iters;
-    while left > 0 {
-        let n = left.min(CHUNK);
-        fresh_millisecond(clock);
-        let start = Instant::now();
-        for _ in 0..n {
-            f();
-        }
-        total += start.elapsed();
-        left -= n;
-    }
-    total
-}
 
 fn clock(c: &mut Criterion) {
     let mut g = c.benchmark_group("clock");
