@@ -114,10 +114,10 @@ pub(crate) struct ReadyDoc {
 #[openapi(
     info(
         title = "snowmint",
-        description = "Twitter-layout Snowflake IDs: compose, decode (also in the Discord, Instagram, Sonyflake and Mastodon layouts), time ranges and mint. IDs travel as decimal strings. Every error answers `{\"error\": message, \"field\": name or null}`."
+        description = "Twitter-layout Snowflake IDs: compose, decode (also in the Discord, Instagram, Sonyflake and Mastodon layouts), time ranges, SQL functions and mint. IDs travel as decimal strings. Every error answers `{\"error\": message, \"field\": name or null}`."
     ),
     tags(
-        (name = "ids", description = "Compose, decode and find the ID range of a time span: pure functions of their input, open to all"),
+        (name = "ids", description = "Compose, decode, find the ID range of a time span and get SQL functions: pure functions of their input, open to all"),
         (name = "mint", description = "Fresh IDs from this instance's generator"),
         (name = "operations", description = "Liveness, readiness and Prometheus metrics"),
     ),
@@ -125,6 +125,7 @@ pub(crate) struct ReadyDoc {
         crate::api::compose,
         crate::api::decode,
         crate::api::range,
+        crate::api::sql,
         crate::api::mint,
         crate::api::healthz,
         crate::api::readyz,
