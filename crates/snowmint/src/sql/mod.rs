@@ -209,10 +209,11 @@ pub fn functions(dialect: Dialect, layout: &Layout, options: &Options) -> Result
 /// `[from_ms, to_ms)` (Unix ms, UTC), ranged on the ID column `column`:
 /// each from the smallest ID of its first millisecond up to, not
 /// including, the smallest ID of the next period's, so the ranges are
-/// contiguous. PostgreSQL gets `CREATE TABLE <table>_<suffix> PARTITION OF
-/// <table> FOR VALUES FROM (min) TO (next min)` per period (suffixes
-/// `2024_01`, `2024_w01`, `2024_01_31`), with the parent's DDL as a
-/// comment; MySQL an `ALTER TABLE <table> PARTITION BY RANGE (<column>)`.
+/// contiguous. PostgreSQL gets, per period,
+/// `CREATE TABLE T_2024_01 PARTITION OF T FOR VALUES FROM (min) TO (next min)`
+/// (suffixes `2024_01`, `2024_w01` for ISO weeks, `2024_01_31`), with the
+/// parent's DDL as a comment; MySQL an
+/// `ALTER TABLE T PARTITION BY RANGE (id) (PARTITION p2024_01 VALUES LESS THAN (next min), ...)`.
 /// A bound past the layout's last ID is `MAXVALUE`.
 ///
 /// Refused: SQLite (naming `sql`), a table or column that is not a plain
