@@ -169,7 +169,12 @@ impl Exprs<'_> {
         let s = self.shape;
         let mut cond = format!("unix_ms BETWEEN {} AND {}", s.min_ms, s.max_ms);
         for f in &s.fields {
-            let _ = write!(cond, " AND {} BETWEEN 0 AND {}", f.name, f.max());
+            let _ = write!(
+                cond,
+                " AND {} BETWEEN 0 AND {}",
+                param(&f.name, self.dialect),
+                f.max()
+            );
         }
         let div = if self.dialect == Dialect::Mysql {
             "DIV"
@@ -193,8 +198,8 @@ impl Exprs<'_> {
         for f in &s.fields {
             // A PostgreSQL integer shifted by 32 or more would overflow.
             let v = match self.dialect {
-                Dialect::Postgres => format!("{}::bigint", f.name),
-                _ => f.name.clone(),
+                Dialect::Postgres => format!("{}::bigint", param(&f.name, self.dialect)),
+                _ => param(&f.name, self.dialect),
             };
             parts.push(if f.shift == 0 {
                 v
@@ -210,6 +215,30 @@ impl Exprs<'_> {
             value = format!("CAST({value} AS SIGNED)");
         }
         format!("CASE WHEN {cond} THEN {value} END")
+    }
+}
+
+/// Words the databases reserve that a layout's field could be called (a
+/// spec's names are `[a-z0-9_]`): as a parameter or column such a name is
+/// quoted.
+const RESERVED_WORDS: [&str; 48] = [
+    "all", "and", "any", "as", "asc", "between", "both", "by", "case", "cast", "check", "column",
+    "create", "default", "desc", "distinct", "div", "else", "end", "for", "from", "grant", "group",
+    "having", "in", "index", "interval", "into", "is", "key", "limit", "mod", "not", "null",
+    "offset", "on", "or", "order", "primary", "range", "select", "table", "then", "to", "union",
+    "user", "when", "where",
+];
+
+/// A field's name as a parameter (or, in SQLite, a column): as it is when
+/// it is a plain identifier that no database reserves, else quoted (a
+/// name that starts with a digit, `order`).
+fn param(name: &str, dialect: Dialect) -> String {
+    let plain = name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && !RESERVED_WORDS.contains(&name);
+    match (plain, dialect) {
+        (true, _) => String::from(name),
+        (false, Dialect::Mysql) => format!("`{name}`"),
+        (false, _) => format!("\"{name}\""),
     }
 }
 
@@ -323,7 +352,7 @@ fn all(shape: &Shape, dialect: Dialect, id: &str) -> Vec<Function> {
         shape
             .fields
             .iter()
-            .map(|f| (f.name.clone(), field_type(t, f))),
+            .map(|f| (param(&f.name, dialect), field_type(t, f))),
     );
     out.push(Function {
         name: "compose".into(),

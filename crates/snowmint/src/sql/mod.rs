@@ -307,6 +307,25 @@ mod tests {
     }
 
     #[test]
+    fn reserved_field_names_are_quoted_as_parameters() {
+        let l = Layout::new(0, 41, 5, 5, 12)
+            .unwrap()
+            .with_names("custom", "order", "key", "sequence");
+        let pg = functions(Dialect::Postgres, &l, &Options::default()).unwrap();
+        assert!(
+            pg.contains("snowflake_compose(unix_ms bigint, \"order\" integer, \"key\" integer, sequence integer)"),
+            "{pg}"
+        );
+        assert!(pg.contains("(\"order\"::bigint << 17)"), "{pg}");
+        assert!(pg.contains("FUNCTION snowflake_order(id bigint)"), "{pg}");
+        let my = functions(Dialect::Mysql, &l, &Options::default()).unwrap();
+        assert!(
+            my.contains("(unix_ms BIGINT, `order` INT, `key` INT, sequence INT)"),
+            "{my}"
+        );
+    }
+
+    #[test]
     fn partitions_refuse_sqlite_and_bad_names() {
         let l = Layout::TWITTER;
         let (a, b) = (1704067200000, 1711929600000);
