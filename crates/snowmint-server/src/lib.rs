@@ -41,24 +41,20 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod admission;
-mod api;
-pub mod auth;
-mod edge;
-mod error;
+mod guard;
+mod mint;
+mod net;
+mod routes;
+
+pub(crate) use guard::edge;
+pub use guard::{admission, origin, token as auth};
+pub use mint::{generator, hostname, identity, minter};
+pub use net::{accept as http, tls};
+pub use routes::metrics;
 #[cfg(feature = "etcd")]
-pub mod etcd;
-pub mod generator;
-pub mod hostname;
-pub mod http;
-mod i18n;
-pub mod identity;
-pub mod metrics;
-pub mod minter;
-mod openapi;
-pub mod origin;
-mod page;
-pub mod tls;
+pub use routes::metrics::etcd;
+pub(crate) use routes::page::i18n;
+pub(crate) use routes::{api, error, openapi, page};
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -25,6 +25,7 @@ mod decode;
 pub(crate) mod facts;
 mod form;
 mod guide;
+pub(crate) mod i18n;
 mod limits;
 mod link;
 mod list;

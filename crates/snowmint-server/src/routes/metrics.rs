@@ -1,6 +1,9 @@
 //! Prometheus metrics: HTTP requests and latency by route, IDs issued, the
 //! generator's own counters and the worker identity, in the text format.
 
+#[cfg(feature = "etcd")]
+pub mod etcd;
+
 use std::sync::Arc;
 use std::time::Duration;
 
