@@ -1,6 +1,7 @@
 //! The router: both listeners' routes, and the layers every request
 //! passes on its way in.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -28,7 +29,7 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// `/metrics` unless the state says an admin listener serves it.
 pub fn app(state: AppState) -> Router {
     let mint = post(api::mint).route_layer(middleware::from_fn_with_state(
-        state.clone(),
+        state.token.clone(),
         token::require_token,
     ));
     let mut router = Router::new()
@@ -57,7 +58,7 @@ pub fn app(state: AppState) -> Router {
         router = router.route("/metrics", metrics_route(&state));
     }
     let router = router.layer(middleware::from_fn_with_state(
-        state.clone(),
+        Arc::clone(&state.origins),
         origin::refuse_cross_site,
     ));
     common_layers(router, state)
@@ -75,7 +76,7 @@ pub fn admin_app(state: AppState) -> Router {
 /// `GET /metrics`, behind the token when one is configured.
 fn metrics_route(state: &AppState) -> axum::routing::MethodRouter<AppState> {
     get(api::metrics).route_layer(middleware::from_fn_with_state(
-        state.clone(),
+        state.token.clone(),
         token::require_token,
     ))
 }

@@ -5,13 +5,14 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::guard::origin::Origins;
-use crate::guard::token::ApiToken;
-use crate::mint::hostname;
-use crate::mint::identity::{IdentitySource, StartError};
+use crate::guard::origin::{OriginError, Origins};
+use crate::guard::token::{ApiToken, TokenError};
+use crate::mint::generator::StaticError;
+use crate::mint::hostname::{self, HostnameError};
+use crate::mint::identity::IdentitySource;
 use crate::mint::minter::Identity;
 use crate::net::accept::Limits;
-use crate::net::tls::TlsFiles;
+use crate::net::tls::{TlsError, TlsFiles};
 
 /// Options of `snowmint serve`.
 ///
@@ -150,12 +151,29 @@ impl Config {
                 Ok(())
             }
             #[cfg(feature = "etcd")]
-            IdentitySource::Etcd => crate::routes::metrics::etcd::config_of(self)
+            IdentitySource::Etcd => self
+                .etcd_config()
                 .validate()
                 .map_err(|e| StartError::Etcd(e.into())),
             #[cfg(not(feature = "etcd"))]
             IdentitySource::Etcd => Err(StartError::EtcdNotBuilt),
         }
+    }
+
+    /// The lease settings: endpoints, prefix, lease TTL, and TLS
+    /// (CA, client certificate).
+    #[cfg(feature = "etcd")]
+    pub(crate) fn etcd_config(&self) -> snowmint_etcd::EtcdConfig {
+        let mut etcd = snowmint_etcd::EtcdConfig::new(self.etcd_endpoints.iter().cloned())
+            .prefix(self.etcd_prefix.clone())
+            .lease_ttl(self.lease_ttl);
+        if let Some(ca) = &self.etcd_ca {
+            etcd = etcd.ca_cert(ca);
+        }
+        if let Some(client) = &self.etcd_client_cert {
+            etcd = etcd.client_cert(&client.cert, &client.key);
+        }
+        etcd
     }
 }
 
@@ -169,5 +187,69 @@ pub fn default_state_dir() -> PathBuf {
         PathBuf::from(home).join(".local/state/snowmint")
     } else {
         PathBuf::from(".snowmint-state")
+    }
+}
+
+/// Why [`serve`](crate::serve) could not start: a setting, the identity
+/// source, or the admin listener. [`is_usage`](StartError::is_usage) tells
+/// a bad setting from a failure of the machine.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The hostname gives no identity.
+    #[error(transparent)]
+    Hostname(#[from] HostnameError),
+    /// The static identity's state directory, lock or mark.
+    #[error(transparent)]
+    Static(#[from] StaticError),
+    /// An invalid etcd setting, or the lease session's threads.
+    #[cfg(feature = "etcd")]
+    #[error(transparent)]
+    Etcd(#[from] snowmint_etcd::EtcdError),
+    /// The HTTPS certificate or key cannot be used.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// `--etcd` given to a build without the `etcd` feature.
+    #[error(
+        "--etcd needs a snowmint built with `--features etcd` \
+         (cargo run --release --features etcd -- serve --etcd URL)"
+    )]
+    EtcdNotBuilt,
+    /// `--api-token-file` cannot be read, is empty or holds more than a token.
+    #[error(transparent)]
+    Token(#[from] TokenError),
+    /// A `--cors-origin` that is not an origin.
+    #[error(transparent)]
+    CorsOrigin(#[from] OriginError),
+    /// `--admin-listen` is the public listener's address.
+    #[error(
+        "admin-listen must differ from listen (both {0}): the admin listener is a second socket"
+    )]
+    AdminSameAsListen(std::net::SocketAddr),
+    /// The admin listener cannot be bound.
+    #[error("cannot listen on {addr} (admin-listen): {source}")]
+    AdminListen {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl StartError {
+    /// Whether the configuration is at fault (a flag to fix: exit status 2)
+    /// rather than the machine.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            StartError::Hostname(_)
+            | StartError::EtcdNotBuilt
+            | StartError::Tls(_)
+            | StartError::Token(_)
+            | StartError::CorsOrigin(_)
+            | StartError::AdminSameAsListen(_) => true,
+            #[cfg(feature = "etcd")]
+            StartError::Etcd(snowmint_etcd::EtcdError::Config(_)) => true,
+            _ => false,
+        }
     }
 }

@@ -3,31 +3,31 @@
 //!
 //! # Layout
 //!
-//! - [`serve`] is `snowmint serve`: it starts the configured identity
-//!   source, serves on a listener until a shutdown future resolves, then
-//!   ends the identity source (the reservation saved, an etcd lease
-//!   revoked). [`app`] builds the axum [`Router`](axum::Router) (tests drive it with
-//!   `tower::ServiceExt::oneshot`, no socket); [`run`] serves a ready
-//!   [`AppState`].
-//! - `api`: the JSON routes; [`ApiError`] is the one error shape,
-//!   `{"error": "...", "field": "..." | null}`.
-//! - `page`: the explorer page, server-rendered, with its CSS and JS embedded
-//!   in the binary; English and Norwegian Bokmål.
-//! - [`identity`]: the identity sources (static, StatefulSet ordinal, etcd
-//!   behind the `etcd` feature); [`minter`]: the [`Minter`] the routes mint
-//!   from, whatever the source, with one lifecycle (start, ready, shutdown).
-//!   The lease itself (claim, fence, hand-over) is the `snowmint-etcd`
-//!   crate's; `etcd` only wires it in.
-//! - [`metrics`]: Prometheus metrics.
-//! - [`http`]: the accept loop [`run_with`] serves through: connection
-//!   limit, header and idle timeouts, the shutdown deadline, the TLS
-//!   handshake; [`tls`]: the certificate and key HTTPS is served with.
-//! - [`admission`]: the lane mints wait in, bounded by what the generator
-//!   can issue within its wait bound, and per-client quotas.
-//! - [`auth`]: the bearer token of `--api-token-file` (minting, metrics);
-//!   [`origin`]: cross-site refusal and CORS (`--cors-origin`); `edge`:
-//!   what every response passes last (head limits, security headers, the
-//!   error shape, the access log).
+//! The folders follow a request's way in; each imports only from the ones
+//! below it (DESIGN.md draws it):
+//!
+//! - `serve`: the lifecycle. [`serve`] is `snowmint serve`: it checks the
+//!   [`Config`] (`config`), starts the identity source, serves both
+//!   listeners until a shutdown future resolves, then ends the identity
+//!   source (the reservation saved, an etcd lease revoked); [`run`] and
+//!   [`run_with`] serve a ready [`AppState`]. SIGHUP re-reads the token.
+//! - `app`: [`app`] and [`admin_app`] build the axum
+//!   [`Router`](axum::Router) and the layers every request passes (tests
+//!   drive it with `tower::ServiceExt::oneshot`, no socket).
+//! - `net`: the accept loop: connection limit, header and idle timeouts,
+//!   the shutdown deadline ([`Limits`]), the TLS handshake ([`TlsFiles`]).
+//! - `guard`: what a request passes before a route: the edge (head limits
+//!   [`MAX_URI_BYTES`] and [`MAX_HEADER_BYTES`], security headers, the
+//!   error shape, the access log), the bearer token ([`ApiToken`]),
+//!   cross-site refusal and CORS ([`Origins`]), the mint lane and the
+//!   per-client quotas.
+//! - `routes`: the JSON API (one error shape, `{"error": "...", "field":
+//!   "..." | null}`), the explorer page (server-rendered, English and
+//!   Norwegian Bokmål), the OpenAPI document, the metrics.
+//! - `mint`: the identity sources ([`IdentitySource`]: static, StatefulSet
+//!   ordinal, etcd behind the `etcd` feature) and the [`Minter`] the routes
+//!   mint from, whatever the source. The lease itself (claim, fence,
+//!   hand-over) is the `snowmint-etcd` crate's.
 //!
 //! ```no_run
 //! # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
@@ -49,30 +49,21 @@ mod net;
 mod routes;
 mod serve;
 
-pub(crate) use guard::edge;
-pub use guard::{admission, origin, token as auth};
-pub use mint::{generator, hostname, identity, minter};
-pub use net::{accept as http, tls};
-pub use routes::metrics;
-#[cfg(feature = "etcd")]
-pub use routes::metrics::etcd;
-pub(crate) use routes::page::i18n;
-pub(crate) use routes::{api, error, openapi, page};
-
-pub use admission::Admission;
 pub use app::{MAX_BODY_BYTES, REQUEST_TIMEOUT, admin_app, app};
-pub use auth::ApiToken;
 pub use config::{
-    Config, DEFAULT_ETCD_PREFIX, DEFAULT_LEASE_TTL, DEFAULT_LISTEN, default_state_dir,
+    Config, DEFAULT_ETCD_PREFIX, DEFAULT_LEASE_TTL, DEFAULT_LISTEN, StartError, default_state_dir,
 };
-pub use edge::{MAX_HEADER_BYTES, MAX_URI_BYTES};
-pub use error::{ApiError, ErrorBody};
-pub use generator::StaticError;
-pub use http::Limits;
-pub use identity::{IdentitySource, StartError};
-pub use metrics::Metrics;
-pub use minter::{Identity, MintError, Minter};
-pub use origin::Origins;
+pub use guard::edge::{MAX_HEADER_BYTES, MAX_URI_BYTES};
+pub use guard::origin::{OriginError, Origins};
+pub use guard::token::{ApiToken, TokenError};
+pub use mint::generator::{StaticError, StoreError};
+pub use mint::hostname::{HostnameError, identity_of_hostname};
+pub use mint::identity::IdentitySource;
+pub use mint::minter::{Identity, MintError, Minter};
+pub use net::accept::{
+    DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT, Limits,
+    default_max_connections,
+};
+pub use net::tls::{Flag as TlsFlag, TlsError, TlsFiles};
 pub use routes::state::{AppState, NowFn};
-pub use serve::{Listeners, RunError, admission_for, run, run_with, serve, static_state};
-pub use tls::{TlsError, TlsFiles};
+pub use serve::{Listeners, RunError, run, run_with, serve, static_state};

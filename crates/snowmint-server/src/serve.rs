@@ -8,12 +8,13 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 use crate::app::{admin_app, app};
-use crate::config::Config;
+use crate::config::{Config, StartError};
 use crate::guard::admission::Admission;
 use crate::guard::origin::Origins;
 use crate::guard::token::ApiToken;
 use crate::mint::generator::{self, StaticError};
-use crate::mint::identity::{IdentitySource, StartError};
+use crate::mint::hostname;
+use crate::mint::identity::IdentitySource;
 use crate::mint::minter::Minter;
 use crate::net::accept::{self as http, Limits};
 use crate::routes::state::AppState;
@@ -26,7 +27,7 @@ pub fn static_state(config: &Config) -> Result<AppState, StaticError> {
 }
 
 /// The admission control `config` asks for.
-pub fn admission_for(config: &Config) -> Admission {
+pub(crate) fn admission_for(config: &Config) -> Admission {
     match config.client_quota {
         Some(quota) => Admission::default().with_client_quota(quota),
         None => Admission::default(),
@@ -80,7 +81,7 @@ pub async fn serve(
         ),
         None => None,
     };
-    let minter = Minter::start(&config).await?;
+    let minter = start_minter(&config)?;
     if config.announce {
         announce(&config, &listener, admin.as_ref(), &minter);
     }
@@ -133,6 +134,26 @@ async fn reload_on_sighup(token: ApiToken) {
     }
     #[cfg(not(unix))]
     let _ = token;
+}
+
+/// Starts the identity source `config` asks for (see
+/// [`Config::identity_source`]): the static generator is built (its mark
+/// read, its lock taken) before this returns; an etcd lease session is
+/// started and holds no identity yet (not ready until it does).
+fn start_minter(config: &Config) -> Result<Arc<Minter>, StartError> {
+    let minter = match config.identity_source() {
+        IdentitySource::Static(identity) => Minter::start_static(identity, &config.state_dir)?,
+        IdentitySource::FromHostname => {
+            Minter::start_static(hostname::identity_from_hostname()?, &config.state_dir)?
+        }
+        #[cfg(feature = "etcd")]
+        IdentitySource::Etcd => {
+            Minter::leased(snowmint_etcd::LeasedGenerator::spawn(config.etcd_config())?)
+        }
+        #[cfg(not(feature = "etcd"))]
+        IdentitySource::Etcd => return Err(StartError::EtcdNotBuilt),
+    };
+    Ok(minter)
 }
 
 /// The lines `snowmint serve` prints once its identity source has started:
@@ -199,8 +220,8 @@ pub async fn run(
 }
 
 /// Serves [`app`] on the public listener, and [`admin_app`] on the admin
-/// one if any, until `shutdown` resolves (see [`http`] for the connection
-/// limit, the timeouts and the shutdown deadline, which each listener
+/// one if any, until `shutdown` resolves (with the connection limit, the
+/// timeouts and the shutdown deadline of [`Limits`], which each listener
 /// keeps), then ends the state's identity source ([`Minter::shutdown`]).
 pub async fn run_with(
     listeners: impl Into<Listeners>,

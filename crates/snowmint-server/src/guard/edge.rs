@@ -27,7 +27,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::error::ApiError;
+use crate::routes::error::ApiError;
 
 /// Longest request target (path and query) answered; longer is 414.
 pub const MAX_URI_BYTES: usize = 8 * 1024;

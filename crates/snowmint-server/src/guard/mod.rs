@@ -1,6 +1,6 @@
 //! What a request passes before a route answers it.
 
-pub mod admission;
+pub(crate) mod admission;
 pub(crate) mod edge;
-pub mod origin;
-pub mod token;
+pub(crate) mod origin;
+pub(crate) mod token;

@@ -1,6 +1,6 @@
 //! Minting: the identity sources and the minter the routes mint from.
 
-pub mod generator;
-pub mod hostname;
-pub mod identity;
-pub mod minter;
+pub(crate) mod generator;
+pub(crate) mod hostname;
+pub(crate) mod identity;
+pub(crate) mod minter;

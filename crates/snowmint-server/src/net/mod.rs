@@ -1,4 +1,4 @@
 //! Connections: the accept loop, its limits and timeouts, and TLS.
 
-pub mod accept;
-pub mod tls;
+pub(crate) mod accept;
+pub(crate) mod tls;

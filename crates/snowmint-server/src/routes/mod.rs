@@ -3,9 +3,10 @@
 
 pub(crate) mod api;
 pub(crate) mod error;
-pub mod metrics;
+pub(crate) mod metrics;
 pub(crate) mod openapi;
 pub(crate) mod page;
+pub(crate) mod schema;
 pub(crate) mod state;
 
 use axum::extract::{MatchedPath, Request};

@@ -15,11 +15,11 @@ pub type NowFn = Arc<dyn Fn() -> u64 + Send + Sync>;
 #[derive(Clone)]
 pub struct AppState {
     /// The slot IDs are minted from.
-    pub minter: Arc<Minter>,
+    pub(crate) minter: Arc<Minter>,
     /// Prometheus metrics.
-    pub metrics: Arc<Metrics>,
+    pub(crate) metrics: Arc<Metrics>,
     /// The mint lane and the client quotas.
-    pub admission: Arc<Admission>,
+    pub(crate) admission: Arc<Admission>,
     /// The bearer token minting and `/metrics` need, if any.
     pub(crate) token: Option<ApiToken>,
     /// Origins allowed to mint cross-site.
@@ -77,16 +77,9 @@ impl AppState {
         !self.admin_listener
     }
 
-    /// Replaces the metrics (to add collectors, such as the etcd session's).
-    #[must_use]
-    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> AppState {
-        self.metrics = metrics;
-        self
-    }
-
     /// Replaces the admission control (to set a client quota).
     #[must_use]
-    pub fn with_admission(mut self, admission: Admission) -> AppState {
+    pub(crate) fn with_admission(mut self, admission: Admission) -> AppState {
         self.admission = Arc::new(admission);
         self
     }

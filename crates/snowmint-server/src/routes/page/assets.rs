@@ -4,7 +4,7 @@ use axum::extract::Path;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::error::ApiError;
+use crate::routes::error::ApiError;
 
 const CSS: &str = include_str!("../../../assets/app.css");
 const JS: &str = include_str!("../../../assets/app.js");
