@@ -1,19 +1,24 @@
 //! Prometheus metrics: HTTP requests and latency by route, IDs issued, the
 //! generator's own counters and the worker identity, in the text format.
 
+#[cfg(feature = "etcd")]
+pub(crate) mod etcd;
+mod family;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
-use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::generator::Kind;
-use crate::minter::Minter;
+use self::family::{counter, gauge};
+use crate::mint::generator::Kind;
+use crate::mint::minter::Minter;
 
 /// Labels of one HTTP request.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -197,11 +202,6 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
     }
 
-    /// Adds a collector read at each scrape.
-    pub fn register_collector(&mut self, collector: Box<dyn Collector>) {
-        self.registry.register_collector(collector);
-    }
-
     /// Counts a connection event.
     pub fn connection_event(&self, event: ConnEvent) {
         self.connection_events
@@ -250,30 +250,6 @@ struct GeneratorCollector {
     minter: Arc<Minter>,
 }
 
-/// Writes one constant counter (shared with the etcd session's metrics).
-pub(crate) fn counter(
-    encoder: &mut DescriptorEncoder<'_>,
-    name: &str,
-    help: &str,
-    value: u64,
-) -> Result<(), std::fmt::Error> {
-    let c = ConstCounter::new(value);
-    let e = encoder.encode_descriptor(name, help, None, c.metric_type())?;
-    c.encode(e)
-}
-
-/// Writes one constant gauge (shared with the etcd session's metrics).
-pub(crate) fn gauge(
-    encoder: &mut DescriptorEncoder<'_>,
-    name: &str,
-    help: &str,
-    value: i64,
-) -> Result<(), std::fmt::Error> {
-    let g = ConstGauge::new(value);
-    let e = encoder.encode_descriptor(name, help, None, g.metric_type())?;
-    g.encode(e)
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct IdentityLabels {
     datacenter: u8,
@@ -304,11 +280,11 @@ impl Collector for GeneratorCollector {
         }
         #[cfg(feature = "etcd")]
         if let Some(status) = self.minter.lease_metrics() {
-            crate::etcd::encode(&status, &mut encoder)?;
+            crate::routes::metrics::etcd::encode(&status, &mut encoder)?;
         }
         if let Some(generator) = self.minter.generator() {
             let m = generator.metrics();
-            for (kind, name, help, value) in crate::generator::metric_rows(&m) {
+            for (kind, name, help, value) in crate::mint::generator::metric_rows(&m) {
                 match kind {
                     Kind::Counter => counter(&mut encoder, name, help, value)?,
                     Kind::Gauge => gauge(

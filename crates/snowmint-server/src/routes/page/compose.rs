@@ -5,8 +5,8 @@ use snowmint::{Field, Layout};
 
 use super::form::{TextField, lang_hidden, local, picker};
 use super::{Mode, Outcome, Page, PageQuery};
-use crate::api;
-use crate::i18n::Lang;
+use crate::routes::api;
+use crate::routes::page::i18n::Lang;
 
 /// Composes the query's four values. `at` (the date picker) counts only
 /// when no timestamp is typed; a first visit (no query) shows datacenter

@@ -6,8 +6,8 @@ use snowmint::Encoding;
 
 use super::form::{TextField, lang_hidden, layout_select};
 use super::{Mode, Outcome, Page, PageQuery, list};
-use crate::api;
-use crate::i18n::Lang;
+use crate::routes::api;
+use crate::routes::page::i18n::Lang;
 
 /// The form chosen in the decode form's `from` (decimal when missing or
 /// unknown: the page offers only valid choices).

@@ -1,14 +1,14 @@
 //! The explanatory sections below the tools: what a Snowflake ID is, how
 //! this tool works, why IDs sort by time, the worked example step by step,
 //! where the format is used, calculator versus minter, and its history.
-//! The prose is in [`crate::i18n`]; the structure and every computed step
+//! The prose is in [`crate::routes::page::i18n`]; the structure and every computed step
 //! of the example are here.
 
 use maud::{Markup, html};
 
 use super::facts::Example;
 use super::{Page, link};
-use crate::i18n::Prose;
+use crate::routes::page::i18n::Prose;
 
 pub(super) fn panel(page: &Page) -> Markup {
     let g = &page.t.guide;

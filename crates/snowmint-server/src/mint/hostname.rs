@@ -113,7 +113,7 @@ impl std::error::Error for HostnameError {}
 ///
 /// ```
 /// use snowmint::Identity;
-/// use snowmint_server::hostname::identity_of_hostname;
+/// use snowmint_server::identity_of_hostname;
 /// let ordinal = |h| identity_of_hostname(h).map(Identity::ordinal);
 /// assert_eq!(ordinal("snowmint-0"), Ok(0));
 /// assert_eq!(ordinal("ids-eu-west-1023"), Ok(1023));

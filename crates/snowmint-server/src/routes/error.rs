@@ -4,7 +4,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use crate::minter::MintError;
+use crate::mint::minter::MintError;
 
 /// An error answered as JSON. Messages are written for the client: they name
 /// the field, the value and the allowed range, and never carry internals.
@@ -52,17 +52,20 @@ impl ApiError {
     }
 
     /// The HTTP status.
-    pub fn status(&self) -> StatusCode {
+    #[cfg(test)]
+    pub(crate) fn status(&self) -> StatusCode {
         self.status
     }
 
     /// The message.
-    pub fn message(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn message(&self) -> &str {
         &self.message
     }
 
     /// The field, if any.
-    pub fn field(&self) -> Option<&str> {
+    #[cfg(test)]
+    pub(crate) fn field(&self) -> Option<&str> {
         self.field.as_deref()
     }
 }

@@ -8,7 +8,7 @@ use snowmint::{Breakdown, Encoding, Layout};
 
 use super::form::display_name;
 use super::{Page, link};
-use crate::i18n::Lang;
+use crate::routes::page::i18n::Lang;
 
 /// The most IDs one list takes: enough for a page of a log, and a bound
 /// on the work and the size of one answer.

@@ -27,7 +27,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::error::ApiError;
+use crate::routes::error::ApiError;
 
 /// Longest request target (path and query) answered; longer is 414.
 pub const MAX_URI_BYTES: usize = 8 * 1024;
@@ -43,8 +43,8 @@ const MAX_TEXT_ERROR_BYTES: usize = 1024;
 /// The layer; see the [module docs](self).
 pub(crate) async fn edge(request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let route = crate::route_label(&request);
-    let method = crate::method_label(request.method());
+    let route = crate::routes::route_label(&request);
+    let method = crate::routes::method_label(request.method());
     let mut response = match head_too_large(&request) {
         Some(refusal) => refusal.into_response(),
         None => next.run(request).await,

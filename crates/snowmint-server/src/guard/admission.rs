@@ -20,9 +20,9 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
-use crate::error::{ApiError, Throttle};
-use crate::metrics::{Metrics, Rejection};
-use crate::minter::{MintError, PendingMint};
+use crate::mint::minter::{MintError, PendingMint};
+use crate::routes::error::{ApiError, Throttle};
+use crate::routes::metrics::{Metrics, Rejection};
 
 /// IDs one identity can issue per millisecond.
 const PER_MS: u64 = snowmint::MAX_SEQUENCE + 1;
@@ -180,7 +180,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::Minter;
+    use crate::mint::minter::Minter;
 
     fn write(out: &mut Vec<u8>, range: snowmint::IdRange) {
         out.extend(range.iter().flat_map(|id| id.to_string().into_bytes()));

@@ -1,7 +1,8 @@
 //! The one thing the routes mint from, whatever the identity source.
 //!
-//! A [`Minter`] is started from the [`Config`]'s identity
-//! source and has one lifecycle: [`start`](Minter::start), then
+//! A [`Minter`] is started from the configuration's identity
+//! source and has one lifecycle: [`start_static`](Minter::start_static) or
+//! `leased` (feature `etcd`), then
 //! [`ready`](Minter::ready) / mint for as long as the server runs, then
 //! [`shutdown`](Minter::shutdown). Behind it:
 //!
@@ -18,13 +19,12 @@
 //! thread. [`Minter::ready`] answers whether a mint would succeed now.
 
 use std::fmt;
+use std::path::Path;
 use std::sync::Arc;
 
 use snowmint::SnowflakeId;
 
-use crate::Config;
-use crate::generator::{GenerateError, Generator, IdRange, StoreError};
-use crate::identity::{IdentitySource, StartError};
+use crate::mint::generator::{GenerateError, Generator, IdRange, StaticError, StoreError};
 
 pub use snowmint::{Identity, MAX_BATCH};
 
@@ -120,7 +120,8 @@ enum Source {
     Leased(snowmint_etcd::LeasedGenerator),
 }
 
-/// The identity source the routes mint from; see the [module docs](self).
+/// The identity source the routes mint from: started once, then ready
+/// and minting for as long as the server runs, then shut down.
 ///
 /// ```
 /// use snowmint_server::{Minter, MintError};
@@ -129,7 +130,7 @@ enum Source {
 /// assert!(!minter.is_ready());
 /// assert_eq!(minter.mint(1), Err(MintError::NotReady));
 ///
-/// let minter = Minter::from_generator(snowmint_server::generator::Generator::new(1, 2)?);
+/// let minter = Minter::from_generator(snowmint::Generator::new(1, 2)?);
 /// let ids = minter.mint(3).unwrap();
 /// assert_eq!(ids.len(), 3);
 /// assert!(ids[0] < ids[1] && ids[1] < ids[2]);
@@ -142,23 +143,12 @@ pub struct Minter {
 }
 
 impl Minter {
-    /// Starts the identity source `config` asks for (see
-    /// [`IdentitySource`]): the static generator is built (its mark read,
-    /// its lock taken) before this returns; an etcd lease session is
-    /// started and holds no identity yet (not ready until it does).
-    pub async fn start(config: &Config) -> Result<Arc<Minter>, StartError> {
-        let source = match config.identity_source() {
-            IdentitySource::Static(identity) => static_source(identity, config)?,
-            IdentitySource::FromHostname => {
-                static_source(crate::hostname::identity_from_hostname()?, config)?
-            }
-            #[cfg(feature = "etcd")]
-            IdentitySource::Etcd => Source::Leased(snowmint_etcd::LeasedGenerator::spawn(
-                crate::etcd::config_of(config),
-            )?),
-            #[cfg(not(feature = "etcd"))]
-            IdentitySource::Etcd => return Err(StartError::EtcdNotBuilt),
-        };
+    /// Starts the static identity source: the generator for `identity`
+    /// is built (its mark read from `state_dir`, its lock taken) before
+    /// this returns. (`serve` starts the source its configuration asks
+    /// for: this one, or `leased` (feature `etcd`).)
+    pub fn start_static(identity: Identity, state_dir: &Path) -> Result<Arc<Minter>, StaticError> {
+        let source = static_source(identity, state_dir)?;
         Ok(Arc::new(Minter { source }))
     }
 
@@ -202,7 +192,7 @@ impl Minter {
     /// use them.
     ///
     /// May block (for the clock, or a reservation write): not for an async
-    /// worker thread; see [`try_mint_ranges`](Minter::try_mint_ranges).
+    /// worker thread.
     pub fn mint_ranges(&self, n: usize, mut sink: impl FnMut(IdRange)) -> Result<(), MintError> {
         match self.try_mint_ranges(n, &mut sink)? {
             None => Ok(()),
@@ -215,7 +205,7 @@ impl Minter {
     /// [`PendingMint`] to [`finish`](PendingMint::finish) on a thread that
     /// may block (`tokio::task::spawn_blocking`). The rest is minted from
     /// the same generator, so the runs stay in increasing order.
-    pub fn try_mint_ranges(
+    pub(crate) fn try_mint_ranges(
         &self,
         n: usize,
         mut sink: impl FnMut(IdRange),
@@ -338,8 +328,8 @@ impl Minter {
     }
 }
 
-fn static_source(identity: Identity, config: &Config) -> Result<Source, StartError> {
-    let generator = crate::generator::static_generator(identity, &config.state_dir)?;
+fn static_source(identity: Identity, state_dir: &Path) -> Result<Source, StaticError> {
+    let generator = crate::mint::generator::static_generator(identity, state_dir)?;
     Ok(Source::Static {
         identity,
         generator: Arc::new(generator),

@@ -11,10 +11,10 @@ use axum::{Json, extract::Query};
 use serde::Deserialize;
 use snowmint::{Encoding, Field, Layout, SnowflakeId};
 
-use crate::AppState;
-use crate::error::{ApiError, ErrorBody};
-use crate::generator::IdRange;
-use crate::minter::MAX_BATCH;
+use crate::mint::generator::IdRange;
+use crate::mint::minter::MAX_BATCH;
+use crate::routes::error::{ApiError, ErrorBody};
+use crate::routes::state::AppState;
 
 /// A query string read into `T`, whose rejection answers in the API's error
 /// shape instead of axum's plain text.
@@ -123,7 +123,7 @@ pub(crate) fn compose_typed(
     tag = "ids",
     params(ComposeQuery),
     responses(
-        (status = 200, description = "The ID and its breakdown", body = crate::openapi::BreakdownDoc),
+        (status = 200, description = "The ID and its breakdown", body = crate::routes::schema::BreakdownDoc),
         (status = 400, description = "A value is out of range or not a number", body = ErrorBody),
     )
 )]
@@ -206,7 +206,7 @@ pub(crate) fn encoding(from: Option<&str>) -> Result<Encoding, ApiError> {
         DecodeQuery,
     ),
     responses(
-        (status = 200, description = "The ID's breakdown", body = crate::openapi::BreakdownDoc),
+        (status = 200, description = "The ID's breakdown", body = crate::routes::schema::BreakdownDoc),
         (status = 400, description = "Not an ID in the form `from` names (`field` is `id`), or an unknown `from` or `layout`", body = ErrorBody),
         (status = 404, description = "No ID in the path", body = ErrorBody),
     )
@@ -267,7 +267,7 @@ pub(crate) fn range_typed(
     tag = "ids",
     params(RangeQuery),
     responses(
-        (status = 200, description = "The span and its smallest and largest ID", body = crate::openapi::RangeDoc),
+        (status = 200, description = "The span and its smallest and largest ID", body = crate::routes::schema::RangeDoc),
         (status = 400, description = "A time is out of range or not a time (`field` is `from` or `to`), `to` is before `from` (`to`), or the layout is unknown (`layout`)", body = ErrorBody),
     )
 )]
@@ -307,7 +307,7 @@ pub(crate) fn count(input: Option<&str>) -> Result<usize, ApiError> {
     tag = "mint",
     params(MintQuery),
     responses(
-        (status = 200, description = "Fresh IDs, strictly increasing, as decimal strings", body = crate::openapi::IdsDoc),
+        (status = 200, description = "Fresh IDs, strictly increasing, as decimal strings", body = crate::routes::schema::IdsDoc),
         (status = 400, description = "count out of range", body = ErrorBody),
         (status = 401, description = "The server requires a token (`--api-token-file`) and the request has no `Authorization: Bearer` with it", body = ErrorBody,
             headers(("WWW-Authenticate" = String, description = "`Bearer`, with `error=\"invalid_token\"` when a wrong token was sent"))),
@@ -404,7 +404,7 @@ fn increment(digits: &mut [u8]) -> bool {
 }
 
 /// Liveness: the process answers.
-#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "Alive", body = crate::openapi::StatusDoc)))]
+#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "Alive", body = crate::routes::schema::StatusDoc)))]
 pub(crate) async fn healthz() -> impl IntoResponse {
     (
         [(
@@ -417,7 +417,7 @@ pub(crate) async fn healthz() -> impl IntoResponse {
 
 /// Readiness: a mint would succeed now.
 #[utoipa::path(get, path = "/readyz", tag = "operations", responses(
-    (status = 200, description = "Ready to mint", body = crate::openapi::ReadyDoc),
+    (status = 200, description = "Ready to mint", body = crate::routes::schema::ReadyDoc),
     (status = 503, description = "A mint would fail now: no valid worker identity, the clock too far behind, or the reservation cannot be saved", body = ErrorBody),
 ))]
 pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, ApiError> {

@@ -18,8 +18,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
-use crate::AppState;
-use crate::error::ApiError;
+use crate::routes::error::ApiError;
 
 /// Why the token file cannot be used. Each message names the flag and the
 /// path, never the file's content.
@@ -135,11 +134,11 @@ fn read(path: &Path) -> Result<Vec<u8>, TokenError> {
 /// configured, a request without it is answered 401 with
 /// `WWW-Authenticate: Bearer`.
 pub(crate) async fn require_token(
-    State(state): State<AppState>,
+    State(token): State<Option<ApiToken>>,
     request: Request,
     next: Next,
 ) -> Response {
-    let Some(token) = &state.token else {
+    let Some(token) = &token else {
         return next.run(request).await;
     };
     let authorization = request.headers().get(header::AUTHORIZATION);

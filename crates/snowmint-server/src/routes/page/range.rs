@@ -7,8 +7,8 @@ use snowmint::{Field, IdSpan, Layout};
 
 use super::form::{TextField, lang_hidden, layout_select, local, picker};
 use super::{Mode, Outcome, Page, PageQuery, link};
-use crate::api;
-use crate::i18n::Lang;
+use crate::routes::api;
+use crate::routes::page::i18n::Lang;
 
 /// What was typed for one end of the span: the text field, or (when that
 /// is blank) its picker; blank in both means now. Returns the input and

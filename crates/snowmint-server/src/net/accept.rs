@@ -22,7 +22,7 @@
 //! - **shuts down** when asked: stops accepting, closes connections with no
 //!   request in progress at once, lets requests in progress finish for at
 //!   most [`Limits::shutdown_timeout`], then closes what is left.
-//! - **serves HTTPS** when given a TLS configuration ([`crate::tls`]): the
+//! - **serves HTTPS** when given a TLS configuration ([`crate::net::tls`]): the
 //!   handshake runs in the connection's own task, never in the accept loop
 //!   (a slow client holds up nobody else), and counts against the header
 //!   timeout from the accept, so a client that never finishes it is closed
@@ -51,8 +51,8 @@ use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
-use crate::error::Throttle;
-use crate::metrics::{ConnEvent, Metrics};
+use crate::routes::error::Throttle;
+use crate::routes::metrics::{ConnEvent, Metrics};
 
 /// Default [`Limits::header_timeout`].
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -62,7 +62,8 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// period of 30 s.
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How the server treats connections; see the [module docs](self).
+/// How the server treats connections: the connection limit, the header
+/// and idle timeouts, the shutdown deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Limits {

@@ -1,28 +1,12 @@
-//! Distributed mode's wiring (feature `etcd`): the lease itself is
-//! `snowmint-etcd`'s; here are only the settings `snowmint serve` passes and
-//! how the session appears in `/metrics`.
+//! How distributed mode's lease session (feature `etcd`) appears in
+//! `/metrics`; the lease itself is `snowmint-etcd`'s, the settings it is
+//! started with are [`Config`](crate::Config)'s.
 
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::gauge::ConstGauge;
-use snowmint_etcd::{EtcdConfig, LeaseState};
+use snowmint_etcd::LeaseState;
 
-use crate::Config;
-use crate::metrics::{counter, gauge};
-
-/// The lease settings of `config`: endpoints, prefix, lease TTL, and TLS
-/// (CA, client certificate).
-pub fn config_of(config: &Config) -> EtcdConfig {
-    let mut etcd = EtcdConfig::new(config.etcd_endpoints.iter().cloned())
-        .prefix(config.etcd_prefix.clone())
-        .lease_ttl(config.lease_ttl);
-    if let Some(ca) = &config.etcd_ca {
-        etcd = etcd.ca_cert(ca);
-    }
-    if let Some(client) = &config.etcd_client_cert {
-        etcd = etcd.client_cert(&client.cert, &client.key);
-    }
-    etcd
-}
+use super::family::{counter, gauge};
 
 /// Exports the lease session's state at each scrape:
 ///

@@ -4,13 +4,13 @@ use axum::extract::Path;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::error::ApiError;
+use crate::routes::error::ApiError;
 
-const CSS: &str = include_str!("../../assets/app.css");
-const JS: &str = include_str!("../../assets/app.js");
-const FAVICON_SVG: &str = include_str!("../../assets/favicon.svg");
+const CSS: &str = include_str!("../../../assets/app.css");
+const JS: &str = include_str!("../../../assets/app.js");
+const FAVICON_SVG: &str = include_str!("../../../assets/favicon.svg");
 /// `favicon.svg` drawn at 32 x 32, as one PNG in an ICO container.
-const FAVICON_ICO: &[u8] = include_bytes!("../../assets/favicon.ico");
+const FAVICON_ICO: &[u8] = include_bytes!("../../../assets/favicon.ico");
 
 fn cached(kind: &'static str, max_age: &'static str, body: impl IntoResponse) -> Response {
     (

@@ -25,6 +25,7 @@ mod decode;
 pub(crate) mod facts;
 mod form;
 mod guide;
+pub(crate) mod i18n;
 mod limits;
 mod link;
 mod list;
@@ -42,8 +43,8 @@ use snowmint::{Breakdown, Field, IdSpan, Layout};
 
 pub(crate) use self::assets::{asset, favicon};
 use self::facts::{FACTS, Facts};
-use crate::AppState;
-use crate::i18n::{Lang, Text};
+use crate::routes::page::i18n::{Lang, Text};
+use crate::routes::state::AppState;
 
 /// The Content-Security-Policy of the page. Everything it needs comes from
 /// this server; no inline script or style, so a reflected value could never
@@ -261,7 +262,7 @@ impl Page<'_> {
     /// The layout the query chose (decode and range), Twitter's when
     /// missing or unknown: the select offers only the presets.
     fn layout(&self) -> Layout {
-        crate::api::layout(self.q.layout.as_deref()).unwrap_or(Layout::TWITTER)
+        crate::routes::api::layout(self.q.layout.as_deref()).unwrap_or(Layout::TWITTER)
     }
 
     /// `lang` for links: kept only when the query chose it.

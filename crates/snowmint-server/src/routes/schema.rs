@@ -1,10 +1,7 @@
-//! The OpenAPI 3 description, generated from the handlers' annotations.
+//! The schemas of the API's answers, as the handlers' annotations name
+//! them (the answers themselves are built as JSON values).
 
-use utoipa::{OpenApi, ToSchema};
-
-pub(crate) mod params;
-
-use params::StrictParams;
+use utoipa::ToSchema;
 
 /// One segment of the 64 bits (documentation of the core's `Segment`).
 #[derive(ToSchema)]
@@ -108,48 +105,4 @@ pub(crate) struct ReadyDoc {
     datacenter: u8,
     /// The identity's worker ID.
     worker: u8,
-}
-
-#[derive(OpenApi)]
-#[openapi(
-    info(
-        title = "snowmint",
-        description = "Twitter-layout Snowflake IDs: compose, decode (also in the Discord, Instagram, Sonyflake and Mastodon layouts), time ranges and mint. IDs travel as decimal strings. Every error answers `{\"error\": message, \"field\": name or null}`."
-    ),
-    tags(
-        (name = "ids", description = "Compose, decode and find the ID range of a time span: pure functions of their input, open to all"),
-        (name = "mint", description = "Fresh IDs from this instance's generator"),
-        (name = "operations", description = "Liveness, readiness and Prometheus metrics"),
-    ),
-    paths(
-        crate::api::compose,
-        crate::api::decode,
-        crate::api::range,
-        crate::api::mint,
-        crate::api::healthz,
-        crate::api::readyz,
-        crate::api::metrics,
-    ),
-    modifiers(&StrictParams),
-    components(schemas(
-        crate::error::ErrorBody,
-        BreakdownDoc,
-        SegmentDoc,
-        RangeDoc,
-        IdsDoc,
-        StatusDoc,
-        ReadyDoc
-    ))
-)]
-struct ApiDoc;
-
-/// The OpenAPI document as JSON.
-pub(crate) fn document() -> &'static str {
-    // Generated once: it only changes with the code.
-    static DOC: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-        ApiDoc::openapi()
-            .to_pretty_json()
-            .unwrap_or_else(|_| "{}".to_owned())
-    });
-    &DOC
 }

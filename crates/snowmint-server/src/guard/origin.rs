@@ -17,14 +17,15 @@
 //! Behind a proxy that rewrites `Host`, older browsers (without
 //! `Sec-Fetch-Site`) need the public origin in `--cors-origin`.
 
+use std::sync::Arc;
+
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-use crate::AppState;
-use crate::error::ApiError;
+use crate::routes::error::ApiError;
 
 /// The origins `--cors-origin` allows: exact `scheme://host[:port]`.
 #[derive(Debug, Clone, Default)]
@@ -140,7 +141,7 @@ fn permitted(headers: &HeaderMap, host: Option<&[u8]>, allowed: &Origins) -> boo
 /// Router layer: refuses a cross-site request that is not safe (403, in
 /// the API's error shape).
 pub(crate) async fn refuse_cross_site(
-    State(state): State<AppState>,
+    State(origins): State<Arc<Origins>>,
     request: Request,
     next: Next,
 ) -> Response {
@@ -161,7 +162,7 @@ pub(crate) async fn refuse_cross_site(
                 .get(header::HOST)
                 .map(HeaderValue::as_bytes)
         });
-    if permitted(request.headers(), host, &state.origins) {
+    if permitted(request.headers(), host, &origins) {
         return next.run(request).await;
     }
     ApiError::new(

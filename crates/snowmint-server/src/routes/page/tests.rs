@@ -163,7 +163,7 @@ async fn the_range_of_january_2024_without_javascript() {
     assert_eq!(by_id(html, "range-max"), max.to_string());
     assert_eq!(
         by_id(html, "range-slots"),
-        crate::i18n::Lang::En.number(max - min + 1)
+        crate::routes::page::i18n::Lang::En.number(max - min + 1)
     );
     assert!(html.contains(&format!("<code>WHERE id BETWEEN {min} AND {max}</code>")));
     assert!(html.contains(&format!(r#"data-copy="WHERE id BETWEEN {min} AND {max}""#)));

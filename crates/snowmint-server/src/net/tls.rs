@@ -8,7 +8,7 @@
 //! that does not belong to the certificate is a bad setting (exit status 2
 //! in the `snowmint` binary) with a message naming the flag and the path,
 //! never a failure on the first connection. The handshake itself runs in
-//! each connection's task, within the header timeout (see [`http`](crate::http)).
+//! each connection's task, within the header timeout (see [`http`](crate::net::accept)).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,7 +20,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 /// The PEM files HTTPS is served with.
 ///
 /// ```
-/// use snowmint_server::tls::TlsFiles;
+/// use snowmint_server::TlsFiles;
 ///
 /// let files = TlsFiles::new("/nonexistent/cert.pem", "/nonexistent/key.pem");
 /// assert_eq!(

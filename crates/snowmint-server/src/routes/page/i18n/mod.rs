@@ -10,7 +10,7 @@ use maud::Markup;
 use snowmint::time::Iso8601;
 use snowmint::{Field, Layout};
 
-use crate::page::facts::Facts;
+use crate::routes::page::facts::Facts;
 
 /// A language of the page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
