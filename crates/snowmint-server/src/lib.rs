@@ -782,3 +782,8 @@ async fn serve_state(
     tracing::info!("stopped serving; persisting the reservation");
     minter.shutdown().await.map_err(RunError::Persist)
 }
+
+/// Compiles the crate README's example as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctest;
