@@ -20,7 +20,9 @@ struct Example {
 
 /// The examples of one Markdown file.
 fn examples(file: &str) -> Vec<Example> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(file);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {file}: {e}"));
     let mut found = Vec::new();
     let mut in_text = false;
