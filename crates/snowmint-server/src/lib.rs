@@ -67,3 +67,8 @@ pub use net::accept::{
 pub use net::tls::{Flag as TlsFlag, TlsError, TlsFiles};
 pub use routes::state::{AppState, NowFn};
 pub use serve::{Listeners, RunError, run, run_with, serve, static_state};
+
+/// Compiles the crate README's example as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctest;
