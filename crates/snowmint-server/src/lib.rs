@@ -18,7 +18,8 @@
 //!   from, whatever the source, with one lifecycle (start, ready, shutdown).
 //!   The lease itself (claim, fence, hand-over) is the `snowmint-etcd`
 //!   crate's; `etcd` only wires it in.
-//! - [`metrics`]: Prometheus metrics.
+//! - [`metrics`]: Prometheus metrics; [`logs`]: the log subscriber (text
+//!   or JSON, written off the request path).
 //! - [`http`]: the accept loop [`run_with`] serves through: connection
 //!   limit, header and idle timeouts, the shutdown deadline, the TLS
 //!   handshake; [`tls`]: the certificate and key HTTPS is served with.
@@ -49,10 +50,12 @@ mod error;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod generator;
+mod head_errors;
 pub mod hostname;
 pub mod http;
 mod i18n;
 pub mod identity;
+pub mod logs;
 pub mod metrics;
 pub mod minter;
 mod openapi;
@@ -83,6 +86,7 @@ pub use error::{ApiError, ErrorBody};
 pub use generator::StaticError;
 pub use http::Limits;
 pub use identity::{IdentitySource, StartError};
+pub use logs::LogFormat;
 pub use metrics::Metrics;
 pub use minter::{Identity, MintError, Minter};
 pub use origin::Origins;
@@ -127,8 +131,13 @@ pub struct Config {
     /// [`serve`] prints one line to stderr once the identity source has
     /// started: `snowmint: serving the explorer on http://ADDR/ (...)`
     /// (`https://` with `tls`; the `snowmint` binary's; scripts and tests
-    /// read it).
+    /// read it). With [`LogFormat::Json`] in `log_format` it is a log event
+    /// instead (target [`logs::BANNER_TARGET`]), one JSON object like every
+    /// other line.
     pub announce: bool,
+    /// How the log lines are written (as [`logs::init`] was told), which
+    /// the start-up lines follow.
+    pub log_format: LogFormat,
     /// Serve HTTPS with this certificate and key (`--tls-cert`,
     /// `--tls-key`); `None`: plain HTTP.
     pub tls: Option<TlsFiles>,
@@ -156,6 +165,7 @@ impl Default for Config {
             client_quota: None,
             worker_from_hostname: false,
             announce: false,
+            log_format: LogFormat::Text,
             tls: None,
             etcd_ca: None,
             etcd_client_cert: None,
@@ -650,7 +660,9 @@ async fn reload_on_sighup(token: ApiToken) {
 
 /// The lines `snowmint serve` prints once its identity source has started:
 /// the admin listener's first (when there is one), then the public one's,
-/// which scripts wait for.
+/// which scripts wait for. As text, `snowmint: ...` lines straight to
+/// stderr; as JSON, log events (the same words in `message`, the address
+/// and the identity as fields of their own).
 fn announce(config: &Config, listener: &TcpListener, admin: Option<&TcpListener>, minter: &Minter) {
     // With TLS both listeners speak HTTPS.
     let scheme = if config.tls.is_some() {
@@ -658,27 +670,60 @@ fn announce(config: &Config, listener: &TcpListener, admin: Option<&TcpListener>
     } else {
         "http"
     };
+    let json = config.log_format == LogFormat::Json;
     if let Some(admin) = admin {
         let addr = admin
             .local_addr()
             .ok()
             .or(config.admin_listen)
             .unwrap_or(config.listen);
-        eprintln!("snowmint: admin (health, readiness, metrics) on {scheme}://{addr}/");
+        let url = format!("{scheme}://{addr}/");
+        if json {
+            tracing::info!(target: logs::BANNER_TARGET, %url, "admin (health, readiness, metrics) on {url}");
+        } else {
+            eprintln!("snowmint: admin (health, readiness, metrics) on {url}");
+        }
     }
     let addr = listener.local_addr().unwrap_or(config.listen);
+    let url = format!("{scheme}://{addr}/");
     match (config.identity_source(), minter.identity()) {
-        (IdentitySource::Etcd, _) => eprintln!(
-            "snowmint: serving the explorer on {scheme}://{addr}/ (identity leased from etcd {} under {}, lease TTL {} s)",
-            config.etcd_endpoints.join(","),
-            config.etcd_prefix,
-            config.lease_ttl.as_secs()
-        ),
-        (_, identity) => eprintln!(
-            "snowmint: serving the explorer on {scheme}://{addr}/ ({}, state in {})",
-            identity.unwrap_or(config.identity),
-            config.state_dir.display()
-        ),
+        (IdentitySource::Etcd, _) => {
+            let endpoints = config.etcd_endpoints.join(",");
+            let ttl_s = config.lease_ttl.as_secs();
+            if json {
+                tracing::info!(
+                    target: logs::BANNER_TARGET,
+                    %url,
+                    etcd = %endpoints,
+                    prefix = %config.etcd_prefix,
+                    lease_ttl_s = ttl_s,
+                    "serving the explorer on {url} (identity leased from etcd)"
+                );
+            } else {
+                eprintln!(
+                    "snowmint: serving the explorer on {url} (identity leased from etcd {endpoints} under {}, lease TTL {ttl_s} s)",
+                    config.etcd_prefix,
+                );
+            }
+        }
+        (_, identity) => {
+            let identity = identity.unwrap_or(config.identity);
+            if json {
+                tracing::info!(
+                    target: logs::BANNER_TARGET,
+                    %url,
+                    datacenter = identity.datacenter(),
+                    worker = identity.worker(),
+                    state_dir = %config.state_dir.display(),
+                    "serving the explorer on {url}"
+                );
+            } else {
+                eprintln!(
+                    "snowmint: serving the explorer on {url} ({identity}, state in {})",
+                    config.state_dir.display()
+                );
+            }
+        }
     }
 }
 
@@ -736,7 +781,15 @@ async fn serve_state(
     state.admin_listener = admin.is_some();
     let minter = Arc::clone(&state.minter);
     if let Ok(addr) = public.local_addr() {
-        tracing::info!(%addr, identity = ?minter.identity(), "listening");
+        match minter.identity() {
+            Some(identity) => tracing::info!(
+                %addr,
+                datacenter = identity.datacenter(),
+                worker = identity.worker(),
+                "listening"
+            ),
+            None => tracing::info!(%addr, "listening; no identity held yet"),
+        }
     }
     let metrics = Arc::clone(&state.metrics);
     // One shutdown for both loops.

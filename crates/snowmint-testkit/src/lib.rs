@@ -12,6 +12,9 @@
 //!   files (HTTPS, and etcd over TLS: [`etcd::EtcdServer::start_tls`]).
 //! - [`clock::FakeClock`]: a process's wall clock under libfaketime, stepped
 //!   back and forward while it runs.
+//! - [`prometheus::Prometheus`]: Debian's Prometheus scraping one target
+//!   with alerting rules loaded; [`prometheus::check_metrics`]: `promtool
+//!   check metrics` on an exposition.
 //! - [`chaos`]: the randomized fault test of distributed mode (`snowmint-chaos`,
 //!   run by `scripts/chaos`): load, nemesis, checker and report.
 //!
@@ -24,6 +27,7 @@
 //! - `proxy.rs`: the cuttable TCP proxy.
 //! - `pki.rs`: test certificates (rcgen).
 //! - `clock.rs`: libfaketime clock control.
+//! - `prometheus.rs`: Prometheus and promtool.
 //! - `signal.rs`: SIGKILL/SIGSTOP/SIGCONT to a process by ID.
 //! - `chaos/`: the harness (`schedule`, `history`, `checker`, `report`, `run`).
 
@@ -33,6 +37,7 @@ pub mod chaos;
 pub mod clock;
 pub mod etcd;
 pub mod pki;
+pub mod prometheus;
 pub mod proxy;
 pub mod signal;
 

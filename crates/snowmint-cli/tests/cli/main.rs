@@ -12,6 +12,7 @@ mod compose_decode;
 mod etcd_serve;
 mod hardening;
 mod next;
+mod operator;
 mod range;
 mod serve;
 mod support;
