@@ -157,7 +157,7 @@ pub struct ServeArgs {
     /// new lines are dropped (counted in snowmint_log_lines_dropped_total),
     /// never waited for.
     #[arg(long, env = "SNOWMINT_LOG_BUFFER_LINES", value_name = "N",
-          default_value_t = snowmint_server::logs::DEFAULT_BUFFERED_LINES as u64,
+          default_value_t = snowmint_server::DEFAULT_LOG_BUFFER_LINES as u64,
           allow_negative_numbers = true, value_parser = whole("log-buffer-lines", 1, 10_000_000, "lines"))]
     pub log_buffer_lines: u64,
 }
@@ -277,19 +277,19 @@ impl ServeArgs {
 /// Runs the service until SIGINT or SIGTERM. The identity source, its
 /// lifecycle and the shutdown order are the server library's
 /// ([`snowmint_server::serve`]); a bad setting it finds exits 2. The log
-/// writer ([`snowmint_server::logs`]) lives until the end and writes what is
+/// writer ([`snowmint_server::init_logs`]) lives until the end and writes what is
 /// queued before the process exits; with `--log-format json` an error that
 /// ends the run is one more JSON line, not an `error:` one.
 pub fn run_cli(args: ServeArgs) -> Result<(), CliError> {
     let config = args.config();
-    let mut options = snowmint_server::logs::LogOptions::default();
+    let mut options = snowmint_server::LogOptions::default();
     options.format = config.log_format;
     options.buffered_lines = usize::try_from(args.log_buffer_lines).unwrap_or(usize::MAX);
     if let Ok(filter) = std::env::var("RUST_LOG") {
         options.filter = filter;
     }
-    let guard = snowmint_server::logs::init(&options).map_err(|e| match e {
-        snowmint_server::logs::LogError::Filter { .. } => CliError::Usage(format!("RUST_LOG: {e}")),
+    let guard = snowmint_server::init_logs(&options).map_err(|e| match e {
+        snowmint_server::LogError::Filter { .. } => CliError::Usage(format!("RUST_LOG: {e}")),
         other => CliError::Runtime(other.into()),
     })?;
     let outcome = serve(config);

@@ -18,8 +18,8 @@
 //!   from, whatever the source, with one lifecycle (start, ready, shutdown).
 //!   The lease itself (claim, fence, hand-over) is the `snowmint-etcd`
 //!   crate's; `etcd` only wires it in.
-//! - [`metrics`]: Prometheus metrics; [`logs`]: the log subscriber (text
-//!   or JSON, written off the request path).
+//! - [`metrics`]: Prometheus metrics; `logs`: the log subscriber
+//!   ([`init_logs`]: text or JSON, written off the request path).
 //! - [`http`]: the accept loop [`run_with`] serves through: connection
 //!   limit, header and idle timeouts, the shutdown deadline, the TLS
 //!   handshake; [`tls`]: the certificate and key HTTPS is served with.
@@ -55,7 +55,7 @@ pub mod hostname;
 pub mod http;
 mod i18n;
 pub mod identity;
-pub mod logs;
+mod logs;
 pub mod metrics;
 pub mod minter;
 mod openapi;
@@ -86,7 +86,7 @@ pub use error::{ApiError, ErrorBody};
 pub use generator::StaticError;
 pub use http::Limits;
 pub use identity::{IdentitySource, StartError};
-pub use logs::LogFormat;
+pub use logs::{DEFAULT_LOG_BUFFER_LINES, LogError, LogFormat, LogGuard, LogOptions, init_logs};
 pub use metrics::Metrics;
 pub use minter::{Identity, MintError, Minter};
 pub use origin::Origins;
@@ -132,10 +132,10 @@ pub struct Config {
     /// started: `snowmint: serving the explorer on http://ADDR/ (...)`
     /// (`https://` with `tls`; the `snowmint` binary's; scripts and tests
     /// read it). With [`LogFormat::Json`] in `log_format` it is a log event
-    /// instead (target [`logs::BANNER_TARGET`]), one JSON object like every
+    /// instead (target `snowmint::banner`), one JSON object like every
     /// other line.
     pub announce: bool,
-    /// How the log lines are written (as [`logs::init`] was told), which
+    /// How the log lines are written (as [`init_logs`] was told), which
     /// the start-up lines follow.
     pub log_format: LogFormat,
     /// Serve HTTPS with this certificate and key (`--tls-cert`,

@@ -9,7 +9,7 @@
 //! dropped, not waited for**: requests are never slowed by logging. Every
 //! dropped line is counted in `snowmint_log_lines_dropped_total`.
 //!
-//! [`init`] installs this as the process's subscriber and returns a
+//! [`init_logs`] installs this as the process's subscriber and returns a
 //! [`LogGuard`]: keep it for the life of the program; dropping it writes
 //! what is still queued (waiting at most a second) and stops the thread.
 //!
@@ -39,13 +39,13 @@ pub enum LogFormat {
 
 /// Lines that may wait for the writer before new ones are dropped, unless
 /// told otherwise (about 30 MB of access-log lines).
-pub const DEFAULT_BUFFERED_LINES: usize = 128_000;
+pub const DEFAULT_LOG_BUFFER_LINES: usize = 128_000;
 
 /// The target of the start-up lines (the addresses served), always let
-/// through by [`init`]'s filter.
-pub const BANNER_TARGET: &str = "snowmint::banner";
+/// through by [`init_logs`]'s filter.
+pub(crate) const BANNER_TARGET: &str = "snowmint::banner";
 
-/// What [`init`] sets up.
+/// What [`init_logs`] sets up.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct LogOptions {
@@ -63,7 +63,7 @@ impl Default for LogOptions {
         LogOptions {
             format: LogFormat::Text,
             filter: "info".to_owned(),
-            buffered_lines: DEFAULT_BUFFERED_LINES,
+            buffered_lines: DEFAULT_LOG_BUFFER_LINES,
         }
     }
 }
@@ -76,7 +76,7 @@ pub struct LogGuard {
     _worker: WorkerGuard,
 }
 
-/// Why [`init`] failed.
+/// Why [`init_logs`] failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LogError {
@@ -97,21 +97,29 @@ pub enum LogError {
 static DROPPED: OnceLock<ErrorCounter> = OnceLock::new();
 
 /// Log lines dropped so far because the writer fell behind (0 before
-/// [`init`]).
+/// [`init_logs`]).
 pub(crate) fn dropped_lines() -> u64 {
     DROPPED
         .get()
         .map_or(0, |c| u64::try_from(c.dropped_lines()).unwrap_or(u64::MAX))
 }
 
-/// Installs the process's log subscriber: `options.filter`, the format,
-/// and the writer thread (see the [module docs](self)). Call once, before
-/// [`serve`](crate::serve); keep the guard until the program ends.
+/// Installs the process's log subscriber: `options.filter` (with the
+/// start-up lines, target `snowmint::banner`, always let through), the
+/// format, and a writer thread. Call once, before [`serve`](crate::serve);
+/// keep the guard until the program ends.
+///
+/// Events are formatted where they happen and queued; the `snowmint-log`
+/// thread writes them to stderr. When `options.buffered_lines` lines are
+/// waiting (stderr does not keep up), new lines are dropped, never waited
+/// for, and counted in `snowmint_log_lines_dropped_total`. With
+/// [`LogFormat::Json`] a panic's message is an event too (target
+/// `snowmint::panic`), so every line on stderr is a JSON object.
 ///
 /// # Errors
 ///
 /// A filter that cannot be read, or a subscriber already installed.
-pub fn init(options: &LogOptions) -> Result<LogGuard, LogError> {
+pub fn init_logs(options: &LogOptions) -> Result<LogGuard, LogError> {
     let filter = filter(&options.filter)?;
     let (writer, worker) = writer(options.buffered_lines, std::io::stderr());
     let counter = writer.error_counter();
@@ -163,7 +171,7 @@ fn writer<W: std::io::Write + Send + 'static>(
         .finish(out)
 }
 
-/// The subscriber [`init`] installs, writing through `writer`.
+/// The subscriber [`init_logs`] installs, writing through `writer`.
 fn subscriber(
     format: LogFormat,
     filter: EnvFilter,

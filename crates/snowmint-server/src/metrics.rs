@@ -4,11 +4,11 @@
 //! Names follow Prometheus' conventions, which `promtool check metrics`
 //! checks: base units (`_seconds`, Unix times as `_timestamp_seconds`),
 //! counters ending in `_total`, HELP on every family. `/metrics` answers in
-//! the format the client asks for by `Accept` ([`Format::negotiate`]):
+//! the format the client asks for by `Accept` (`Format::negotiate`):
 //! OpenMetrics for Prometheus, which asks for it first, and the Prometheus
 //! text format (0.0.4) otherwise, which is what `curl`, `promtool` and most
 //! other scrapers read. prometheus-client writes OpenMetrics only; the text
-//! format is made from it by [`openmetrics_to_text`].
+//! format is made from it by `openmetrics_to_text`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -245,7 +245,7 @@ impl Metrics {
     }
 
     /// Every metric in `format`.
-    pub fn render(&self, format: Format) -> String {
+    pub(crate) fn render(&self, format: Format) -> String {
         let mut out = String::with_capacity(8 * 1024);
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
@@ -258,8 +258,7 @@ impl Metrics {
 
 /// An exposition format `/metrics` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Format {
+pub(crate) enum Format {
     /// OpenMetrics 1.0.0 (`application/openmetrics-text`), what Prometheus
     /// asks for first.
     OpenMetrics,
@@ -273,19 +272,7 @@ impl Format {
     /// `application/openmetrics-text` above `text/plain` (by `q`, wildcards
     /// included), else the text format, which is also the answer to no
     /// `Accept` at all and to `*/*`.
-    ///
-    /// ```
-    /// use snowmint_server::metrics::Format;
-    /// // What Prometheus 2.x sends.
-    /// let prometheus = "application/openmetrics-text;version=1.0.0,\
-    ///     application/openmetrics-text;version=0.0.1;q=0.75,\
-    ///     text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
-    /// assert_eq!(Format::negotiate(Some(prometheus)), Format::OpenMetrics);
-    /// assert_eq!(Format::negotiate(Some("text/plain;version=0.0.4")), Format::Text);
-    /// assert_eq!(Format::negotiate(Some("*/*")), Format::Text);
-    /// assert_eq!(Format::negotiate(None), Format::Text);
-    /// ```
-    pub fn negotiate(accept: Option<&str>) -> Format {
+    pub(crate) fn negotiate(accept: Option<&str>) -> Format {
         let (mut openmetrics, mut text) = (0.0f32, 0.0f32);
         for range in accept.unwrap_or("").split(',') {
             let mut params = range.split(';');
@@ -313,7 +300,7 @@ impl Format {
     }
 
     /// The `Content-Type` of a response in this format.
-    pub fn content_type(self) -> &'static str {
+    pub(crate) fn content_type(self) -> &'static str {
         match self {
             Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
             Format::Text => "text/plain; version=0.0.4; charset=utf-8",
@@ -333,16 +320,7 @@ impl Format {
 /// - `\"` in HELP text becomes `"` (the text format escapes only `\\` and
 ///   `\n` there); label values are escaped alike in both;
 /// - a sample's timestamp, seconds in OpenMetrics, becomes milliseconds.
-///
-/// ```
-/// use snowmint_server::metrics::openmetrics_to_text;
-/// let om = "# HELP ids IDs issued.\n# TYPE ids counter\nids_total 3\n# EOF\n";
-/// assert_eq!(
-///     openmetrics_to_text(om),
-///     "# HELP ids_total IDs issued.\n# TYPE ids_total counter\nids_total 3\n"
-/// );
-/// ```
-pub fn openmetrics_to_text(openmetrics: &str) -> String {
+pub(crate) fn openmetrics_to_text(openmetrics: &str) -> String {
     // Family name -> its type, from the `# TYPE` lines (which follow the
     // `# HELP` line they must rename).
     let types: std::collections::HashMap<&str, &str> = openmetrics
@@ -515,5 +493,57 @@ impl Collector for GeneratorCollector {
             crate::logs::dropped_lines(),
         )?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_picks_the_format() {
+        // What Prometheus 2.x sends.
+        let prometheus = "application/openmetrics-text;version=1.0.0,\
+            application/openmetrics-text;version=0.0.1;q=0.75,\
+            text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        for (accept, format) in [
+            (Some(prometheus), Format::OpenMetrics),
+            (Some("application/openmetrics-text"), Format::OpenMetrics),
+            (Some("text/plain;q=0.2, application/*"), Format::OpenMetrics),
+            (Some("text/plain;version=0.0.4"), Format::Text),
+            (
+                Some("application/openmetrics-text;q=0.5, text/plain"),
+                Format::Text,
+            ),
+            (Some("application/openmetrics-text;q=0"), Format::Text),
+            (
+                Some("application/openmetrics-text;q=nonsense"),
+                Format::Text,
+            ),
+            (Some("*/*"), Format::Text),
+            (Some("application/json"), Format::Text),
+            (Some(""), Format::Text),
+            (None, Format::Text),
+        ] {
+            assert_eq!(Format::negotiate(accept), format, "{accept:?}");
+        }
+    }
+
+    #[test]
+    fn openmetrics_becomes_the_text_format() {
+        let om = "# HELP ids IDs issued.\n# TYPE ids counter\n# UNIT ids ids\n\
+                  ids_total{route=\"/a b\",x=\"q\\\" }\"} 3 # {trace=\"1\"} 1 1.5\n\
+                  ids_created 1700000000.5\n\
+                  # HELP up Say \\\"hi\\\".\n# TYPE up gauge\nup 1 1700000000.25\n\
+                  # HELP build Build.\n# TYPE build info\nbuild_info{v=\"1\"} 1\n\
+                  # HELP odd Odd.\n# TYPE odd unknown\nodd 2\n# EOF\n";
+        assert_eq!(
+            openmetrics_to_text(om),
+            "# HELP ids_total IDs issued.\n# TYPE ids_total counter\n\
+             ids_total{route=\"/a b\",x=\"q\\\" }\"} 3\n\
+             # HELP up Say \"hi\".\n# TYPE up gauge\nup 1 1700000000250\n\
+             # HELP build_info Build.\n# TYPE build_info gauge\nbuild_info{v=\"1\"} 1\n\
+             # HELP odd Odd.\n# TYPE odd untyped\nodd 2\n"
+        );
     }
 }
