@@ -92,8 +92,18 @@ async fn claims_are_exclusive_and_marks_are_guarded_by_the_lease() {
         .await
         .unwrap_err();
     assert!(matches!(err, EtcdError::NotHolder { .. }), "{err}");
-    assert!(ops::holds(&mut client, &keys, 0, a.id, T).await.unwrap());
-    assert!(!ops::holds(&mut client, &keys, 0, b.id, T).await.unwrap());
+    assert!(
+        ops::holds(&mut client, &keys, 0, a.id, T)
+            .await
+            .unwrap()
+            .holds
+    );
+    assert!(
+        !ops::holds(&mut client, &keys, 0, b.id, T)
+            .await
+            .unwrap()
+            .holds
+    );
 
     // Revoking frees the identity at once, and the mark stays for the next holder.
     ops::revoke(&mut client, a.id, T).await.unwrap();
