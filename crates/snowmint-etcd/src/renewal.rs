@@ -24,7 +24,7 @@
 
 use std::time::{Duration, Instant};
 
-use etcd_client::{LeaseKeepAliveStream, LeaseKeeper};
+use etcd_client::{LeaseKeepAliveResponse, LeaseKeepAliveStream, LeaseKeeper};
 
 use crate::error::EtcdError;
 use crate::keys::Keys;
@@ -40,6 +40,17 @@ pub(crate) struct KeepAlive {
     pub ttl: Duration,
     /// The raft term in the answer's header; `None` without a header.
     pub term: Option<u64>,
+}
+
+impl KeepAlive {
+    /// etcd's answer (with a TTL > 0) to a keep-alive sent at `sent`.
+    pub(crate) fn answered(sent: Instant, response: &LeaseKeepAliveResponse) -> KeepAlive {
+        KeepAlive {
+            sent,
+            ttl: Duration::from_secs(response.ttl().max(0) as u64),
+            term: response.header().map(|h| h.raft_term()),
+        }
+    }
 }
 
 /// What the linearizable read of the identity key, sent after the
@@ -133,11 +144,7 @@ pub(crate) async fn keep_alive(
         responses.message().await
     };
     match tokio::time::timeout(t, round).await {
-        Ok(Ok(Some(response))) if response.ttl() > 0 => Ok(KeepAlive {
-            sent,
-            ttl: Duration::from_secs(response.ttl() as u64),
-            term: response.header().map(|h| h.raft_term()),
-        }),
+        Ok(Ok(Some(response))) if response.ttl() > 0 => Ok(KeepAlive::answered(sent, &response)),
         Ok(Ok(Some(_))) => Err(EtcdError::LeaseGone { lease }),
         Ok(Ok(None)) => Err(EtcdError::KeepAliveEnded),
         Ok(Err(e)) if gone(&e) => Err(EtcdError::LeaseGone { lease }),
