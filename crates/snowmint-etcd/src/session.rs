@@ -105,17 +105,17 @@ pub(crate) struct Session {
 
 impl Session {
     pub(crate) async fn run(self, mut shutdown: watch::Receiver<bool>) {
-        let versions = tokio::spawn(crate::versions::watch(
+        // Stops with this task, also when it is aborted.
+        let _versions = crate::versions::Watch::spawn(
             self.conn.each(),
             self.timing.request,
             Arc::clone(&self.status),
             self.config.confirm_renewals,
-        ));
+        );
         tokio::select! {
             _ = shutdown.wait_for(|stop| *stop) => {}
             () = self.lifecycle() => {}
         }
-        versions.abort();
         // Stop issuing first, then free the identity.
         self.holder.clear();
         let current = self
@@ -401,8 +401,15 @@ impl Session {
                         ));
                     });
                     // The next answer, likely from the new leader (or from
-                    // this member, which follows it by now), may count.
-                    next = Instant::now() + RETRY_AFTER_FAILURE;
+                    // this member, which follows it by now), may count. A
+                    // server that never confirms (a proxy that strips
+                    // headers) is asked at the renewal pace, not in a loop.
+                    let wait = if unconfirmed <= 3 {
+                        RETRY_AFTER_FAILURE
+                    } else {
+                        self.timing.renew_every
+                    };
+                    next = Instant::now() + wait;
                 }
                 Ok((answer, Verdict::Extend(new_deadline))) => {
                     let ttl = answer.ttl;

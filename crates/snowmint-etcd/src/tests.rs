@@ -428,98 +428,6 @@ async fn wait_leader(urls: &[String], among: &[usize], above: u64) -> (usize, u6
     }
 }
 
-/// iptables rules dropping TCP packets to some local addresses, removed
-/// when dropped: the packets etcd members send to one member.
-struct Dropped(Vec<std::net::SocketAddrV4>);
-
-impl Dropped {
-    fn rule(op: &str, to: std::net::SocketAddrV4) -> std::io::Result<bool> {
-        let status = std::process::Command::new("iptables")
-            .args(["-w", op, "INPUT", "-p", "tcp", "-d", &to.ip().to_string()])
-            .args(["--dport", &to.port().to_string(), "-j", "DROP"])
-            .stderr(std::process::Stdio::null())
-            .status()?;
-        Ok(status.success())
-    }
-
-    /// `None` (after a skip) when iptables is missing or refuses.
-    fn block(to: &[std::net::SocketAddrV4]) -> Option<Dropped> {
-        let mut made = Dropped(Vec::new());
-        for &addr in to {
-            match Dropped::rule("-I", addr) {
-                Ok(true) => made.0.push(addr),
-                _ => return snowmint_testkit::skip("`iptables -I INPUT ... -j DROP` failed"),
-            }
-        }
-        Some(made)
-    }
-}
-
-impl Drop for Dropped {
-    fn drop(&mut self) {
-        for &addr in &self.0 {
-            let _ = Dropped::rule("-D", addr);
-        }
-    }
-}
-
-/// The local ends of process `pid`'s TCP sockets: listening ones on `ip`
-/// other than port `except`, and connected ones whose other end is on one
-/// of `remotes` (from /proc/net/tcp and the process's descriptors).
-fn sockets_of(
-    pid: u32,
-    ip: std::net::Ipv4Addr,
-    except: u16,
-    remotes: &[std::net::Ipv4Addr],
-) -> Vec<std::net::SocketAddrV4> {
-    let inodes: HashSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|fds| {
-            fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
-                .filter_map(|l| {
-                    let l = l.to_string_lossy().into_owned();
-                    Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    // "0100007F:1F90", or in tcp6 a v4-mapped "0000000000000000FFFF00000100007F:1F90".
-    let parse = |field: &str| -> Option<std::net::SocketAddrV4> {
-        let (addr, port) = field.split_once(':')?;
-        let addr = if addr.len() == 32 {
-            addr.strip_prefix("0000000000000000FFFF0000")?
-        } else {
-            addr
-        };
-        let word = u32::from_str_radix(addr, 16).ok()?;
-        Some(std::net::SocketAddrV4::new(
-            std::net::Ipv4Addr::from(word.to_ne_bytes()),
-            u16::from_str_radix(port, 16).ok()?,
-        ))
-    };
-    let mut found = Vec::new();
-    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let text = std::fs::read_to_string(table).unwrap_or_default();
-        for line in text.lines().skip(1) {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            if f.len() <= 9 || !inodes.contains(f[9]) {
-                continue;
-            }
-            let (Some(local), Some(remote)) = (parse(f[1]), parse(f[2])) else {
-                continue;
-            };
-            let wanted = match f[3] {
-                "0A" => *local.ip() == ip && local.port() != except,
-                "01" => remotes.contains(remote.ip()),
-                _ => false,
-            };
-            if wanted && !found.contains(&local) {
-                found.push(local);
-            }
-        }
-    }
-    found
-}
-
 /// etcd issue 15247 with real members (an etcd before 3.4.31 or 3.5.13,
 /// such as Debian's 3.4.23): a leader paused past an election and resumed
 /// while the others cannot tell it so (their packets to it are dropped: this
@@ -606,22 +514,14 @@ fn a_deposed_leaders_keep_alive_moves_the_fence_only_without_the_term_check() {
     // dropped: it hears nothing of the coming election). It stays stopped
     // for longer than an election, and the others elect one of them.
     cluster.pause(d).unwrap();
-    let addrs: Vec<std::net::SocketAddrV4> = (0..3)
-        .map(|m| match cluster.addr(m) {
-            std::net::SocketAddr::V4(a) => a,
-            std::net::SocketAddr::V6(a) => panic!("members are on 127.0.0.0/8, got {a}"),
-        })
-        .collect();
-    let peers: Vec<_> = others.iter().map(|&m| *addrs[m].ip()).collect();
-    let pid = cluster.pid(d).unwrap();
-    let inbound = sockets_of(pid, *addrs[d].ip(), addrs[d].port(), &peers);
-    assert!(
-        inbound.len() >= 3,
-        "the leader's peer listener and its connections to the others: {inbound:?}"
-    );
-    let Some(partition) = Dropped::block(&inbound) else {
-        return;
+    let partition = match cluster.cut_off(d) {
+        Ok(partition) => partition,
+        Err(e) => return snowmint_testkit::skip(&e).unwrap_or(()),
     };
+    assert!(
+        partition.addrs().len() >= 3,
+        "the leader's peer listener and its connections to the others: {partition:?}"
+    );
     let (n_index, new_leader, term_n) = rt.block_on(wait_leader(&urls, &others, term_d));
     // Wait until a renewal sent now, counted from its sending, would end
     // after the new leader lets the leases expire: that is at most its

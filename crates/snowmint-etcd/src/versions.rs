@@ -16,12 +16,33 @@ const REFRESH: Duration = Duration::from_secs(600);
 /// answer again.
 const RETRY: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(60));
 
+/// The task of [`watch`], aborted when dropped.
+pub(crate) struct Watch(tokio::task::JoinHandle<()>);
+
+impl Watch {
+    /// Starts [`watch`] on the current runtime.
+    pub(crate) fn spawn(
+        conns: Vec<Conn>,
+        t: Duration,
+        status: SharedStatus,
+        confirm: bool,
+    ) -> Watch {
+        Watch(tokio::spawn(watch(conns, t, status, confirm)))
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Asks every endpoint (one connection each, `t` per request) for its
 /// version, forever: again with backoff while some have not answered, and
 /// every [`REFRESH`] after. Logs each version when first seen or changed and
 /// keeps them in `status.servers`. `confirm`: whether renewals are confirmed
 /// by term (always but in tests), for the log.
-pub(crate) async fn watch(mut conns: Vec<Conn>, t: Duration, status: SharedStatus, confirm: bool) {
+async fn watch(mut conns: Vec<Conn>, t: Duration, status: SharedStatus, confirm: bool) {
     let mut known: Vec<Option<String>> = vec![None; conns.len()];
     let mut retry = RETRY.0;
     loop {

@@ -21,7 +21,8 @@
 //! # Layout
 //!
 //! - `etcd.rs`: etcd members and clusters, the "process owns its socket" check.
-//! - `proxy.rs`: the cuttable TCP proxy.
+//! - `proxy.rs`: the cuttable, re-routable TCP proxy.
+//! - `isolate.rs`: one etcd member cut off from the others' packets (iptables).
 //! - `pki.rs`: test certificates (rcgen).
 //! - `clock.rs`: libfaketime clock control.
 //! - `signal.rs`: SIGKILL/SIGSTOP/SIGCONT to a process by ID.
@@ -32,6 +33,7 @@
 pub mod chaos;
 pub mod clock;
 pub mod etcd;
+pub mod isolate;
 pub mod pki;
 pub mod proxy;
 pub mod signal;

@@ -827,11 +827,27 @@ async fn etcd_fault(world: &World, fault: &Fault, update: &Recorder<'_>) -> anyh
                 .for_each(|p| p.route(leader));
             tokio::time::sleep(Duration::from_millis(schedule::STALE_ROUTE_BEFORE_MS)).await;
             let paused = blocking(Box::new(move |c| Ok(c.pause(m).is_ok()))).await??;
+            // While it is stopped, nothing the others send reaches it, so
+            // that it resumes without having heard of the election (as root;
+            // without iptables the fault still pauses it, and the resumed
+            // leader usually hears of the election before it answers).
+            let cut = Arc::clone(&cluster);
+            let isolation = tokio::task::spawn_blocking(move || {
+                cut.lock().unwrap_or_else(|e| e.into_inner()).cut_off(m)
+            })
+            .await?;
+            let cut_note = match &isolation {
+                Ok(_) => format!(
+                    "cut off from the other members until {} ms after",
+                    schedule::STALE_CUT_AFTER_MS
+                ),
+                Err(e) => format!("not cut off from the other members ({e})"),
+            };
             update.set(|r| {
                 r.happened = paused;
                 r.detail = format!(
                     "{name} routed to etcd{m} (the leader) only; etcd{m} SIGSTOP for {} ms, \
-                     then SIGCONT; {name} routed back {} ms later",
+                     then SIGCONT, {cut_note}; {name} routed back {} ms later",
                     fault.hold_ms,
                     schedule::STALE_ROUTE_AFTER_MS
                 );
@@ -843,6 +859,8 @@ async fn etcd_fault(world: &World, fault: &Fault, update: &Recorder<'_>) -> anyh
                 }))
                 .await??;
             }
+            tokio::time::sleep(Duration::from_millis(schedule::STALE_CUT_AFTER_MS)).await;
+            drop(isolation);
             tokio::time::sleep(Duration::from_millis(schedule::STALE_ROUTE_AFTER_MS)).await;
             let instance = shared.lock().await;
             for (proxy, upstream) in instance.proxies.iter().zip(own) {

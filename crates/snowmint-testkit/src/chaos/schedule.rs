@@ -32,9 +32,11 @@ pub enum FaultKind {
     /// SIGTERM one etcd member, then start it again.
     EtcdMemberRestart,
     /// Route an etcd-mode instance's traffic to the etcd leader only, SIGSTOP
-    /// the leader for longer than an election, SIGCONT it, and route the
-    /// instance back after a while: the resumed former leader may answer the
-    /// instance's keep-alives from its stale lease table (etcd issue 15247).
+    /// the leader for longer than an election (cut off, as root, from what
+    /// the other members send it until a moment after it resumes), SIGCONT
+    /// it, and route the instance back after a while: the resumed former
+    /// leader answers the instance's keep-alives from its stale lease table
+    /// (etcd issue 15247).
     StaleLeader,
 }
 
@@ -130,7 +132,9 @@ impl Fault {
             FaultKind::InstancePause | FaultKind::Partition | FaultKind::EtcdMemberPause => {
                 self.hold_ms
             }
-            FaultKind::StaleLeader => STALE_ROUTE_BEFORE_MS + self.hold_ms + STALE_ROUTE_AFTER_MS,
+            FaultKind::StaleLeader => {
+                STALE_ROUTE_BEFORE_MS + self.hold_ms + STALE_CUT_AFTER_MS + STALE_ROUTE_AFTER_MS
+            }
         }
     }
 }
@@ -142,6 +146,11 @@ pub const STALE_ROUTE_BEFORE_MS: u64 = 1500;
 /// How long it keeps the instance routed to the former leader after resuming
 /// it (the instance's renewals land there, answered stale or forwarded).
 pub const STALE_ROUTE_AFTER_MS: u64 = 2000;
+
+/// How long the resumed former leader stays cut off from the other
+/// members' packets (when the harness can cut it off): it takes itself for
+/// the leader meanwhile, and answers keep-alives from its stale table.
+pub const STALE_CUT_AFTER_MS: u64 = 500;
 
 /// etcd's election timeout as the harness runs it (etcd's default).
 pub const ELECTION_TIMEOUT_MS: u64 = 1000;
