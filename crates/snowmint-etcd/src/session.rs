@@ -367,13 +367,19 @@ impl Session {
             // linearizable read of the key, which also confirms that the
             // leader that answered still leads (see `renewal.rs`); the fence
             // moves only when both answer and agree.
+            // Whether etcd answered the keep-alive but the read after it
+            // failed: a renewal not confirmed, too.
+            let mut answered = false;
             let renewed = match renewal::keep_alive(conn, &mut stream, lease, t).await {
                 Ok(answer) => match renewal::confirm(conn, &self.keys, n, lease, t).await {
                     Ok(read) => Ok((
                         answer,
                         renewal::judge(&answer, &read, self.config.confirm_renewals),
                     )),
-                    Err(e) => Err(e),
+                    Err(e) => {
+                        answered = true;
+                        Err(e)
+                    }
                 },
                 Err(e) => Err(e),
             };
@@ -444,6 +450,7 @@ impl Session {
                     failing_since.get_or_insert(attempt);
                     update(&self.status, |s| {
                         s.renewal_failures += 1;
+                        s.unconfirmed_renewals += u64::from(answered);
                         s.last_error = Some(e.to_string());
                     });
                     // Soon: every moment counts before the fence closes,

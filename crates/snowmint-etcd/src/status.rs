@@ -74,8 +74,10 @@ pub struct LeaseMetrics {
     /// Keep-alives that failed or got no answer in time.
     pub renewal_failures: u64,
     /// Keep-alives etcd answered that did not count: the linearizable read
-    /// after the answer did not confirm the answering leader's term (a
-    /// deposed leader's answer, etcd issue 15247), so the fence stayed.
+    /// after the answer reported another raft term, or failed (a deposed
+    /// leader's answer, etcd issue 15247, or a leader change under way), so
+    /// the fence stayed. Those whose read failed count as renewal failures
+    /// too.
     pub unconfirmed_renewals: u64,
     /// What each endpoint's etcd server said it is (etcd's Status call),
     /// in the order the endpoints were given; endpoints that have not

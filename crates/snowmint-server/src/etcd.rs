@@ -93,8 +93,8 @@ pub(crate) fn encode(
         (
             "etcd_renewals_unconfirmed",
             "Lease keep-alives etcd answered that a linearizable read after them did not \
-             confirm at the same raft term (a deposed leader's answer, etcd issue 15247); \
-             they did not extend the fence",
+             confirm at the same raft term, or that failed (a deposed leader's answer, etcd \
+             issue 15247); they did not extend the fence",
             status.unconfirmed_renewals,
         ),
     ] {
