@@ -10,6 +10,9 @@
 //!   be cut (a partition) and restored.
 //! - [`pki::Pki`]: a test CA with server and client certificates, as PEM
 //!   files (HTTPS, and etcd over TLS: [`etcd::EtcdServer::start_tls`]).
+//! - [`db::Postgres`], [`db::Mariadb`], [`db::Sqlite`]: a real database for
+//!   one test, on a Unix socket in a temporary directory of its own, stopped
+//!   when dropped; driven through its command-line client.
 //! - [`clock::FakeClock`]: a process's wall clock under libfaketime, stepped
 //!   back and forward while it runs.
 //! - [`chaos`]: the randomized fault test of distributed mode (`snowmint-chaos`,
@@ -25,6 +28,7 @@
 //! - `isolate.rs`: one etcd member cut off from the others' packets (iptables).
 //! - `pki.rs`: test certificates (rcgen).
 //! - `clock.rs`: libfaketime clock control.
+//! - `db.rs`: PostgreSQL, MariaDB and SQLite for the SQL tests.
 //! - `signal.rs`: SIGKILL/SIGSTOP/SIGCONT to a process by ID.
 //! - `chaos/`: the harness (`schedule`, `history`, `checker`, `report`, `run`).
 
@@ -32,6 +36,7 @@
 
 pub mod chaos;
 pub mod clock;
+pub mod db;
 pub mod etcd;
 pub mod isolate;
 pub mod pki;
@@ -57,3 +62,9 @@ pub fn skip<T>(reason: &str) -> Option<T> {
     eprintln!("skipping: {reason} (set SNOWMINT_REQUIRE_SERVICES=1 to make this a failure)");
     None
 }
+
+/// Compiles the workspace README's Rust examples as doctests (the README is no
+/// crate's: every published crate has a README of its own).
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct WorkspaceReadmeDoctest;

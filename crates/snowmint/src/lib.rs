@@ -25,6 +25,8 @@
 //!   or your own [`Layout::new`].
 //! - For time-range queries: [`Layout::span`] (the smallest and largest ID
 //!   of a time span), [`Layout::min_id_at`] and [`Layout::max_id_at`].
+//! - For IDs inside a database: [`sql`] (SQL functions for PostgreSQL and
+//!   MySQL, expressions for SQLite, and time partitions by ID range).
 //! - To mint IDs (feature `std`): [`Generator`], lock-free and shared by
 //!   `&self` across threads, with a [`Clock`] ([`SystemClock`], or
 //!   [`ManualClock`] in tests) and a [`ReservationStore`] ([`FileStore`]) for
@@ -83,6 +85,7 @@ mod parse;
 mod reservation;
 #[cfg(feature = "serde")]
 mod serde_impl;
+pub mod sql;
 pub mod time;
 
 pub use breakdown::{Breakdown, Segment};
@@ -128,7 +131,7 @@ pub fn parse_timestamp(input: &str, now_ms: u64) -> Result<u64, Error> {
     Layout::TWITTER.parse_timestamp(input, now_ms)
 }
 
-/// Compiles the README's examples as doctests.
-#[doc = include_str!("../../../README.md")]
+/// Compiles the crate README's examples as doctests.
+#[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctest;

@@ -8,12 +8,14 @@
 
 mod abuse;
 mod compose_decode;
+mod docs;
 #[cfg(feature = "etcd")]
 mod etcd_serve;
 mod hardening;
 mod next;
 mod range;
 mod serve;
+mod sql;
 mod support;
 mod tls;
 mod worker_from_hostname;
