@@ -30,8 +30,9 @@
 //!    every lease, holds the identity's "reserved until" milliseconds; the
 //!    generator never issues at or below it, and raises it (only while its
 //!    lease holds the key) before it issues past it.
-//! 3. **Fence.** Each keep-alive etcd answers moves a deadline to *sent +
-//!    TTL - margin*; every mint checks it before its claim and after, and
+//! 3. **Fence.** Each keep-alive etcd answers, once a linearizable read
+//!    after it confirms the answering leader's raft term, moves a deadline
+//!    to *sent + TTL - margin*; every mint checks it before its claim and after, and
 //!    IDs claimed after it passed are dropped. A fenced session keeps
 //!    renewing, and claims again if its lease or key is gone.
 //! 4. **Hand over.** [`LeasedGenerator::shutdown`] lowers the mark to what
@@ -47,7 +48,9 @@
 //!   metrics, shutdown.
 //! - `holder.rs`: the fenced slot the session fills and every mint goes
 //!   through; [`Fence`] (`fence.rs`) is its deadline.
-//! - `session.rs`: claim, keep-alive, fence, re-claim, revoke.
+//! - `session.rs`: claim, keep-alive, fence, re-claim, revoke;
+//!   `renewal.rs`: when a keep-alive counts (confirmed by raft term, for
+//!   etcd issue 15247); `versions.rs`: each endpoint's etcd version.
 //! - `ops.rs`: each etcd request, bounded by a timeout; [`Keys`]
 //!   (`keys.rs`): where state lives in etcd.
 //! - [`EtcdStore`] (`store.rs`, over `bridge.rs`): the core's synchronous
@@ -64,9 +67,11 @@ mod holder;
 mod keys;
 mod leased;
 mod ops;
+mod renewal;
 mod session;
 mod status;
 mod store;
+mod versions;
 
 pub use config::{
     ConfigError, DEFAULT_LEASE_TTL, DEFAULT_PREFIX, EtcdConfig, GeneratorFactory, MAX_LEASE_TTL,
@@ -78,7 +83,7 @@ pub use holder::{MintError, PendingMint};
 pub use keys::Keys;
 pub use leased::LeasedGenerator;
 pub use snowmint::Identity;
-pub use status::{LeaseMetrics, LeaseState};
+pub use status::{LeaseMetrics, LeaseState, ServerVersion};
 pub use store::EtcdStore;
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use snowmint::{MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS};
 
 use crate::error::EtcdError;
 use crate::keys::{Keys, all_identities};
+use crate::renewal::Confirmation;
 
 /// Runs one etcd request with a deadline.
 pub(crate) async fn timed<T>(
@@ -102,6 +103,15 @@ impl Conn {
             tls: self.tls.clone(),
             timeout: self.timeout,
         }
+    }
+
+    /// One connection per endpoint, each pinned to it: for asking every
+    /// member something (its version).
+    pub(crate) fn each(&self) -> Vec<Conn> {
+        self.endpoints
+            .iter()
+            .map(|e| Conn::new(std::slice::from_ref(e), self.tls.clone(), self.timeout))
+            .collect()
     }
 
     /// The endpoint in use.
@@ -222,16 +232,20 @@ pub(crate) async fn claim(
     Ok(None)
 }
 
-/// Whether identity `n`'s key is still bound to `lease`.
+/// Whether identity `n`'s key is still bound to `lease`, read
+/// linearizably, with the raft term of the answer (see `renewal.rs`).
 pub(crate) async fn holds(
     client: &mut Client,
     keys: &Keys,
     n: u16,
     lease: i64,
     after: Duration,
-) -> Result<bool, EtcdError> {
+) -> Result<Confirmation, EtcdError> {
     let response = timed("identity check", after, client.get(keys.identity(n), None)).await?;
-    Ok(response.kvs().first().is_some_and(|kv| kv.lease() == lease))
+    Ok(Confirmation {
+        holds: response.kvs().first().is_some_and(|kv| kv.lease() == lease),
+        term: response.header().map(|h| h.raft_term()),
+    })
 }
 
 /// Width of a written mark: 20 digits hold any u64. Marks are compared as

@@ -5,7 +5,6 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use etcd_client::{LeaseKeepAliveStream, LeaseKeeper};
 use snowmint::Generator;
 use tokio::sync::{Notify, watch};
 
@@ -15,6 +14,7 @@ use crate::error::EtcdError;
 use crate::holder::Holder;
 use crate::keys::Keys;
 use crate::ops::{self, Conn, Granted};
+use crate::renewal::{self, Stream, Verdict};
 use crate::status::{LeaseState, SharedStatus, update};
 use crate::store::EtcdStore;
 use crate::{Fence, Identity};
@@ -45,7 +45,7 @@ impl Timing {
 
     /// The fence deadline for a keep-alive sent at `sent` that etcd
     /// answered with `ttl`.
-    fn deadline(sent: Instant, ttl: Duration) -> Instant {
+    pub(crate) fn deadline(sent: Instant, ttl: Duration) -> Instant {
         sent + ttl.saturating_sub(fence_margin(ttl))
     }
 }
@@ -105,6 +105,13 @@ pub(crate) struct Session {
 
 impl Session {
     pub(crate) async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        // Stops with this task, also when it is aborted.
+        let _versions = crate::versions::Watch::spawn(
+            self.conn.each(),
+            self.timing.request,
+            Arc::clone(&self.status),
+            self.config.confirm_renewals,
+        );
         tokio::select! {
             _ = shutdown.wait_for(|stop| *stop) => {}
             () = self.lifecycle() => {}
@@ -323,9 +330,11 @@ impl Session {
         let lease = granted.id;
         let mut deadline = Timing::deadline(granted.sent, granted.ttl);
         let mut installed = true;
-        let mut stream: Option<(LeaseKeeper, LeaseKeepAliveStream)> = None;
+        let mut stream: Option<Stream> = None;
         let mut next = Instant::now() + self.timing.renew_every;
         let mut failing_since: Option<Instant> = None;
+        // Answers in a row that a read did not confirm (logged once a streak).
+        let mut unconfirmed = 0u64;
         loop {
             tokio::select! {
                 () = tokio::time::sleep_until(next.into()) => {}
@@ -350,22 +359,68 @@ impl Session {
                 // A reservation write was refused: the key is not ours.
                 () = lost.notified() => return not_holder(),
             }
-            let sent = Instant::now();
+            let t = self.timing.request;
+            let attempt = Instant::now();
             // A live lease is not enough: the key can be deleted (or put
             // under another lease) while it lives, and then the identity is
             // free for anyone to claim. So each renewal is followed by a
-            // look at the key; the fence moves only when both answer.
-            let renewed = match self.renew(conn, &mut stream, lease).await {
-                Ok(ttl) => match self.holds(conn, n, lease).await {
-                    Ok(true) => Ok(ttl),
-                    Ok(false) => return not_holder(),
-                    Err(e) => Err(e),
+            // linearizable read of the key, which also confirms that the
+            // leader that answered still leads (see `renewal.rs`); the fence
+            // moves only when both answer and agree.
+            // Whether etcd answered the keep-alive but the read after it
+            // failed: a renewal not confirmed, too.
+            let mut answered = false;
+            let renewed = match renewal::keep_alive(conn, &mut stream, lease, t).await {
+                Ok(answer) => match renewal::confirm(conn, &self.keys, n, lease, t).await {
+                    Ok(read) => Ok((
+                        answer,
+                        renewal::judge(&answer, &read, self.config.confirm_renewals),
+                    )),
+                    Err(e) => {
+                        answered = true;
+                        Err(e)
+                    }
                 },
                 Err(e) => Err(e),
             };
             match renewed {
-                Ok(ttl) => {
-                    deadline = Timing::deadline(sent, ttl);
+                Ok((_, Verdict::NotHolder)) => return not_holder(),
+                Ok((_, Verdict::Unconfirmed { renewed, read })) => {
+                    if unconfirmed == 0 {
+                        tracing::warn!(
+                            %identity,
+                            endpoint = conn.endpoint(),
+                            keep_alive_term = ?renewed,
+                            read_term = ?read,
+                            "etcd answered a lease keep-alive from a leader that a read after it \
+                             does not confirm (a deposed leader, etcd issue 15247): not counted, \
+                             the fence stays"
+                        );
+                    }
+                    unconfirmed += 1;
+                    update(&self.status, |s| {
+                        s.unconfirmed_renewals += 1;
+                        s.last_error = Some(format!(
+                            "keep-alive answered at raft term {} but confirmed at {}: not counted",
+                            term_text(renewed),
+                            term_text(read)
+                        ));
+                    });
+                    // The next answer, likely from the new leader (or from
+                    // this member, which follows it by now), may count. A
+                    // server that never confirms (a proxy that strips
+                    // headers) is asked at the renewal pace, not in a loop.
+                    let wait = if unconfirmed <= 3 {
+                        RETRY_AFTER_FAILURE
+                    } else {
+                        self.timing.renew_every
+                    };
+                    next = Instant::now() + wait;
+                }
+                Ok((answer, Verdict::Extend(new_deadline))) => {
+                    let ttl = answer.ttl;
+                    unconfirmed = 0;
+                    deadline = new_deadline;
                     if installed {
                         fence.extend(deadline);
                     } else {
@@ -383,7 +438,7 @@ impl Session {
                         s.renewals += 1;
                         s.granted_ttl = Some(ttl);
                     });
-                    next = sent + self.timing.renew_every;
+                    next = answer.sent + self.timing.renew_every;
                 }
                 Err(gone @ EtcdError::LeaseGone { .. }) => return gone,
                 Err(e) => {
@@ -392,9 +447,10 @@ impl Session {
                     if failing_since.is_none() {
                         tracing::warn!(%identity, error = %e, "lease renewal failed; retrying");
                     }
-                    failing_since.get_or_insert(sent);
+                    failing_since.get_or_insert(attempt);
                     update(&self.status, |s| {
                         s.renewal_failures += 1;
+                        s.unconfirmed_renewals += u64::from(answered);
                         s.last_error = Some(e.to_string());
                     });
                     // Soon: every moment counts before the fence closes,
@@ -405,72 +461,11 @@ impl Session {
             }
         }
     }
+}
 
-    /// Whether identity `n`'s key is still bound to `lease`.
-    async fn holds(&self, conn: &mut Conn, n: u16, lease: i64) -> Result<bool, EtcdError> {
-        let client = conn.client().await?;
-        ops::holds(client, &self.keys, n, lease, self.timing.request).await
-    }
-
-    /// One keep-alive round trip: the TTL etcd answered with. A stream that
-    /// failed or timed out is dropped by the caller, so a late answer is
-    /// never taken for a newer request's.
-    async fn renew(
-        &self,
-        conn: &mut Conn,
-        stream: &mut Option<(LeaseKeeper, LeaseKeepAliveStream)>,
-        lease: i64,
-    ) -> Result<Duration, EtcdError> {
-        let t = self.timing.request;
-        let gone = |e: &etcd_client::Error| match e {
-            // etcd-client also reports a closed request channel (a dead
-            // stream: a transport failure) as this error; only its own
-            // "lease not found" is etcd saying the lease is gone.
-            etcd_client::Error::LeaseKeepAliveError(m) => m == "lease not found",
-            etcd_client::Error::GRpcStatus(s) => s.message().contains("lease not found"),
-            _ => false,
-        };
-        if stream.is_none() {
-            let client = conn.client().await?;
-            match tokio::time::timeout(t, client.lease_keep_alive(lease)).await {
-                Ok(Ok(opened)) => *stream = Some(opened),
-                Ok(Err(e)) if gone(&e) => return Err(EtcdError::LeaseGone { lease }),
-                Ok(Err(source)) => {
-                    return Err(EtcdError::Request {
-                        op: "lease keep-alive",
-                        source,
-                    });
-                }
-                Err(_) => {
-                    return Err(EtcdError::Timeout {
-                        op: "lease keep-alive",
-                        after: t,
-                    });
-                }
-            }
-        }
-        let (keeper, responses) = stream.as_mut().expect("opened above");
-        let round = async {
-            keeper.keep_alive().await?;
-            responses.message().await
-        };
-        match tokio::time::timeout(t, round).await {
-            Ok(Ok(Some(response))) if response.ttl() > 0 => {
-                Ok(Duration::from_secs(response.ttl() as u64))
-            }
-            Ok(Ok(Some(_))) => Err(EtcdError::LeaseGone { lease }),
-            Ok(Ok(None)) => Err(EtcdError::KeepAliveEnded),
-            Ok(Err(e)) if gone(&e) => Err(EtcdError::LeaseGone { lease }),
-            Ok(Err(source)) => Err(EtcdError::Request {
-                op: "lease keep-alive",
-                source,
-            }),
-            Err(_) => Err(EtcdError::Timeout {
-                op: "lease keep-alive",
-                after: t,
-            }),
-        }
-    }
+/// A raft term for a message: the number, or `none`.
+fn term_text(term: Option<u64>) -> String {
+    term.map_or_else(|| "none".to_owned(), |t| t.to_string())
 }
 
 #[cfg(test)]

@@ -73,6 +73,16 @@ pub struct LeaseMetrics {
     pub renewals: u64,
     /// Keep-alives that failed or got no answer in time.
     pub renewal_failures: u64,
+    /// Keep-alives etcd answered that did not count: the linearizable read
+    /// after the answer reported another raft term, or failed (a deposed
+    /// leader's answer, etcd issue 15247, or a leader change under way), so
+    /// the fence stayed. Those whose read failed count as renewal failures
+    /// too.
+    pub unconfirmed_renewals: u64,
+    /// What each endpoint's etcd server said it is (etcd's Status call),
+    /// in the order the endpoints were given; endpoints that have not
+    /// answered yet are missing.
+    pub servers: Vec<ServerVersion>,
     /// Times the fence closed.
     pub fenced: u64,
     /// The last failure, for operators (never shown to HTTP clients).
@@ -89,10 +99,71 @@ impl LeaseMetrics {
             claims: 0,
             renewals: 0,
             renewal_failures: 0,
+            unconfirmed_renewals: 0,
+            servers: Vec::new(),
             fenced: 0,
             last_error: None,
         }
     }
+}
+
+/// One etcd endpoint's server version, as its Status call answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerVersion {
+    /// The endpoint, as given.
+    pub endpoint: String,
+    /// The version the server reported (`3.4.23`).
+    pub version: String,
+}
+
+impl ServerVersion {
+    /// Whether this server has etcd issue 15247 (a deposed leader may answer
+    /// lease keep-alives from its stale lease table): every 3.x before
+    /// 3.4.31, 3.5.x before 3.5.13; `None` for a version that does not
+    /// parse as `MAJOR.MINOR.PATCH`.
+    ///
+    /// ```
+    /// # use snowmint_etcd::ServerVersion;
+    /// let v = |s: &str| ServerVersion::new("http://etcd:2379", s).has_issue_15247();
+    /// assert_eq!(v("3.4.23"), Some(true));
+    /// assert_eq!(v("3.4.31"), Some(false));
+    /// assert_eq!(v("3.5.12"), Some(true));
+    /// assert_eq!(v("3.5.13"), Some(false));
+    /// assert_eq!(v("3.6.0"), Some(false));
+    /// assert_eq!(v("3.3.27"), Some(true));
+    /// assert_eq!(v("unknown"), None);
+    /// ```
+    pub fn has_issue_15247(&self) -> Option<bool> {
+        has_issue_15247(&self.version)
+    }
+
+    /// An endpoint's version (for tests and for programs that ask etcd themselves).
+    pub fn new(endpoint: impl Into<String>, version: impl Into<String>) -> ServerVersion {
+        ServerVersion {
+            endpoint: endpoint.into(),
+            version: version.into(),
+        }
+    }
+}
+
+/// See [`ServerVersion::has_issue_15247`]. A pre-release suffix
+/// (`3.5.13-rc.0`) counts as the release it leads to.
+fn has_issue_15247(version: &str) -> Option<bool> {
+    let core = version.trim().trim_start_matches('v');
+    let core = core.split(['-', '+']).next()?;
+    let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
+    let (major, minor, patch) = (parts.next()??, parts.next()??, parts.next()??);
+    if parts.next().is_some() {
+        return None;
+    }
+    Some(match (major, minor) {
+        (0..=2, _) => true,
+        (3, 0..=3) => true,
+        (3, 4) => patch < 31,
+        (3, 5) => patch < 13,
+        _ => false,
+    })
 }
 
 /// The status shared between the session task and its handle.

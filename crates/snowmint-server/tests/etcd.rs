@@ -115,9 +115,27 @@ async fn a_fenced_server_answers_503_and_exports_the_session_then_recovers() {
         "snowmint_etcd_claims_total 1",
         "snowmint_ready 1",
         "snowmint_identity{datacenter=\"0\",worker=\"0\"} 1",
+        "snowmint_etcd_renewals_unconfirmed_total 0",
     ] {
         assert!(metrics.contains(line), "{line} not in {metrics}");
     }
+    // Each endpoint's etcd version, asked at start beside the claim.
+    let server_info = format!(
+        "snowmint_etcd_server_info{{endpoint=\"{}\",version=\"3.",
+        etcd.url()
+    );
+    let mut metrics = metrics;
+    for _ in 0..100 {
+        if metrics.contains(&server_info) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        metrics = served.metrics().await;
+    }
+    assert!(
+        metrics.contains(&server_info),
+        "{server_info} not in {metrics}"
+    );
     // The lease session's families pass promtool too.
     if let Some(findings) = snowmint_testkit::prometheus::check_metrics(&metrics) {
         assert!(

@@ -616,6 +616,30 @@ impl EtcdCluster {
         crate::signal::resume(pid, Duration::from_secs(10))
     }
 
+    /// Cuts paused member `i` off from everything the other members send it
+    /// (a one-way partition: iptables drops the packets to its peer listener
+    /// and to its connections to them) until the result is dropped; it
+    /// still hears clients. See [`Isolation`](crate::isolate::Isolation).
+    ///
+    /// # Errors
+    ///
+    /// When it is not running, or iptables is missing or refuses (not root).
+    pub fn cut_off(&mut self, i: usize) -> Result<crate::isolate::Isolation, String> {
+        let pid = self
+            .pid(i)
+            .ok_or_else(|| format!("{} is not running", self.name(i)))?;
+        let v4 = |a: SocketAddr| match a.ip() {
+            IpAddr::V4(ip) => ip,
+            IpAddr::V6(_) => Ipv4Addr::UNSPECIFIED,
+        };
+        let peers: Vec<Ipv4Addr> = (0..self.len())
+            .filter(|&m| m != i)
+            .map(|m| v4(self.members[m].client))
+            .collect();
+        let own = self.members[i].client;
+        crate::isolate::Isolation::inbound(pid, v4(own), own.port(), &peers)
+    }
+
     /// Starts member `i` again on its data directory and addresses (after
     /// [`kill`](Self::kill) or [`terminate`](Self::terminate)) and waits
     /// until it is healthy and owns its client socket.

@@ -27,7 +27,8 @@
 //! # Layout
 //!
 //! - `etcd.rs`: etcd members and clusters, the "process owns its socket" check.
-//! - `proxy.rs`: the cuttable TCP proxy.
+//! - `proxy.rs`: the cuttable, re-routable TCP proxy.
+//! - `isolate.rs`: one etcd member cut off from the others' packets (iptables).
 //! - `pki.rs`: test certificates (rcgen).
 //! - `clock.rs`: libfaketime clock control.
 //! - `db.rs`: PostgreSQL, MariaDB and SQLite for the SQL tests.
@@ -41,6 +42,7 @@ pub mod chaos;
 pub mod clock;
 pub mod db;
 pub mod etcd;
+pub mod isolate;
 pub mod pki;
 pub mod prometheus;
 pub mod proxy;

@@ -1,6 +1,7 @@
 //! A TCP proxy between one instance and etcd whose line can be cut (a
 //! network partition: bytes stop flowing, sockets stay open, nothing is
-//! refused) and restored.
+//! refused) and restored, and whose upstream can be changed while it runs
+//! (to route an instance's traffic to one etcd member).
 
 use std::net::SocketAddr;
 
@@ -13,6 +14,8 @@ pub struct Proxy {
     addr: SocketAddr,
     /// `true` while the line is cut. Connection tasks watch it.
     cut: watch::Sender<bool>,
+    /// Where new connections go; a change closes the open ones.
+    upstream: watch::Sender<SocketAddr>,
     accept: JoinHandle<()>,
 }
 
@@ -22,16 +25,34 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
         let addr = listener.local_addr().expect("proxy address");
         let (cut, _) = watch::channel(false);
+        let (upstream, _) = watch::channel(upstream);
         let cut_rx = cut.subscribe();
+        let upstream_rx = upstream.subscribe();
         let accept = tokio::spawn(async move {
             loop {
                 let Ok((client, _)) = listener.accept().await else {
                     continue;
                 };
-                tokio::spawn(connection(client, upstream, cut_rx.clone()));
+                tokio::spawn(connection(client, upstream_rx.clone(), cut_rx.clone()));
             }
         });
-        Proxy { addr, cut, accept }
+        Proxy {
+            addr,
+            cut,
+            upstream,
+            accept,
+        }
+    }
+
+    /// Sends new connections to `upstream` from now on, and closes the open
+    /// ones (so that their clients reconnect, there).
+    pub fn route(&self, upstream: SocketAddr) {
+        self.upstream.send_replace(upstream);
+    }
+
+    /// Where new connections go now.
+    pub fn upstream(&self) -> SocketAddr {
+        *self.upstream.borrow()
     }
 
     /// The URL an instance should use instead of etcd's.
@@ -59,18 +80,25 @@ impl Drop for Proxy {
     }
 }
 
-async fn connection(mut client: TcpStream, upstream: SocketAddr, mut cut: watch::Receiver<bool>) {
+async fn connection(
+    mut client: TcpStream,
+    mut upstream: watch::Receiver<SocketAddr>,
+    mut cut: watch::Receiver<bool>,
+) {
     if *cut.borrow_and_update() {
         // Accepted during a cut: hold it silently until the cut ends, then close.
         let _ = cut.wait_for(|c| !*c).await;
         return;
     }
-    let Ok(mut server) = TcpStream::connect(upstream).await else {
+    let to = *upstream.borrow_and_update();
+    let Ok(mut server) = TcpStream::connect(to).await else {
         return;
     };
     let partitioned = tokio::select! {
         _ = tokio::io::copy_bidirectional(&mut client, &mut server) => false,
         changed = cut.wait_for(|c| *c) => changed.is_ok(),
+        // Re-routed: close both, the client reconnects to the new upstream.
+        _ = upstream.changed() => false,
     };
     if partitioned {
         // Keep both sockets open but move no bytes until the line is

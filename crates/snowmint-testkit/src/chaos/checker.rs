@@ -12,16 +12,16 @@
 //!    that do not overlap (a later holder starts above the mark its
 //!    predecessor left, so all its IDs are above all of the predecessor's).
 //! 4. Within one response, IDs strictly increase.
-//!
-//! Counted, not a violation: **holder overlaps**, where one instance's mint
-//! of an identity ended before another instance's mint of it started, yet
-//! issued higher IDs. That is two holders issuing at once: the earlier one
-//! still within the reservation it made while it held the identity, below
-//! everything of the later one (3 holds). It happens when etcd answers a
-//! lease keep-alive from a member that is no longer leader (etcd issue
-//! 15247, seen with Debian's etcd 3.4.23 when the chaos harness pauses the
-//! leader), which extends the old holder's fence past its lease. See
-//! docs/distributed.md.
+//! 5. Holders of one identity never issue at the same time: no **holder
+//!    overlap**, where one instance's mint of an identity ended before
+//!    another instance's mint of it started, yet issued higher IDs. That is
+//!    two holders issuing at once: the earlier one still within the
+//!    reservation it made while it held the identity, below everything of
+//!    the later one (so 3 may hold while 5 fails). It happened when etcd
+//!    answered a lease keep-alive from a member that was no longer leader
+//!    (etcd issue 15247, in Debian's etcd 3.4.23) and that answer extended
+//!    the old holder's fence past its lease; renewals now count only once
+//!    confirmed by raft term. See docs/distributed.md.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -82,6 +82,25 @@ pub enum Violation {
         /// Its smallest ID of the identity.
         upper_min: u64,
     },
+    /// Mint `earlier` of instance `earlier_instance` ended before mint
+    /// `later` of another instance started, both as `identity`, yet issued
+    /// higher IDs: two holders of one identity issued at the same time.
+    HolderOverlap {
+        /// The identity.
+        identity: (u8, u8),
+        /// The mint that ended first.
+        earlier: usize,
+        /// Its instance.
+        earlier_instance: usize,
+        /// Its largest ID of the identity.
+        earlier_max: u64,
+        /// The other instance's mint that started after it.
+        later: usize,
+        /// Its instance.
+        later_instance: usize,
+        /// Its smallest ID of the identity.
+        later_min: u64,
+    },
     /// Within mint `mint`, the ID at `position` is not above the one before.
     NotIncreasing {
         /// The mint.
@@ -92,13 +111,14 @@ pub enum Violation {
 }
 
 impl Violation {
-    /// The kind's name: `duplicate`, `out_of_order`, `interleaved` or
-    /// `not_increasing`.
+    /// The kind's name: `duplicate`, `out_of_order`, `interleaved`,
+    /// `holder_overlap` or `not_increasing`.
     pub fn kind(&self) -> &'static str {
         match self {
             Violation::Duplicate { .. } => "duplicate",
             Violation::OutOfOrder { .. } => "out_of_order",
             Violation::Interleaved { .. } => "interleaved",
+            Violation::HolderOverlap { .. } => "holder_overlap",
             Violation::NotIncreasing { .. } => "not_increasing",
         }
     }
@@ -132,6 +152,20 @@ impl fmt::Display for Violation {
                 "interleaved: identity {dc}/{worker}: mint {upper_mint} of another instance \
                  issued {upper_min}, inside the range of mint {lower_mint} (up to {lower_max})"
             ),
+            Violation::HolderOverlap {
+                identity: (dc, worker),
+                earlier,
+                earlier_instance,
+                earlier_max,
+                later,
+                later_instance,
+                later_min,
+            } => write!(
+                f,
+                "holder overlap: identity {dc}/{worker}: mint {earlier} of instance \
+                 {earlier_instance} ended before mint {later} of instance {later_instance} \
+                 started, but issued {earlier_max} >= {later_min} (two holders at once)"
+            ),
             Violation::NotIncreasing { mint, position } => write!(
                 f,
                 "not increasing: mint {mint}: the ID at position {position} is not above the one before"
@@ -154,8 +188,8 @@ pub struct Findings {
     /// How many distinct identities minted.
     pub identities: usize,
     /// Pairs of mints of one identity on different instances where the one
-    /// that ended first issued higher IDs (counted, not a violation: see the
-    /// module docs).
+    /// that ended first issued higher IDs (each also a
+    /// [`Violation::HolderOverlap`]: see the module docs).
     pub holder_overlaps: u64,
 }
 
@@ -174,7 +208,7 @@ impl Findings {
     }
 }
 
-/// Checks the four guarantees over `mints`, and counts holder overlaps.
+/// Checks the five guarantees over `mints`.
 pub fn check(mints: &[Mint]) -> Findings {
     let mut findings = Findings::default();
     check_duplicates(mints, &mut findings);
@@ -266,11 +300,22 @@ fn check_real_time_order(mints: &[Mint], findings: &mut Findings) {
                 });
             }
         }
-        // Across instances, in real time: counted only.
-        findings.holder_overlaps += real_time_inversions(segments.clone())
+        // (5): across instances, in real time.
+        for (a, b) in real_time_inversions(segments.clone())
             .into_iter()
             .filter(|(a, b)| a.instance != b.instance)
-            .count() as u64;
+        {
+            findings.holder_overlaps += 1;
+            findings.add(Violation::HolderOverlap {
+                identity: who,
+                earlier: a.mint,
+                earlier_instance: a.instance,
+                earlier_max: a.max,
+                later: b.mint,
+                later_instance: b.instance,
+                later_min: b.min,
+            });
+        }
         // (3): holders' ranges never overlap.
         check_interleaving(who, segments, findings);
     }
@@ -452,9 +497,14 @@ mod tests {
         mints[3].ids.push(id(2101, 1, 2, 5));
         let findings = check(&mints);
         assert_eq!(findings.duplicates, 0);
+        let interleaved: Vec<_> = findings
+            .violations
+            .iter()
+            .filter(|v| v.kind() == "interleaved")
+            .collect();
         assert_eq!(
-            findings.violations,
-            vec![Violation::Interleaved {
+            interleaved,
+            vec![&Violation::Interleaved {
                 identity: (1, 2),
                 lower_mint: 3,
                 lower_max: id(2101, 1, 2, 5),
@@ -462,18 +512,38 @@ mod tests {
                 upper_min: id(2101, 1, 2, 2),
             }]
         );
+        // Mint 3 ended before mint 6 started: in time, they overlap too.
+        assert_eq!(findings.counts["holder_overlap"], 1);
     }
 
     #[test]
-    fn two_holders_at_once_in_separate_ranges_are_counted_not_failed() {
+    fn two_holders_at_once_in_separate_ranges_fail_as_an_overlap() {
         // The old holder of 1/2 (instance 0) keeps issuing inside its own
         // reservation after instance 1 took over above it: no ID repeats and
         // the ranges stay apart, but in real time they cross.
         let mut mints = clean();
         mints.push(mint(0, 55, 65, vec![id(102, 1, 2, 0)]));
         let findings = check(&mints);
-        assert!(findings.passed(), "{findings:?}");
+        assert!(!findings.passed(), "{findings:?}");
         assert_eq!(findings.holder_overlaps, 1);
+        assert_eq!(findings.duplicates, 0);
+        assert_eq!(
+            findings.violations,
+            vec![Violation::HolderOverlap {
+                identity: (1, 2),
+                earlier: 3,
+                earlier_instance: 1,
+                earlier_max: id(2101, 1, 2, 1),
+                later: 6,
+                later_instance: 0,
+                later_min: id(102, 1, 2, 0),
+            }]
+        );
+        assert!(
+            findings.violations[0]
+                .to_string()
+                .contains("two holders at once")
+        );
         assert_eq!(check(&clean()).holder_overlaps, 0);
     }
 

@@ -60,6 +60,11 @@ pub struct FaultRecord {
     pub happened: bool,
     /// What it did, for people.
     pub detail: String,
+    /// For a [`FaultKind::StaleLeader`]: how many keep-alive answers the
+    /// target instance did not count during the fault (its
+    /// `renewals_unconfirmed` counter, before and after), when it answered
+    /// `/metrics` both times.
+    pub unconfirmed_renewals: Option<u64>,
 }
 
 /// Everything observed in one run.

@@ -175,9 +175,24 @@ pub fn write(input: &Input<'_>, out: &Path) -> std::io::Result<Outcome> {
                 "started_s": record.map(|r| r.start_us as f64 / 1e6),
                 "ended_s": record.and_then(|r| r.end_us).map(|t| t as f64 / 1e6),
                 "detail": record.map(|r| r.detail.clone()),
+                "unconfirmed_renewals": record.and_then(|r| r.unconfirmed_renewals),
             })
         })
         .collect();
+    // What the stale_leader faults did: keep-alive answers their target
+    // instance did not count (a deposed leader's, or one a read could not
+    // confirm in time).
+    let stale: Vec<&super::history::FaultRecord> = input
+        .history
+        .faults
+        .iter()
+        .filter(|r| r.kind == FaultKind::StaleLeader && r.happened)
+        .collect();
+    let stale_leader = json!({
+        "happened": stale.len(),
+        "with_unconfirmed_renewals": stale.iter().filter(|r| r.unconfirmed_renewals > Some(0)).count(),
+        "unconfirmed_renewals": stale.iter().filter_map(|r| r.unconfirmed_renewals).sum::<u64>(),
+    });
     let summary = json!({
         "seed": input.config.seed,
         "seconds": input.config.seconds,
@@ -191,6 +206,7 @@ pub fn write(input: &Input<'_>, out: &Path) -> std::io::Result<Outcome> {
         "identities": input.findings.identities,
         "duplicates": input.findings.duplicates,
         "holder_overlaps": input.findings.holder_overlaps,
+        "stale_leader": stale_leader,
         "violation_counts": input.findings.counts,
         "faults": names(&happened),
         "faults_scheduled": names(&scheduled),
@@ -212,7 +228,7 @@ pub fn write(input: &Input<'_>, out: &Path) -> std::io::Result<Outcome> {
         .collect();
     let line = format!(
         "chaos: {} seed={} seconds={} ids={} requests={} duplicates={} violations={} \
-         holder_overlaps={} faults[{}] availability min={:.1}%",
+         holder_overlaps={} stale_leader_unconfirmed={} faults[{}] availability min={:.1}%",
         if passed { "PASS" } else { "FAIL" },
         input.config.seed,
         input.config.seconds,
@@ -221,6 +237,7 @@ pub fn write(input: &Input<'_>, out: &Path) -> std::io::Result<Outcome> {
         input.findings.duplicates,
         summary["violations"].as_array().map_or(0, Vec::len),
         input.findings.holder_overlaps,
+        summary["stale_leader"]["unconfirmed_renewals"],
         faults.join(" "),
         worst * 100.0,
     );
@@ -253,6 +270,7 @@ fn color(kind: FaultKind) -> &'static str {
         FaultKind::Partition => "#7b1fa2",
         FaultKind::ClockStep => "#1e88e5",
         FaultKind::EtcdMemberRestart => "#5d4037",
+        FaultKind::StaleLeader => "#c62828",
     }
 }
 
@@ -406,7 +424,7 @@ fn html(input: &Input<'_>, summary: &serde_json::Value) -> String {
         r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>snowmint chaos: seed {seed}, {verdict}</title>
 <style>body{{font-family:sans-serif;margin:1em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}th{{background:#eee}}.fail{{color:#c62828}}.pass{{color:#2e7d32}}</style></head><body>
 <h1>snowmint chaos run: <span class="{class}">{verdict}</span></h1>
-<p>Seed <b>{seed}</b>, {seconds} s of load, {ids} IDs acknowledged in {requests} requests by {identities} identities, <b>{duplicates}</b> duplicates, {overlaps} holder overlaps (two instances issuing as one identity at once, in separate ranges: see docs/distributed.md).
+<p>Seed <b>{seed}</b>, {seconds} s of load, {ids} IDs acknowledged in {requests} requests by {identities} identities, <b>{duplicates}</b> duplicates, <b>{overlaps}</b> holder overlaps (two instances issuing as one identity at once, each a violation: see docs/distributed.md); the stale_leader faults' targets did not count {unconfirmed} keep-alive answers.
 Replay the schedule with <code>scripts/chaos --seconds {seconds} --seed {seed} --instances {n}</code> (the timing differs from run to run).</p>"#,
         seed = input.config.seed,
         class = verdict.to_lowercase(),
@@ -416,6 +434,7 @@ Replay the schedule with <code>scripts/chaos --seconds {seconds} --seed {seed} -
         identities = summary["identities"],
         duplicates = summary["duplicates"],
         overlaps = summary["holder_overlaps"],
+        unconfirmed = summary["stale_leader"]["unconfirmed_renewals"],
         n = input.config.instances,
     );
     page.push_str("<h2>Violations</h2>");
@@ -427,7 +446,7 @@ Replay the schedule with <code>scripts/chaos --seconds {seconds} --seed {seed} -
             }
             page.push_str("</ul>");
         }
-        _ => page.push_str("<p class=\"pass\">None: no duplicate, every instance's IDs of each identity increased in real time, no two holders of an identity issued in overlapping ranges, every response increased, every scheduled fault happened.</p>"),
+        _ => page.push_str("<p class=\"pass\">None: no duplicate, every instance's IDs of each identity increased in real time, no two holders of an identity issued in overlapping ranges or at the same time, every response increased, every scheduled fault happened.</p>"),
     }
     page.push_str(
         "<h2>Timeline</h2><p>One lane per instance: blue bars are IDs minted per second \

@@ -600,6 +600,7 @@ async fn nemesis(world: Arc<World>, faults: Vec<(usize, Fault)>) {
             end_us: None,
             happened: false,
             detail: String::new(),
+            unconfirmed_renewals: None,
         };
         let slot = {
             let mut history = world.history.lock().unwrap();
@@ -733,7 +734,11 @@ async fn etcd_fault(world: &World, fault: &Fault, update: &Recorder<'_>) -> anyh
         let cluster = Arc::clone(&cluster);
         tokio::task::spawn_blocking(move || f(&mut cluster.lock().unwrap()))
     };
-    let member = match fault.target {
+    // A stale_leader's target is an instance; its member is the leader.
+    let member = match fault
+        .target
+        .filter(|_| fault.kind != FaultKind::StaleLeader)
+    {
         Some(m) => Some(m),
         None => {
             // The cluster may be between leaders (an election after the
@@ -798,9 +803,104 @@ async fn etcd_fault(world: &World, fault: &Fault, update: &Recorder<'_>) -> anyh
                 .await??;
             }
         }
+        FaultKind::StaleLeader => {
+            let target = fault.target.context("a stale_leader has an instance")?;
+            let shared = &world.instances[target];
+            let (name, addr) = {
+                let instance = shared.lock().await;
+                (instance.name.clone(), instance.addr)
+            };
+            let (leader, own): (SocketAddr, Vec<SocketAddr>) = {
+                let cluster = cluster.lock().unwrap();
+                (
+                    cluster.addr(m),
+                    (0..cluster.len()).map(|k| cluster.addr(k)).collect(),
+                )
+            };
+            let before = unconfirmed_renewals(addr).await;
+            // Every line of the instance now leads to the leader alone.
+            shared
+                .lock()
+                .await
+                .proxies
+                .iter()
+                .for_each(|p| p.route(leader));
+            tokio::time::sleep(Duration::from_millis(schedule::STALE_ROUTE_BEFORE_MS)).await;
+            let paused = blocking(Box::new(move |c| Ok(c.pause(m).is_ok()))).await??;
+            // While it is stopped, nothing the others send reaches it, so
+            // that it resumes without having heard of the election (as root;
+            // without iptables the fault still pauses it, and the resumed
+            // leader usually hears of the election before it answers).
+            let cut = Arc::clone(&cluster);
+            let isolation = tokio::task::spawn_blocking(move || {
+                cut.lock().unwrap_or_else(|e| e.into_inner()).cut_off(m)
+            })
+            .await?;
+            let cut_note = match &isolation {
+                Ok(_) => format!(
+                    "cut off from the other members until {} ms after",
+                    schedule::STALE_CUT_AFTER_MS
+                ),
+                Err(e) => format!("not cut off from the other members ({e})"),
+            };
+            update.set(|r| {
+                r.happened = paused;
+                r.detail = format!(
+                    "{name} routed to etcd{m} (the leader) only; etcd{m} SIGSTOP for {} ms, \
+                     then SIGCONT, {cut_note}; {name} routed back {} ms later",
+                    fault.hold_ms,
+                    schedule::STALE_ROUTE_AFTER_MS
+                );
+            });
+            tokio::time::sleep(hold).await;
+            if paused {
+                blocking(Box::new(move |c| {
+                    c.resume(m).map(|()| true).map_err(Into::into)
+                }))
+                .await??;
+            }
+            tokio::time::sleep(Duration::from_millis(schedule::STALE_CUT_AFTER_MS)).await;
+            drop(isolation);
+            tokio::time::sleep(Duration::from_millis(schedule::STALE_ROUTE_AFTER_MS)).await;
+            let instance = shared.lock().await;
+            for (proxy, upstream) in instance.proxies.iter().zip(own) {
+                proxy.route(upstream);
+            }
+            drop(instance);
+            let after = unconfirmed_renewals(addr).await;
+            if let (Some(before), Some(after)) = (before, after) {
+                let n = after.saturating_sub(before);
+                update.set(|r| {
+                    r.unconfirmed_renewals = Some(n);
+                    r.detail += &format!("; {name} did not count {n} keep-alive answers");
+                });
+            }
+        }
         kind => bail!("{} is not an etcd fault", kind.name()),
     }
     Ok(())
+}
+
+/// The instance's count of keep-alive answers it did not count (a metric
+/// whose name holds `renewals_unconfirmed`), from its `/metrics`; `None`
+/// when it does not answer (killed or paused by the other lane).
+async fn unconfirmed_renewals(addr: SocketAddr) -> Option<u64> {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(1))
+        .build()
+        .ok()?;
+    let text = http
+        .get(format!("http://{addr}/metrics"))
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    text.lines()
+        .filter(|l| !l.starts_with('#') && l.contains("renewals_unconfirmed"))
+        .find_map(|l| l.split_whitespace().last()?.parse::<f64>().ok())
+        .map(|v| v as u64)
 }
 
 fn unix_ms() -> u64 {

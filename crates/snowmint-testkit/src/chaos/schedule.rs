@@ -10,7 +10,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// A kind of fault. Its [`name`](FaultKind::name) says which family it is
-/// in: `kill`, `pause`, `partition`, `clock`, and `etcd` for the store's.
+/// in: `kill`, `pause`, `partition`, `clock`, `etcd` for the store's, and
+/// `stale_leader` for the one that acts on both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FaultKind {
     /// SIGKILL an etcd-mode instance, then start it again.
@@ -30,11 +31,18 @@ pub enum FaultKind {
     EtcdMemberPause,
     /// SIGTERM one etcd member, then start it again.
     EtcdMemberRestart,
+    /// Route an etcd-mode instance's traffic to the etcd leader only, SIGSTOP
+    /// the leader for longer than an election (cut off, as root, from what
+    /// the other members send it until a moment after it resumes), SIGCONT
+    /// it, and route the instance back after a while: the resumed former
+    /// leader answers the instance's keep-alives from its stale lease table
+    /// (etcd issue 15247).
+    StaleLeader,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 8] = [
+    pub const ALL: [FaultKind; 9] = [
         FaultKind::InstanceKill,
         FaultKind::InstancePause,
         FaultKind::Partition,
@@ -43,6 +51,7 @@ impl FaultKind {
         FaultKind::EtcdLeaderKill,
         FaultKind::EtcdMemberPause,
         FaultKind::EtcdMemberRestart,
+        FaultKind::StaleLeader,
     ];
 
     /// The name in `summary.json` and the report.
@@ -56,14 +65,19 @@ impl FaultKind {
             FaultKind::EtcdLeaderKill => "etcd_leader_kill",
             FaultKind::EtcdMemberPause => "etcd_member_pause",
             FaultKind::EtcdMemberRestart => "etcd_member_restart",
+            FaultKind::StaleLeader => "stale_leader",
         }
     }
 
-    /// Whether the fault acts on etcd members (else on instances).
+    /// Whether the fault acts on etcd members (else on instances only):
+    /// it runs in the etcd lane, one etcd fault at a time.
     pub fn on_etcd(self) -> bool {
         matches!(
             self,
-            FaultKind::EtcdLeaderKill | FaultKind::EtcdMemberPause | FaultKind::EtcdMemberRestart
+            FaultKind::EtcdLeaderKill
+                | FaultKind::EtcdMemberPause
+                | FaultKind::EtcdMemberRestart
+                | FaultKind::StaleLeader
         )
     }
 }
@@ -93,9 +107,11 @@ pub struct Fault {
     pub kind: FaultKind,
     /// The instance or member it acts on (instances `0..instances` are in
     /// etcd mode, `instances` is the static one); `None` for the etcd leader,
-    /// found when the fault starts.
+    /// found when the fault starts. For [`FaultKind::StaleLeader`], the
+    /// instance (the member is the leader, found when the fault starts).
     pub target: Option<usize>,
     /// How long the fault holds (down, paused, cut, or each clock step), ms.
+    /// For [`FaultKind::StaleLeader`], how long the leader is paused.
     pub hold_ms: u64,
     /// For clock faults: how far the clock steps back, ms.
     pub back_ms: u64,
@@ -116,14 +132,35 @@ impl Fault {
             FaultKind::InstancePause | FaultKind::Partition | FaultKind::EtcdMemberPause => {
                 self.hold_ms
             }
+            FaultKind::StaleLeader => {
+                STALE_ROUTE_BEFORE_MS + self.hold_ms + STALE_CUT_AFTER_MS + STALE_ROUTE_AFTER_MS
+            }
         }
     }
 }
 
+/// How long a [`FaultKind::StaleLeader`] routes the instance to the leader
+/// before it pauses the leader (the instance reconnects and renews there).
+pub const STALE_ROUTE_BEFORE_MS: u64 = 1500;
+
+/// How long it keeps the instance routed to the former leader after resuming
+/// it (the instance's renewals land there, answered stale or forwarded).
+pub const STALE_ROUTE_AFTER_MS: u64 = 2000;
+
+/// How long the resumed former leader stays cut off from the other
+/// members' packets (when the harness can cut it off): it takes itself for
+/// the leader meanwhile, and answers keep-alives from its stale table.
+pub const STALE_CUT_AFTER_MS: u64 = 500;
+
+/// etcd's election timeout as the harness runs it (etcd's default).
+pub const ELECTION_TIMEOUT_MS: u64 = 1000;
+
 /// The schedule of `plan`: two lanes run side by side, one for faults on
 /// instances and one for faults on etcd, each fault after the previous one
 /// of its lane, kinds in rounds (each round every kind of the lane, in a
-/// shuffled order) so that a run long enough sees every kind. Sorted by start.
+/// shuffled order) so that a run long enough sees every kind; the etcd
+/// lane opens with a [`FaultKind::StaleLeader`], so that every run, even a
+/// short one, has one. Sorted by start.
 pub fn schedule(plan: &Plan) -> Vec<Fault> {
     let mut rng = ChaCha8Rng::seed_from_u64(plan.seed);
     let end_ms = plan.seconds * 1000;
@@ -145,13 +182,18 @@ pub fn schedule(plan: &Plan) -> Vec<Fault> {
                 FaultKind::EtcdLeaderKill,
                 FaultKind::EtcdMemberPause,
                 FaultKind::EtcdMemberRestart,
+                FaultKind::StaleLeader,
             ],
             3000,
         ),
     ];
     for (kinds, first_ms) in lanes {
         let mut at_ms = first_ms;
-        let mut round: Vec<FaultKind> = Vec::new();
+        let mut round: Vec<FaultKind> = if kinds.contains(&FaultKind::StaleLeader) {
+            vec![FaultKind::StaleLeader]
+        } else {
+            Vec::new()
+        };
         loop {
             if round.is_empty() {
                 round = kinds.to_vec();
@@ -197,6 +239,20 @@ fn draw(rng: &mut ChaCha8Rng, plan: &Plan, kind: FaultKind, at_ms: u64, ttl_ms: 
         FaultKind::EtcdLeaderKill => (None, rng.random_range(500..=3000), 0, 0),
         FaultKind::EtcdMemberPause => (member(rng), rng.random_range(1000..=5000), 0, 0),
         FaultKind::EtcdMemberRestart => (member(rng), rng.random_range(200..=2000), 0, 0),
+        // Longer than an election, and short enough that the paused leader's
+        // own lease table has not expired the instance's lease when it
+        // resumes (renewed at most a renewal period, a third of the fence
+        // window, before the pause): only then can it answer stale.
+        FaultKind::StaleLeader => {
+            let fence_window = ttl_ms - (ttl_ms / 5).max(1000);
+            let longest = (ttl_ms - fence_window / 3).max(ELECTION_TIMEOUT_MS * 2);
+            (
+                instance(rng),
+                rng.random_range(ELECTION_TIMEOUT_MS * 3 / 2..=longest),
+                0,
+                0,
+            )
+        }
     };
     Fault {
         at_ms,
@@ -233,10 +289,15 @@ mod tests {
         for seed in 0..50 {
             let faults = schedule(&plan(seed, 30));
             assert!(!faults.is_empty());
+            assert!(
+                faults.iter().any(|f| f.kind == FaultKind::StaleLeader),
+                "every run has a stale_leader"
+            );
             for f in &faults {
                 assert!(f.at_ms + f.planned_ms() <= 30_000, "{f:?}");
                 match (f.kind, f.target) {
                     (FaultKind::EtcdLeaderKill, t) => assert_eq!(t, None),
+                    (FaultKind::StaleLeader, Some(t)) => assert!(t < 5),
                     (FaultKind::StaticKillClockBack, t) => assert_eq!(t, Some(5)),
                     (k, Some(t)) if k.on_etcd() => assert!(t < 3),
                     (_, Some(t)) => assert!(t < 5),
@@ -244,6 +305,10 @@ mod tests {
                 }
                 if f.kind == FaultKind::InstancePause {
                     assert!(f.hold_ms > 3000, "a pause outlasts the TTL");
+                }
+                if f.kind == FaultKind::StaleLeader {
+                    assert!(f.hold_ms > ELECTION_TIMEOUT_MS, "outlasts an election");
+                    assert!(f.hold_ms < 3000, "shorter than the lease");
                 }
             }
         }
@@ -262,11 +327,12 @@ mod tests {
         for kind in FaultKind::ALL {
             let name = kind.name();
             assert!(
-                ["kill", "pause", "partition", "clock", "restart"]
+                ["kill", "pause", "partition", "clock", "restart", "leader"]
                     .iter()
                     .any(|f| name.contains(f))
             );
-            assert_eq!(kind.on_etcd(), name.contains("etcd"));
+            let stale = kind == FaultKind::StaleLeader;
+            assert_eq!(kind.on_etcd(), name.contains("etcd") || stale);
         }
     }
 }

@@ -15,7 +15,11 @@ use super::family::{counter, gauge};
 /// - `snowmint_etcd_identity_info{datacenter,worker,lease}`: the identity
 ///   held (or last held) and its lease, in hex as `etcdctl` shows it;
 /// - `snowmint_etcd_lease_ttl_seconds`: the TTL etcd granted;
-/// - counters `snowmint_etcd_{claims,renewals,renewal_failures,fenced}_total`.
+/// - counters `snowmint_etcd_{claims,renewals,renewal_failures,fenced}_total`
+///   and `snowmint_etcd_renewals_unconfirmed_total` (keep-alive answers a
+///   read after them did not confirm: etcd issue 15247);
+/// - `snowmint_etcd_server_info{endpoint,version}`: 1 per endpoint whose
+///   etcd said its version.
 ///
 /// (Names as registered under the server's `snowmint` prefix.)
 pub(crate) fn encode(
@@ -70,10 +74,38 @@ pub(crate) fn encode(
             status.renewal_failures,
         ),
         ("etcd_fenced", "Times minting was fenced off", status.fenced),
+        (
+            "etcd_renewals_unconfirmed",
+            "Lease keep-alives etcd answered that a linearizable read after them did not \
+             confirm at the same raft term, or that failed (a deposed leader's answer, etcd \
+             issue 15247); they did not extend the fence",
+            status.unconfirmed_renewals,
+        ),
     ] {
         counter(encoder, name, help, value)?;
     }
+    if !status.servers.is_empty() {
+        let mut family = encoder.encode_descriptor(
+            "etcd_server_info",
+            "1 per etcd endpoint, labelled with the server version its Status call reported",
+            None,
+            ConstGauge::new(1i64).metric_type(),
+        )?;
+        for server in &status.servers {
+            let labels = ServerLabels {
+                endpoint: server.endpoint.clone(),
+                version: server.version.clone(),
+            };
+            ConstGauge::new(1i64).encode(family.encode_family(&labels)?)?;
+        }
+    }
     Ok(())
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ServerLabels {
+    endpoint: String,
+    version: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
