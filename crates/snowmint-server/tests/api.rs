@@ -517,7 +517,7 @@ async fn decode_in_other_layouts() {
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["sign", "timestamp", "sequence", "worker"]);
+    assert_eq!(names, ["sign", "timestamp", "sequence", "machine"]);
     // docs.joinmastodon.org, Status example: 103270115826048975 created
     // 2019-12-08T03:48:33.901Z (the ID is stamped apart, same second).
     let (_, v) = json(

@@ -11,6 +11,7 @@ mod compose_decode;
 #[cfg(feature = "etcd")]
 mod etcd_serve;
 mod hardening;
+mod layouts;
 mod next;
 mod range;
 mod serve;

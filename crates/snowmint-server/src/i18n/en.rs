@@ -105,7 +105,7 @@ pub(super) static TEXT: Text = Text {
         "increment" => "Increment",
         "shard" => "Shard",
         "machine" => "Machine",
-        "sequence data" => "Sequence data",
+        "sequence data" | "sequence_data" => "Sequence data",
         other => other,
     },
     bit: "bit",

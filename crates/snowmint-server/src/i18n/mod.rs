@@ -248,7 +248,7 @@ pub(crate) struct Text {
     pub bits_scroll_hint: &'static str,
     /// A layout's name for a field ([`snowmint::Segment::label`], in
     /// English) in this language, capitalised.
-    pub seg_label: fn(&'static str) -> &'static str,
+    pub seg_label: fn(&str) -> &str,
     pub bit: &'static str,
     pub bits: &'static str,
     pub value: &'static str,

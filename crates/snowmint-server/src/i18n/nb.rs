@@ -105,7 +105,7 @@ pub(super) static TEXT: Text = Text {
         "increment" => "Teller",
         "shard" => "Shard",
         "machine" => "Maskin",
-        "sequence data" => "Sekvensdata",
+        "sequence data" | "sequence_data" => "Sekvensdata",
         other => other,
     },
     bit: "bit",
