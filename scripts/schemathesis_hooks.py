@@ -12,6 +12,13 @@ parameters, which OpenAPI cannot state.
   the default layout; one whose times are out of order gets them swapped
   (or `from` set to `to` when `from` is missing).
 
+- `layout` is a preset or a spec; what makes a spec valid is more than a
+  pattern can say, so the document gives valid ones in `examples`. A
+  generated spec is replaced by one of them. `GET /api/v1/compose` takes
+  the layout's own field names as parameters, which OpenAPI cannot state:
+  its generated requests compose in the documented (Twitter) parameters,
+  so their `layout` is dropped (tests/api.rs composes in other layouts).
+
 Requests with an invalid value anywhere are left as generated, so negative
 testing is untouched. The forms' patterns are read from the document, not
 copied here.
@@ -25,6 +32,7 @@ import schemathesis
 
 DECODE = "/api/v1/decode/{id}"
 RANGE = "/api/v1/range"
+COMPOSE = "/api/v1/compose"
 
 # `from` value -> compiled pattern of `id` in that form, from the document.
 FORMS = {}
@@ -32,6 +40,9 @@ FORMS = {}
 ISO8601 = []
 # Layout name -> [first, last] Unix ms it encodes, from the document.
 SPANS = {}
+# Presets and example specs of `layout`, from the document.
+PRESETS = []
+SPECS = []
 
 
 @schemathesis.hook
@@ -48,11 +59,22 @@ def after_load_schema(context, schema):
                     ISO8601.append(re.compile(form["pattern"]))
         if parameter["name"] == "layout":
             SPANS.update(parameter["schema"]["x-time-span-ms"])
-    assert FORMS and ISO8601 and SPANS, "the document no longer has what these hooks read"
+            for form in parameter["schema"]["anyOf"]:
+                PRESETS.extend(form.get("enum", []))
+                SPECS.extend(form.get("examples", []))
+    assert FORMS and ISO8601 and SPANS and PRESETS and SPECS, (
+        "the document no longer has what these hooks read"
+    )
 
 
 @schemathesis.hook
 def map_case(context, case):
+    query = case.query if isinstance(case.query, dict) else None
+    if query is not None and isinstance(query.get("layout"), str):
+        if case.path == COMPOSE:
+            del query["layout"]
+        elif query["layout"] not in PRESETS and "=" in query["layout"]:
+            query["layout"] = SPECS[len(query["layout"]) % len(SPECS)]
     if case.path == DECODE:
         _decode(case)
     elif case.path == RANGE:

@@ -373,6 +373,8 @@ const ROUTES: &[&str] = &[
     "/api/v1/compose",
     "/api/v1/decode/{id}",
     "/api/v1/range",
+    "/api/v1/layout",
+    "/api/v1/detect",
     "/api/v1/ids",
     "/api/v1/openapi.json",
     "/healthz",
@@ -394,6 +396,8 @@ pub fn app(state: AppState) -> Router {
         .route("/api/v1/compose", with_cors(&state, get(api::compose)))
         .route("/api/v1/decode/{id}", with_cors(&state, get(api::decode)))
         .route("/api/v1/range", with_cors(&state, get(api::range)))
+        .route("/api/v1/layout", with_cors(&state, get(api::layout_lab)))
+        .route("/api/v1/detect", with_cors(&state, get(api::detect)))
         .route("/api/v1/ids", with_cors(&state, mint))
         .route(
             "/api/v1/openapi.json",
