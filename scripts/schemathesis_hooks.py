@@ -14,10 +14,10 @@ parameters, which OpenAPI cannot state.
 
 - `layout` is a preset or a spec; what makes a spec valid is more than a
   pattern can say, so the document gives valid ones in `examples`. A
-  generated spec is replaced by one of them. `GET /api/v1/compose` takes
-  the layout's own field names as parameters, which OpenAPI cannot state:
-  its generated requests compose in the documented (Twitter) parameters,
-  so their `layout` is dropped (tests/api.rs composes in other layouts).
+  generated spec is replaced by one of them. (`GET /api/v1/compose` takes
+  a layout's own field names as parameters, which OpenAPI cannot state: the
+  document gives Twitter's and no `layout`; tests/api.rs composes in other
+  layouts.)
 
 Requests with an invalid value anywhere are left as generated, so negative
 testing is untouched. The forms' patterns are read from the document, not
@@ -32,7 +32,6 @@ import schemathesis
 
 DECODE = "/api/v1/decode/{id}"
 RANGE = "/api/v1/range"
-COMPOSE = "/api/v1/compose"
 
 # `from` value -> compiled pattern of `id` in that form, from the document.
 FORMS = {}
@@ -71,9 +70,7 @@ def after_load_schema(context, schema):
 def map_case(context, case):
     query = case.query if isinstance(case.query, dict) else None
     if query is not None and isinstance(query.get("layout"), str):
-        if case.path == COMPOSE:
-            del query["layout"]
-        elif query["layout"] not in PRESETS and "=" in query["layout"]:
+        if query["layout"] not in PRESETS and "=" in query["layout"]:
             query["layout"] = SPECS[len(query["layout"]) % len(SPECS)]
     if case.path == DECODE:
         _decode(case)

@@ -79,14 +79,6 @@ pub struct ComposeQuery {
     /// Sequence, 0..=4095.
     #[param(required = true, example = 0)]
     pub sequence: Option<String>,
-    /// The layout to compose in: a preset or a spec (see decode's `layout`).
-    /// Missing means Twitter's, whose fields are `datacenter`, `worker` and
-    /// `sequence`; in any other layout the query parameters beside
-    /// `timestamp` and `layout` are that layout's field names
-    /// (`/api/v1/layout` lists them), each required, e.g. Discord's
-    /// `worker`, `process` and `increment`.
-    #[param(example = "twitter")]
-    pub layout: Option<String>,
 }
 
 /// Compose in `layout` from the query's other parameters, each a field of
@@ -146,6 +138,13 @@ pub(crate) fn compose_typed(
 }
 
 /// Compose an ID from its four values.
+///
+/// In another layout, `layout=L` (a preset or a spec, as for decode) and
+/// the layout's own field names as the parameters beside `timestamp`
+/// (`/api/v1/layout` lists them), each required: Discord's
+/// `?layout=discord&timestamp=1462015105796&worker=1&process=0&increment=7`.
+/// OpenAPI cannot state parameters that depend on another's value, so
+/// this document gives Twitter's.
 #[utoipa::path(
     get,
     path = "/api/v1/compose",
@@ -161,7 +160,15 @@ pub(crate) async fn compose(
     ApiQuery(q): ApiQuery<ComposeQuery>,
     ApiQuery(pairs): ApiQuery<Vec<(String, String)>>,
 ) -> Result<Response, ApiError> {
-    let layout = layout(q.layout.as_deref())?;
+    let mut named = pairs.iter().filter(|(k, _)| k == "layout");
+    let chosen = named.next().map(|(_, v)| v.as_str());
+    if named.next().is_some() {
+        return Err(ApiError::bad_request(
+            Some("layout"),
+            "layout is given more than once in the query; give it once",
+        ));
+    }
+    let layout = layout(chosen)?;
     if layout == Layout::TWITTER {
         let id = compose_query(&q, state.now_ms())?;
         return Ok(Json(id.breakdown()).into_response());

@@ -175,7 +175,7 @@ pub(super) fn table(page: &Page, list: &List) -> Markup {
         p.hint #list-hint { (t.list_sort_hint) }
         div.table-wrap role="region" tabindex="0" aria-labelledby="list-caption" {
             table.ids #list {
-                caption #list-caption { ((t.list_caption)(list.len(), &display_name(layout))) }
+                caption #list-caption { ((t.list_caption)(list.len(), &display_name(layout, t))) }
                 thead {
                     tr {
                         (heading(list, columns[0]))

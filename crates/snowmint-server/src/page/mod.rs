@@ -25,6 +25,7 @@ mod decode;
 pub(crate) mod facts;
 mod form;
 mod guide;
+mod lab;
 mod limits;
 mod link;
 mod list;
@@ -65,6 +66,10 @@ pub(crate) struct PageQuery {
     ids: Option<String>,
     from: Option<String>,
     layout: Option<String>,
+    /// A custom layout's parts, read when `layout` is `custom`.
+    layout_epoch: Option<String>,
+    layout_unit: Option<String>,
+    layout_fields: Option<String>,
     /// The list's order: a column key, `-` first for descending.
     sort: Option<String>,
     range_from: Option<String>,
@@ -107,6 +112,9 @@ impl PageQuery {
             "ids" => ("ids", &mut self.ids),
             "from" => ("from", &mut self.from),
             "layout" => ("layout", &mut self.layout),
+            "layout_epoch" => ("layout_epoch", &mut self.layout_epoch),
+            "layout_unit" => ("layout_unit", &mut self.layout_unit),
+            "layout_fields" => ("layout_fields", &mut self.layout_fields),
             "sort" => ("sort", &mut self.sort),
             "range_from" => ("range_from", &mut self.range_from),
             "range_from_at" => ("range_from_at", &mut self.range_from_at),
@@ -129,6 +137,9 @@ impl PageQuery {
             ("ids", &self.ids),
             ("from", &self.from),
             ("layout", &self.layout),
+            ("layout_epoch", &self.layout_epoch),
+            ("layout_unit", &self.layout_unit),
+            ("layout_fields", &self.layout_fields),
             ("sort", &self.sort),
             ("range_from", &self.range_from),
             ("range_from_at", &self.range_from_at),
@@ -138,6 +149,27 @@ impl PageQuery {
         .into_iter()
         .filter_map(|(k, v)| v.as_deref().map(|v| (k, v)))
         .collect()
+    }
+
+    /// The layout chosen: a preset or a spec in `layout`, or with `layout`
+    /// `custom` the spec its three parts spell (a blank unit is 1 ms).
+    /// Missing or empty is Twitter's.
+    fn chosen_layout(&self) -> Result<Layout, snowmint::Error> {
+        match self.layout.as_deref().map(str::trim) {
+            None | Some("") => Ok(Layout::TWITTER),
+            Some("custom") => {
+                let part = |v: &Option<String>| v.as_deref().unwrap_or("").trim().to_owned();
+                let unit = Some(part(&self.layout_unit))
+                    .filter(|u| !u.is_empty())
+                    .unwrap_or_else(|| "1ms".to_owned());
+                Layout::parse(&format!(
+                    "epoch={};unit={unit};fields={}",
+                    part(&self.layout_epoch),
+                    part(&self.layout_fields)
+                ))
+            }
+            Some(text) => Layout::parse(text),
+        }
     }
 
     /// Which form the query came from.
@@ -259,9 +291,9 @@ impl Page<'_> {
     }
 
     /// The layout the query chose (decode and range), Twitter's when
-    /// missing or unknown: the select offers only the presets.
+    /// missing or not a valid layout (the outcome then says why).
     fn layout(&self) -> Layout {
-        crate::api::layout(self.q.layout.as_deref()).unwrap_or(Layout::TWITTER)
+        self.q.chosen_layout().unwrap_or(Layout::TWITTER)
     }
 
     /// `lang` for links: kept only when the query chose it.
@@ -322,6 +354,7 @@ fn frame(page: &Page) -> Markup {
                         (range::panel(page))
                     }
                     (result::panel(page))
+                    (lab::panel(page))
                     (live::panel(page))
                     (limits::panel(page))
                     (guide::panel(page))

@@ -48,7 +48,7 @@ fn breakdown(page: &Page, b: &Breakdown, layout: Layout) -> Markup {
             dt { (t.hex) } dd { code { (id.hex()) } }
             dt { (t.base32) } dd { code { (id.base32()) } }
             @if layout != Layout::TWITTER {
-                dt { (t.layout_row) } dd #layout-value { (display_name(layout)) }
+                dt { (t.layout_row) } dd #layout-value { (display_name(layout, t)) }
             }
             dt { (t.share) } dd { a #share href=(link::share(page, b, layout)) { (t.share_link) } }
         }
