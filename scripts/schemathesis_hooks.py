@@ -15,6 +15,13 @@ request goes to the server as schemathesis generated it.
   span (`from=2010-11-04T01:42:54.657Z&layout=sonyflake`, before
   Sonyflake's epoch) gets the default layout.
 
+- `layout` is a preset or a spec; what makes a spec valid is more than a
+  pattern can say, so the document gives valid ones in `examples`. A
+  generated spec is replaced by one of them. (`GET /api/v1/compose` takes
+  a layout's own field names as parameters, which OpenAPI cannot state: the
+  document gives Twitter's and no `layout`; tests/api.rs composes in other
+  layouts.)
+
 Requests with an invalid value anywhere are left as generated, so negative
 testing is untouched. The forms' patterns are read from the document, not
 copied here.
@@ -35,6 +42,9 @@ FORMS = {}
 ISO8601 = []
 # Layout name -> [first, last] Unix ms it encodes, from the document.
 SPANS = {}
+# Presets and example specs of `layout`, from the document.
+PRESETS = []
+SPECS = []
 
 
 @schemathesis.hook
@@ -51,11 +61,20 @@ def after_load_schema(context, schema):
                     ISO8601.append(re.compile(form["pattern"]))
         if parameter["name"] == "layout":
             SPANS.update(parameter["schema"]["x-time-span-ms"])
-    assert FORMS and ISO8601 and SPANS, "the document no longer has what these hooks read"
+            for form in parameter["schema"]["anyOf"]:
+                PRESETS.extend(form.get("enum", []))
+                SPECS.extend(form.get("examples", []))
+    assert FORMS and ISO8601 and SPANS and PRESETS and SPECS, (
+        "the document no longer has what these hooks read"
+    )
 
 
 @schemathesis.hook
 def map_case(context, case):
+    query = case.query if isinstance(case.query, dict) else None
+    if query is not None and isinstance(query.get("layout"), str):
+        if query["layout"] not in PRESETS and "=" in query["layout"]:
+            query["layout"] = SPECS[len(query["layout"]) % len(SPECS)]
     if case.path == DECODE:
         _decode(case)
     elif case.path == RANGE:

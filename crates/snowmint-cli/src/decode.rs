@@ -19,6 +19,8 @@ Examples:
   snowmint decode 0xfa021000 --from hex
   snowmint decode 0000003x04400 --from base32
   snowmint decode 175928847299117063 --layout discord
+  snowmint decode 175928847299117063 \
+      --layout 'epoch=1420070400000;fields=timestamp:42,worker:5,process:5,increment:12'
   printf '4194439168\\n175928847299117063\\n' | snowmint decode - --json
 
 IDs are 0..=9223372036854775807 (the sign bit is always 0). With `-`, IDs
@@ -39,8 +41,8 @@ pub struct DecodeArgs {
             .try_map(|s| s.parse::<Encoding>()),
     )]
     pub from: Encoding,
-    /// The bit layout to read it in (epoch, time unit, field widths and order)
-    #[arg(long, value_name = "NAME", default_value = "twitter", value_parser = render::layout_parser(), ignore_case = true)]
+    /// The bit layout to read it in: a preset or a spec `epoch=...;unit=...;fields=NAME:BITS,...`
+    #[arg(long, value_name = "NAME|SPEC", default_value = "twitter", value_parser = render::parse_layout)]
     pub layout: Layout,
     /// Print the JSON object instead of the human view (with `-`, one a line)
     #[arg(long)]
@@ -52,7 +54,7 @@ pub fn run(args: DecodeArgs, global: &GlobalArgs) -> Result<(), CliError> {
     if args.id == "-" {
         return run_lines(&args, BufReader::new(io::stdin().lock()));
     }
-    let id = args.from.parse(&args.id)?;
+    let id = args.layout.check_id(args.from.parse(&args.id)?)?;
     let view = View {
         json: args.json,
         color: global.color.for_stdout(),
@@ -93,7 +95,11 @@ fn run_lines<R: io::Read>(args: &DecodeArgs, mut input: BufReader<R>) -> Result<
         if line.is_empty() {
             continue;
         }
-        let id = match args.from.parse(line) {
+        let id = match args
+            .from
+            .parse(line)
+            .and_then(|id| args.layout.check_id(id))
+        {
             Ok(id) => id,
             Err(e) => {
                 // What was printed stays printed, before the error line.

@@ -1,4 +1,4 @@
-//! The `snowmint` command: compose and decode Twitter-layout Snowflake IDs.
+//! The `snowmint` command: compose and decode Snowflake IDs of any layout.
 //!
 //! # Layout
 //!
@@ -11,7 +11,9 @@
 
 mod compose;
 mod decode;
+mod detect;
 mod error;
+mod layout;
 mod next;
 mod range;
 mod render;
@@ -32,7 +34,9 @@ Examples:
   snowmint compose --timestamp 1288834975657 --datacenter 1 --worker 1 --sequence 0
   snowmint decode 4194439168 --json
   snowmint range --from 2024-01-01T00:00:00Z --to 2024-02-01T00:00:00Z
-  snowmint sql postgres | psql mydb")]
+  snowmint sql postgres | psql mydb
+  snowmint layout discord
+  snowmint detect 175928847299117063")]
 struct Cli {
     #[command(flatten)]
     global: GlobalArgs,
@@ -57,6 +61,10 @@ enum Command {
     Decode(decode::DecodeArgs),
     /// The smallest and largest ID of a time span (for WHERE id BETWEEN ...).
     Range(range::RangeArgs),
+    /// The layout lab: a layout's spec, fields and limits.
+    Layout(layout::LayoutArgs),
+    /// Which layout (which system) made these IDs: ranked candidates.
+    Detect(detect::DetectArgs),
     /// Mint fresh IDs from a live generator, one a line.
     Next(next::NextArgs),
     /// SQL functions for a layout's IDs (PostgreSQL, MySQL/MariaDB; expressions for SQLite).
@@ -75,6 +83,8 @@ fn main() -> ExitCode {
         Command::Compose(args) => compose::run(args, &cli.global),
         Command::Decode(args) => decode::run(args, &cli.global),
         Command::Range(args) => range::run(args, &cli.global),
+        Command::Layout(args) => layout::run(args, &cli.global),
+        Command::Detect(args) => detect::run(args, &cli.global),
         Command::Next(args) => next::run(args, &cli.global),
         Command::Sql(args) => sql::run(args, &cli.global),
         Command::Serve(args) => serve::run_cli(*args),

@@ -31,8 +31,8 @@ pub struct RangeArgs {
     /// The last millisecond, inclusive [default: the same as --from]
     #[arg(long, value_name = "now|MS|ISO-8601", allow_negative_numbers = true)]
     pub to: Option<String>,
-    /// The bit layout of the IDs
-    #[arg(long, value_name = "NAME", default_value = "twitter", value_parser = render::layout_parser(), ignore_case = true)]
+    /// The bit layout of the IDs: a preset or a spec `epoch=...;unit=...;fields=NAME:BITS,...`
+    #[arg(long, value_name = "NAME|SPEC", default_value = "twitter", value_parser = render::parse_layout)]
     pub layout: Layout,
     /// Print `{"from_ms", "to_ms", "min", "max"}` instead of the human view
     #[arg(long)]
@@ -139,7 +139,7 @@ fn human(span: &IdSpan, layout: Layout) -> String {
     line("max", span.max.to_string());
     line("ID slots", slots(span, layout));
     if layout != Layout::TWITTER {
-        line("layout", layout.name().to_owned());
+        line("layout", layout.to_param());
     }
     let _ = writeln!(out, "\nWHERE id BETWEEN {} AND {}", span.min, span.max);
     out

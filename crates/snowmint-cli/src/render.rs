@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::io::{self, IsTerminal, Write as _};
 
 use snowmint::time::Iso8601;
-use snowmint::{Breakdown, Layout, Segment};
+use snowmint::{Breakdown, Field, Layout, Segment};
 
 use crate::error::CliError;
 
@@ -39,12 +39,20 @@ impl ColorChoice {
     }
 }
 
-/// The `--layout NAME` value parser: the core's preset names, shown in
-/// `--help` and listed when a name is unknown.
-pub fn layout_parser() -> impl clap::builder::TypedValueParser<Value = Layout> {
-    use clap::builder::{PossibleValuesParser, TypedValueParser};
-    PossibleValuesParser::new(Layout::PRESET_NAMES)
-        .try_map(|s| Layout::by_name(&s).ok_or("unknown layout"))
+/// The `--layout NAME|SPEC` value parser: a preset's name or a spec; the
+/// core's error says what is wrong (and lists the presets).
+pub fn parse_layout(text: &str) -> Result<Layout, snowmint::Error> {
+    Layout::parse(text)
+}
+
+/// `worker, process and increment`: the fields below a layout's time.
+pub fn field_list(layout: &Layout) -> String {
+    let names: Vec<&str> = layout.node_fields().map(|f| f.name()).collect();
+    match names.split_last() {
+        None => "none but the timestamp".to_string(),
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 /// How one ID is shown.
@@ -90,16 +98,24 @@ pub fn written(result: io::Result<()>) -> Result<bool, CliError> {
 /// ANSI colour of each slot, in order sign .. sequence.
 const COLORS: [&str; 5] = ["90", "36", "33", "35", "32"];
 
-/// The colour slot of a segment, by its name (so a layout's field keeps
-/// its colour wherever the layout puts it).
-fn slot(name: &str) -> usize {
-    match name {
-        "sign" => 0,
-        "timestamp" => 1,
-        "datacenter" => 2,
-        "worker" => 3,
-        _ => 4,
+/// The colour of a segment, by the slot its field fills (so a layout's
+/// field keeps its colour wherever the layout puts it); the sign, unused
+/// bits and fields beyond the slots are grey.
+fn slot(s: &Segment) -> usize {
+    match s.slot {
+        Some(Field::Timestamp) => 1,
+        Some(Field::Datacenter) => 2,
+        Some(Field::Worker) => 3,
+        Some(Field::Sequence) => 4,
+        _ => 0,
     }
+}
+
+/// Whether a segment is a field below the time (not the sign, unused bits
+/// or the time).
+fn is_node(s: &Segment) -> bool {
+    // No field of a layout may be called `sign` or `unused`.
+    s.slot != Some(Field::Timestamp) && s.name != "sign" && s.name != "unused"
 }
 
 /// `text` wrapped in the colour of slot `i`, or as is.
@@ -156,7 +172,7 @@ pub fn human(b: &Breakdown, layout: Layout, color: bool) -> String {
         format!(
             "{} since the {} epoch {} ({})",
             paint(&b.delta_ms.to_string(), 1, color),
-            l.name(),
+            if l.is_preset() { l.name() } else { "layout's" },
             l.epoch_ms(),
             Iso8601(l.epoch_ms() as i64)
         ),
@@ -164,13 +180,12 @@ pub fn human(b: &Breakdown, layout: Layout, color: bool) -> String {
     if l.unit_ms() > 1 {
         line("time unit", format!("{} ms", l.unit_ms()));
     }
+    if !l.is_preset() {
+        line("layout", l.spec());
+    }
     // The layout's own fields, by its own names, in bit order.
-    for s in b
-        .segments
-        .iter()
-        .filter(|s| s.name != "sign" && s.name != "timestamp")
-    {
-        line(s.label, paint(&s.value.to_string(), slot(s.name), color));
+    for s in b.segments.iter().filter(|s| is_node(s)) {
+        line(&s.label, paint(&s.value.to_string(), slot(s), color));
     }
     out.push('\n');
 
@@ -208,7 +223,7 @@ pub fn human(b: &Breakdown, layout: Layout, color: bool) -> String {
         w3 = widths[3],
     );
     for (row, seg) in rows.iter().zip(&b.segments) {
-        let i = slot(seg.name);
+        let i = slot(seg);
         let _ = writeln!(
             out,
             "{:<w0$}  {}  {:<w2$}  {}  {}",
@@ -225,7 +240,7 @@ pub fn human(b: &Breakdown, layout: Layout, color: bool) -> String {
     let split: Vec<String> = b
         .segments
         .iter()
-        .map(|s| paint(&s.binary, slot(s.name), color))
+        .map(|s| paint(&s.binary, slot(s), color))
         .collect();
     let _ = writeln!(out, "{}", split.join(" | "));
     out
@@ -237,7 +252,7 @@ pub fn human(b: &Breakdown, layout: Layout, color: bool) -> String {
 #[derive(Debug, Clone)]
 pub struct Table {
     /// Label and width of each field column, in bit order.
-    fields: Vec<(&'static str, usize)>,
+    fields: Vec<(String, usize)>,
 }
 
 /// Width of the `id` column: 9223372036854775807 has 19 digits.
@@ -252,10 +267,10 @@ impl Table {
             .breakdown(snowmint::SnowflakeId::MIN)
             .segments
             .iter()
-            .filter(|s| s.name != "sign" && s.name != "timestamp")
+            .filter(|s| is_node(s))
             .map(|s| {
                 let widest = (u64::MAX >> (64 - s.bits)).to_string().len();
-                (s.label, widest.max(s.label.len()))
+                (s.label.clone(), widest.max(s.label.len()))
             })
             .collect();
         Table { fields }
@@ -275,10 +290,7 @@ impl Table {
     /// One ID's row, with its newline.
     pub fn row(&self, b: &Breakdown) -> String {
         let mut out = format!("{:<ID_WIDTH$}  {:<TIME_WIDTH$}", b.id.to_string(), b.time);
-        let values = b
-            .segments
-            .iter()
-            .filter(|s| s.name != "sign" && s.name != "timestamp");
+        let values = b.segments.iter().filter(|s| is_node(s));
         for ((_, width), s) in self.fields.iter().zip(values) {
             let _ = write!(out, "  {:<width$}", s.value);
         }

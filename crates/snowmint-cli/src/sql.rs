@@ -26,8 +26,8 @@ pub struct SqlArgs {
     /// The database
     #[arg(value_name = "DIALECT", value_parser = dialect_parser("dialect"))]
     pub dialect: Dialect,
-    /// The bit layout of the IDs
-    #[arg(long, value_name = "NAME", default_value = "twitter", value_parser = render::layout_parser(), ignore_case = true)]
+    /// The bit layout of the IDs: a preset or a spec `epoch=...;unit=...;fields=NAME:BITS,...`
+    #[arg(long, value_name = "NAME|SPEC", default_value = "twitter", value_parser = render::parse_layout)]
     pub layout: Layout,
     /// Put before every function's name
     #[arg(long, value_name = "PREFIX", default_value = DEFAULT_PREFIX, value_parser = identifier("prefix"))]

@@ -57,6 +57,9 @@
     if (mine !== generation) return; // a newer request is on its way
     const doc = new DOMParser().parseFromString(html, "text/html");
     $("result").innerHTML = doc.getElementById("result").innerHTML;
+    // The layout lab follows the chosen layout.
+    const lab = doc.getElementById("lab");
+    if (lab && $("lab")) $("lab").innerHTML = lab.innerHTML;
     for (const err of form.querySelectorAll(".error")) {
       const fresh = doc.getElementById(err.id);
       if (!fresh) continue;

@@ -40,6 +40,8 @@ pub fn app(state: AppState) -> Router {
         .route("/api/v1/decode/{id}", with_cors(&state, get(api::decode)))
         .route("/api/v1/range", with_cors(&state, get(api::range)))
         .route("/api/v1/sql", with_cors(&state, get(api::sql)))
+        .route("/api/v1/layout", with_cors(&state, get(api::layout_lab)))
+        .route("/api/v1/detect", with_cors(&state, get(api::detect)))
         .route("/api/v1/ids", with_cors(&state, mint))
         .route(
             "/api/v1/openapi.json",

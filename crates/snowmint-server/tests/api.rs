@@ -266,6 +266,7 @@ async fn a_repeated_parameter_is_named() {
         ),
         ("/api/v1/decode/4194439168?from=hex&from=decimal", "from"),
         ("/api/v1/range?from=now&to=now&to=now", "to"),
+        ("/api/v1/compose?layout=discord&layout=twitter", "layout"),
     ] {
         let message = error(&h.state, "GET", uri, StatusCode::BAD_REQUEST, Some(name)).await;
         assert_eq!(
@@ -463,7 +464,9 @@ async fn range_errors_name_the_field() {
     .await;
     assert_eq!(
         msg,
-        r#"layout must be one of twitter, discord, instagram, sonyflake, mastodon, got "flickr""#
+        "invalid layout: \"flickr\" is neither a preset (twitter, discord, instagram, sonyflake, \
+         mastodon) nor a spec like \
+         epoch=1420070400000;fields=timestamp:42,worker:5,process:5,increment:12"
     );
 }
 
@@ -607,7 +610,7 @@ async fn decode_in_other_layouts() {
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["sign", "timestamp", "sequence", "worker"]);
+    assert_eq!(names, ["sign", "timestamp", "sequence", "machine"]);
     // docs.joinmastodon.org, Status example: 103270115826048975 created
     // 2019-12-08T03:48:33.901Z (the ID is stamped apart, same second).
     let (_, v) = json(
@@ -639,8 +642,243 @@ async fn decode_in_other_layouts() {
     .await;
     assert_eq!(
         msg,
-        r#"layout must be one of twitter, discord, instagram, sonyflake, mastodon, got "flickr""#
+        "invalid layout: \"flickr\" is neither a preset (twitter, discord, instagram, sonyflake, \
+         mastodon) nor a spec like \
+         epoch=1420070400000;fields=timestamp:42,worker:5,process:5,increment:12"
     );
+}
+
+const DISCORD_SPEC: &str =
+    "epoch%3D1420070400000%3Bfields%3Dtimestamp%3A42%2Cworker%3A5%2Cprocess%3A5%2Cincrement%3A12";
+const SONYFLAKE_SPEC: &str = "epoch%3D2014-09-01T00%3A00%3A00Z%3Bunit%3D10ms%3Bfields%3Dtimestamp%3A39%2Csequence%3A8%2Cmachine%3A16";
+
+#[tokio::test]
+async fn a_spec_answers_as_the_preset_it_spells_out() {
+    let h = harness();
+    for (spec, preset) in [(DISCORD_SPEC, "discord"), (SONYFLAKE_SPEC, "sonyflake")] {
+        for uri in [
+            "/api/v1/decode/175928847299117063?layout=",
+            "/api/v1/range?from=2024-01-01T00:00:00Z&to=2024-02-01T00:00:00Z&layout=",
+            "/api/v1/layout?layout=",
+        ] {
+            let (s1, a) = json(&h.state, "GET", &format!("{uri}{spec}")).await;
+            let (s2, b) = json(&h.state, "GET", &format!("{uri}{preset}")).await;
+            assert_eq!((s1, s2), (StatusCode::OK, StatusCode::OK), "{uri}: {a} {b}");
+            assert_eq!(a, b, "{uri}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn compose_in_another_layout_takes_its_field_names() {
+    let h = harness();
+    // Discord's documented example.
+    let uri =
+        "/api/v1/compose?layout=discord&timestamp=1462015105796&worker=1&process=0&increment=7";
+    let (status, v) = json(&h.state, "GET", uri).await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["id"], "175928847299117063");
+    let names: Vec<&str> = v["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["timestamp", "worker", "process", "increment"]);
+    let (_, decoded) = json(
+        &h.state,
+        "GET",
+        "/api/v1/decode/175928847299117063?layout=discord",
+    )
+    .await;
+    assert_eq!(v, decoded);
+    let (_, spelled) = json(
+        &h.state,
+        "GET",
+        &uri.replace("layout=discord", &format!("layout={DISCORD_SPEC}")),
+    )
+    .await;
+    assert_eq!(v, spelled);
+    // Errors name the parameter at fault.
+    let base = "/api/v1/compose?layout=discord&timestamp=1462015105796";
+    let msg = error(
+        &h.state,
+        "GET",
+        &format!("{base}&worker=1&process=32&increment=7"),
+        StatusCode::BAD_REQUEST,
+        Some("process"),
+    )
+    .await;
+    assert_eq!(msg, "process must be 0..=31, got 32");
+    let msg = error(
+        &h.state,
+        "GET",
+        &format!("{base}&worker=1&increment=7"),
+        StatusCode::BAD_REQUEST,
+        Some("process"),
+    )
+    .await;
+    assert_eq!(
+        msg,
+        "process is missing: this layout needs worker, process and increment"
+    );
+    let msg = error(
+        &h.state,
+        "GET",
+        &format!("{base}&datacenter=1&worker=1&process=0&increment=7"),
+        StatusCode::BAD_REQUEST,
+        Some("datacenter"),
+    )
+    .await;
+    assert_eq!(
+        msg,
+        "datacenter is not a field of this layout; its fields are worker, process and increment"
+    );
+    let msg = error(
+        &h.state,
+        "GET",
+        "/api/v1/compose?layout=sonyflake&timestamp=1409529599999&machine=1&sequence=0",
+        StatusCode::BAD_REQUEST,
+        Some("timestamp"),
+    )
+    .await;
+    assert!(
+        msg.starts_with("timestamp must be 1409529600000..="),
+        "{msg}"
+    );
+    // A custom layout of one's own.
+    let spec = "epoch%3D2020-01-01%3Bfields%3Dtimestamp%3A41%2Cmachine%3A10%2Cseq%3A12";
+    let (status, v) = json(
+        &h.state,
+        "GET",
+        &format!("/api/v1/compose?layout={spec}&timestamp=1577836801000&machine=1023&seq=1"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["id"], ((1000u64 << 22) | (1023 << 12) | 1).to_string());
+    assert_eq!((&v["worker"], &v["sequence"]), (&json!(1023), &json!(1)));
+}
+
+#[tokio::test]
+async fn bad_specs_are_400_naming_layout() {
+    let h = harness();
+    let cases = [
+        (
+            "epoch%3D0%3Bfields%3Dtimestamp%3A41%2Cw%3A10%2Cs%3A14",
+            "the widths add up to 65 bits, more than 64",
+        ),
+        ("epoch%3D0%3Bfields%3Dw%3A10", "no field is named timestamp"),
+        (
+            "epoch%3D0%3Bunit%3D0ms%3Bfields%3Dtimestamp%3A41",
+            "the time unit must be at least 1 ms",
+        ),
+        ("fields%3Dtimestamp%3A41", "the epoch is missing"),
+        (
+            "epoch%3D0%3Bfields%3Dtimestamp%3A41%2CBad%3A3",
+            "the field name \"Bad\" must be",
+        ),
+        ("flickr", "\"flickr\" is neither a preset"),
+    ];
+    for (spec, want) in cases {
+        for uri in [
+            format!("/api/v1/decode/5?layout={spec}"),
+            format!("/api/v1/range?from=now&layout={spec}"),
+            format!("/api/v1/compose?layout={spec}&worker=1"),
+            format!("/api/v1/layout?layout={spec}"),
+            format!("/api/v1/detect?ids=5&layout={spec}"),
+        ] {
+            let msg = error(
+                &h.state,
+                "GET",
+                &uri,
+                StatusCode::BAD_REQUEST,
+                Some("layout"),
+            )
+            .await;
+            assert!(
+                msg.starts_with("invalid layout: ") && msg.contains(want),
+                "{uri}: {msg}"
+            );
+        }
+    }
+    // A narrow layout refuses IDs with bits above its fields.
+    let msg = error(
+        &h.state,
+        "GET",
+        "/api/v1/decode/1099511627776?layout=epoch%3D0%3Bfields%3Dtimestamp%3A30%2Cnode%3A10",
+        StatusCode::BAD_REQUEST,
+        Some("id"),
+    )
+    .await;
+    assert!(msg.ends_with("bits above the layout's 40 are set"), "{msg}");
+}
+
+#[tokio::test]
+async fn the_layout_lab_and_detect() {
+    let h = harness();
+    let (status, v) = json(&h.state, "GET", "/api/v1/layout").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(v["layout"], "twitter");
+    assert_eq!(v["end"], "2080-07-10T17:30:30.208Z");
+    assert_eq!(v["js_safe_until"], "2010-11-28T22:14:18.304Z");
+    assert_eq!(v["ids_per_unit"], 4194304);
+    assert_eq!(v["now_ms"], REFERENCE_MS);
+    // A 10 ms unit against the formula (see the core's lab tests).
+    let (_, v) = json(&h.state, "GET", "/api/v1/layout?layout=epoch%3D2020-01-01%3Bunit%3D10ms%3Bfields%3Dtimestamp%3A40%2Cnode%3A8%2Cstep%3A15").await;
+    let epoch = 1577836800000u64;
+    assert_eq!(v["end_ms"], epoch + ((1u64 << 40) - 1) * 10 + 9);
+    assert_eq!(v["js_safe_until_ms"], epoch + ((1u64 << 30) - 1) * 10 + 9);
+
+    // "Now" is the reference time, 2010: one Twitter ID of that second.
+    let (status, v) = json(&h.state, "GET", "/api/v1/detect?ids=4194439168,4194439169").await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["candidates"][0]["layout"], "twitter", "{v}");
+    let keys: Vec<&str> = v["candidates"][0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys.len(), 5, "{keys:?}");
+    // Discord's epoch is after "now": its times would be in the future.
+    let discord = v["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["layout"] == "discord")
+        .unwrap();
+    assert!(
+        discord["why"].as_str().unwrap().contains("in the future"),
+        "{discord}"
+    );
+    let msg = error(
+        &h.state,
+        "GET",
+        "/api/v1/detect",
+        StatusCode::BAD_REQUEST,
+        Some("ids"),
+    )
+    .await;
+    assert!(msg.contains("got none"), "{msg}");
+    let msg = error(
+        &h.state,
+        "GET",
+        "/api/v1/detect?ids=5,x",
+        StatusCode::BAD_REQUEST,
+        Some("ids"),
+    )
+    .await;
+    assert!(msg.starts_with("ids: item 2: id must be"), "{msg}");
+    let many = vec!["1"; 1001].join(",");
+    let msg = error(
+        &h.state,
+        "GET",
+        &format!("/api/v1/detect?ids={many}"),
+        StatusCode::BAD_REQUEST,
+        Some("ids"),
+    )
+    .await;
+    assert!(msg.ends_with("got 1001"), "{msg}");
 }
 
 #[tokio::test]
@@ -852,13 +1090,15 @@ async fn the_openapi_breakdown_schema_has_the_serialized_keys() {
             .collect()
     };
     let schemas = &doc["components"]["schemas"];
-    let segment_schema = schemas
-        .as_object()
-        .unwrap()
-        .iter()
-        .find(|(_, s)| s["properties"]["bits"].is_object())
-        .map(|(_, s)| s)
-        .expect("a segment schema");
+    let segment_schema = &schemas["SegmentDoc"];
+    let lab =
+        serde_json::to_value(snowmint::LayoutReport::new(&snowmint::Layout::TWITTER, 0)).unwrap();
+    let detection = serde_json::to_value(snowmint::detect(
+        &[snowmint::SnowflakeId::new(4194439168).unwrap()],
+        &[],
+        REFERENCE_MS,
+    ))
+    .unwrap();
     let span = serde_json::to_value(
         snowmint::Layout::TWITTER
             .span(1704067200000, 1706745600000)
@@ -869,6 +1109,10 @@ async fn the_openapi_breakdown_schema_has_the_serialized_keys() {
         (&schemas["Breakdown"], &breakdown),
         (segment_schema, &breakdown["segments"][0]),
         (&schemas["Range"], &span),
+        (&schemas["LayoutLab"], &lab),
+        (&schemas["FieldDoc"], &lab["fields"][0]),
+        (&schemas["Detection"], &detection),
+        (&schemas["CandidateDoc"], &detection["candidates"][0]),
     ] {
         assert_eq!(keys(&schema["properties"]), keys(serialized), "{schema}");
         assert_eq!(listed(&schema["required"]), keys(serialized), "{schema}");
@@ -963,9 +1207,21 @@ async fn the_openapi_parameters_are_as_strict_as_the_handlers() {
     assert_eq!(from["schema"]["default"], "decimal");
     assert_eq!(from["required"], json!(false));
     assert_eq!(from["allowEmptyValue"], json!(true));
-    for path in ["/api/v1/decode/{id}", "/api/v1/range"] {
+    for path in [
+        "/api/v1/decode/{id}",
+        "/api/v1/range",
+        "/api/v1/layout",
+        "/api/v1/detect",
+    ] {
         let layout = param("get", path, "layout");
-        assert_eq!(layout["schema"]["enum"], json!(Layout::PRESET_NAMES));
+        assert_eq!(
+            layout["schema"]["anyOf"][0]["enum"],
+            json!(Layout::PRESET_NAMES)
+        );
+        // Its example specs are valid ones.
+        for spec in layout["schema"]["anyOf"][1]["examples"].as_array().unwrap() {
+            Layout::parse(spec.as_str().unwrap()).unwrap();
+        }
         assert_eq!(layout["schema"]["default"], "twitter");
         assert_eq!(layout["required"], json!(false));
         // Each layout's span of times, for a range read in it.

@@ -936,13 +936,11 @@ async fn layout_select_by_keyboard_in_both_languages_and_bits_on_a_phone() {
     s.wait_text("#time-value", |t| t == "2016-04-30T11:18:25.796Z")
         .await;
     assert_eq!(s.text("#layout-value").await, "Discord");
+    // Discord's docs draw a 42-bit timestamp: no sign segment of its own.
     let labels = s.texts("#bits .seg-label strong").await;
+    assert_eq!(labels, ["Timestamp", "Worker", "Process", "Increment"]);
     assert_eq!(
-        labels,
-        ["Sign", "Timestamp", "Worker", "Process", "Increment"]
-    );
-    assert_eq!(
-        s.content(r#".cells[data-segment="sequence"]"#).await,
+        s.content(r#".cells[data-segment="increment"]"#).await,
         "000000000111"
     );
     let formula = s.text("#formula").await;
@@ -970,7 +968,7 @@ async fn layout_select_by_keyboard_in_both_languages_and_bits_on_a_phone() {
     s.wait_text("#layout-value", |t| t == "Discord").await;
     assert_eq!(
         s.texts("#bits .seg-label strong").await,
-        ["Fortegn", "Tidsstempel", "Arbeider", "Prosess", "Teller"]
+        ["Tidsstempel", "Arbeider", "Prosess", "Teller"]
     );
     s.screenshot("explorer-layout-discord-nb.png").await;
 
@@ -996,6 +994,81 @@ async fn layout_select_by_keyboard_in_both_languages_and_bits_on_a_phone() {
     }
     assert!(scrolled > 0.0, "the bits never scrolled");
     s.screenshot("explorer-bits-phone.png").await;
+    s.close().await;
+}
+
+#[tokio::test]
+async fn a_custom_layout_and_the_lab_by_keyboard_in_both_languages() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(s) = Session::start_live().await else {
+        return;
+    };
+    // "Our own snowflake": epoch 2020, a 10-bit machine, 12 bits of sequence.
+    let id = ((86_400_000u64 << 22) | (1023 << 12) | 5).to_string();
+    s.tab_to("id").await;
+    s.type_active(&id).await;
+    s.wait_text("#id-value", |t| t == id).await;
+    // The lab states Twitter's limits plainly.
+    s.wait_text("#lab-facts", |t| {
+        t.contains(
+            "IDs of this layout stopped being safe JavaScript numbers 24 days after its epoch",
+        )
+    })
+    .await;
+    // Custom… is the select's last choice; its parts follow it.
+    s.tab_to("layout").await;
+    s.press(Key::End).await;
+    s.wait_text("#layout-error", |t| {
+        t.starts_with("invalid layout: the epoch must be")
+    })
+    .await;
+    s.tab_to("layout-epoch").await;
+    s.type_active("2020-01-01").await;
+    s.tab_to("layout-fields").await;
+    s.type_active("timestamp:41,machine:10,sequence:12").await;
+    s.wait_text("#time-value", |t| t == "2020-01-02T00:00:00.000Z")
+        .await;
+    assert_eq!(s.text("#layout-value").await, "Custom");
+    assert_eq!(
+        s.texts("#bits .seg-label strong").await,
+        ["Sign", "Timestamp", "Machine", "Sequence"]
+    );
+    assert_eq!(
+        s.text("#lab-spec").await,
+        "epoch=1577836800000;fields=timestamp:41,machine:10,sequence:12"
+    );
+    // The share link carries the spec, and opens the same layout.
+    let share = s
+        .client
+        .find(fantoccini::Locator::Id("share"))
+        .await
+        .unwrap();
+    let href = share.attr("href").await.unwrap().unwrap();
+    assert!(
+        href.contains("layout=epoch%3D1577836800000%3Bfields%3D"),
+        "{href}"
+    );
+    s.screenshot("explorer-custom-layout.png").await;
+
+    // Bokmål keeps the custom layout; a mistake is named in place.
+    s.tab_to("lang-switch").await;
+    s.press(Key::Enter).await;
+    s.wait_text("#lab-h", |t| t == "Oppsettlaben").await;
+    assert_eq!(
+        s.texts("#bits .seg-label strong").await,
+        ["Fortegn", "Tidsstempel", "Maskin", "Sekvens"]
+    );
+    s.wait_text("#lab-facts", |t| t.contains("24 dager etter epoken"))
+        .await;
+    s.tab_to("layout-fields").await;
+    // Tab selects the field's text: go to its end, then add a field.
+    s.press(Key::End).await;
+    s.type_active(",extra:9").await;
+    s.wait_text("#layout-error", |t| {
+        t == "invalid layout: the widths add up to 72 bits, more than 64"
+    })
+    .await;
+    s.screenshot("explorer-custom-layout-nb.png").await;
     s.close().await;
 }
 

@@ -8,21 +8,27 @@ use alloc::vec::Vec;
 
 use crate::error::Field;
 use crate::id::SnowflakeId;
-use crate::layout::{FieldOrder, Layout};
+use crate::layout::Layout;
 use crate::time::Iso8601;
 
-/// One segment of the 64 bits: sign, timestamp, datacenter, worker, sequence.
+/// One segment of the 64 bits: the sign bit (where the layout has one),
+/// bits the layout leaves unused, then each field of the layout.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Segment {
-    /// The slot: `sign`, `timestamp`, `datacenter`, `worker` or `sequence`,
-    /// whatever the layout calls it (so colours and JSON stay stable).
-    pub name: &'static str,
-    /// What the layout calls the field ([`Layout::label`]): `shard` for
-    /// Instagram's `worker`, `machine` for Sonyflake's. For display; not
-    /// serialized.
+    /// `sign`, `unused`, or the field's own name in the layout
+    /// (`timestamp`, then Twitter's `datacenter`, `worker`, `sequence`,
+    /// Discord's `worker`, `process`, `increment`, Sonyflake's `sequence`,
+    /// `machine`, ...).
+    pub name: String,
+    /// The name for people: underscores shown as spaces (Mastodon's
+    /// `sequence data`). For display; not serialized.
     #[cfg_attr(feature = "serde", serde(skip))]
-    pub label: &'static str,
+    pub label: String,
+    /// The slot the field fills ([`crate::LayoutField::slot`]), for
+    /// colours that stay the same across layouts; not serialized.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub slot: Option<Field>,
     /// Width in bits.
     pub bits: u32,
     /// The field's value as a number (the timestamp in the layout's units
@@ -83,47 +89,28 @@ impl Layout {
         let parts = self.decode(id);
         let delta = parts.timestamp_ms - self.epoch_ms();
         let binary = id.binary().to_string();
-        let sign = ("sign", Field::Id, u32::from(self.has_sign_bit()), 0);
-        let time = (
-            "timestamp",
-            Field::Timestamp,
-            self.timestamp_bits(),
-            delta / self.unit_ms(),
-        );
-        let datacenter = (
-            "datacenter",
-            Field::Datacenter,
-            self.datacenter_bits(),
-            parts.datacenter,
-        );
-        let worker = ("worker", Field::Worker, self.worker_bits(), parts.worker);
-        let sequence = (
-            "sequence",
-            Field::Sequence,
-            self.sequence_bits(),
-            parts.sequence,
-        );
-        let fields = match self.order() {
-            FieldOrder::IdentityThenSequence => [sign, time, datacenter, worker, sequence],
-            FieldOrder::SequenceThenIdentity => [sign, time, sequence, datacenter, worker],
-        };
+        let total = self.total_bits();
+        let mut pieces: Vec<(&str, Option<Field>, u32)> = Vec::new();
+        if total < 64 {
+            pieces.push(("sign", None, 1));
+        }
+        if total < 63 {
+            pieces.push(("unused", None, 63 - total));
+        }
+        pieces.extend(self.fields().map(|f| (f.name(), f.slot(), f.bits())));
         let mut start = 0u32;
-        let segments = fields
+        let segments = pieces
             .into_iter()
-            // A zero-width field has no most significant bit; at the bottom
-            // of the word its position would underflow.
-            .filter(|&(_, _, bits, _)| bits > 0)
-            .map(|(name, field, bits, value)| {
+            .map(|(name, slot, bits)| {
+                let text = &binary[start as usize..(start + bits) as usize];
                 let seg = Segment {
-                    name,
-                    label: if name == "sign" {
-                        "sign"
-                    } else {
-                        self.label(field)
-                    },
+                    name: name.to_string(),
+                    label: name.replace('_', " "),
+                    slot,
                     bits,
-                    value,
-                    binary: binary[start as usize..(start + bits) as usize].to_string(),
+                    // At most 64 bits of 0 and 1 always parse.
+                    value: u64::from_str_radix(text, 2).unwrap_or(0),
+                    binary: text.to_string(),
                     msb: 63 - start,
                     lsb: 64 - start - bits,
                 };
@@ -160,7 +147,7 @@ mod tests {
     fn zero_width_fields_are_left_out() {
         let layout = Layout::new(0, 63, 0, 0, 0).unwrap();
         let b = layout.breakdown(SnowflakeId::MAX);
-        let names: Vec<&str> = b.segments.iter().map(|s| s.name).collect();
+        let names: Vec<&str> = b.segments.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["sign", "timestamp"]);
         assert_eq!((b.segments[1].msb, b.segments[1].lsb), (62, 0));
 
@@ -168,5 +155,26 @@ mod tests {
         let b = layout.breakdown(SnowflakeId::MAX);
         let bits: Vec<(u32, u32)> = b.segments.iter().map(|s| (s.msb, s.lsb)).collect();
         assert_eq!(bits, [(63, 63), (62, 22), (21, 12), (11, 0)]);
+    }
+
+    #[test]
+    fn unused_top_bits_are_a_segment() {
+        let layout = Layout::parse("epoch=0;fields=timestamp:40,node:8").unwrap();
+        let b = layout.breakdown(SnowflakeId::new((5 << 8) | 3).unwrap());
+        let segs: Vec<(&str, u32, u64)> = b
+            .segments
+            .iter()
+            .map(|s| (s.name.as_str(), s.bits, s.value))
+            .collect();
+        assert_eq!(
+            segs,
+            [
+                ("sign", 1, 0),
+                ("unused", 15, 0),
+                ("timestamp", 40, 5),
+                ("node", 8, 3)
+            ]
+        );
+        assert_eq!(b.timestamp_ms, 5);
     }
 }

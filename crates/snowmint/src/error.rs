@@ -1,5 +1,7 @@
 //! The one error type of the format: what was expected, and what was found.
 
+use alloc::borrow::Cow;
+use alloc::boxed::Box;
 use alloc::string::String;
 use core::fmt;
 
@@ -33,11 +35,17 @@ pub enum Field {
     From,
     /// The last millisecond of a time span (`range --to`), a timestamp.
     To,
+    /// A field of a [`Layout`](crate::Layout) other than the four above,
+    /// named in the error ([`Error::field_name`]): Discord's `process`,
+    /// Sonyflake's `machine`.
+    LayoutField,
 }
 
 impl Field {
     /// The field's name as the surfaces spell it: `timestamp`, `datacenter`,
-    /// `worker`, `sequence`, `id`, `layout`, `count`, `ordinal`, `from` or `to`.
+    /// `worker`, `sequence`, `id`, `layout`, `count`, `ordinal`, `from`, `to`,
+    /// or `field` for any other field of a layout (whose own name is
+    /// [`Error::field_name`]).
     pub const fn name(self) -> &'static str {
         match self {
             Field::Timestamp => "timestamp",
@@ -50,6 +58,7 @@ impl Field {
             Field::Ordinal => "ordinal",
             Field::From => "from",
             Field::To => "to",
+            Field::LayoutField => "field",
         }
     }
 
@@ -109,8 +118,18 @@ pub(crate) enum ErrorKind {
         min: u64,
         max: u64,
     },
-    /// A custom layout whose widths do not add up.
-    Layout { reason: &'static str },
+    /// A layout that cannot be: widths that do not add up, a bad spec.
+    Layout { reason: Cow<'static, str> },
+    /// An error about a field of a layout, under the layout's name for it.
+    Named { name: String, inner: Box<ErrorKind> },
+    /// A field name the layout does not have; `known` lists its fields.
+    UnknownField { name: String, known: String },
+    /// A field of the layout that was not given.
+    MissingField { name: String, known: String },
+    /// A field given twice.
+    RepeatedField { name: String },
+    /// An ID with bits set above a layout narrower than 63 bits.
+    AboveLayout { value: u64, max: u64, bits: u32 },
 }
 
 /// An input that cannot be a Snowflake ID or one of its fields.
@@ -215,10 +234,80 @@ impl Error {
     }
 
     pub(crate) const fn layout(reason: &'static str) -> Error {
-        Error(ErrorKind::Layout { reason })
+        Error(ErrorKind::Layout {
+            reason: Cow::Borrowed(reason),
+        })
+    }
+
+    /// [`layout`](Error::layout) with a message made for the input.
+    pub(crate) fn layout_owned(reason: String) -> Error {
+        Error(ErrorKind::Layout {
+            reason: Cow::Owned(reason),
+        })
+    }
+
+    /// The same error about the layout's field `name`.
+    pub(crate) fn named(self, name: &str) -> Error {
+        let inner = match self.0 {
+            ErrorKind::Named { inner, .. } => inner,
+            other => Box::new(other),
+        };
+        Error(ErrorKind::Named {
+            name: echo(name),
+            inner,
+        })
+    }
+
+    pub(crate) fn unknown_field(name: &str, known: &[&str]) -> Error {
+        Error(ErrorKind::UnknownField {
+            name: echo(name),
+            known: list(known),
+        })
+    }
+
+    pub(crate) fn missing_field(name: &str, known: &[&str]) -> Error {
+        Error(ErrorKind::MissingField {
+            name: echo(name),
+            known: list(known),
+        })
+    }
+
+    pub(crate) fn repeated_field(name: &str) -> Error {
+        Error(ErrorKind::RepeatedField { name: echo(name) })
+    }
+
+    pub(crate) const fn above_layout(value: u64, max: u64, bits: u32) -> Error {
+        Error(ErrorKind::AboveLayout { value, max, bits })
+    }
+
+    /// The name of the field the error is about, as the user wrote it: for
+    /// a field of a layout, the layout's own name for it (`process`,
+    /// `machine`), else [`field`](Error::field)'s name.
+    ///
+    /// ```
+    /// use snowmint::{Field, Layout};
+    /// let err = Layout::SONYFLAKE
+    ///     .compose_fields(1700000000000, &[("sequence", 0), ("machine", 65536)])
+    ///     .unwrap_err();
+    /// assert_eq!(err.field_name(), "machine");
+    /// assert_eq!(err.field(), Field::LayoutField);
+    /// assert_eq!(err.to_string(), "machine must be 0..=65535, got 65536");
+    /// ```
+    pub fn field_name(&self) -> &str {
+        match &self.0 {
+            ErrorKind::Named { name, .. }
+            | ErrorKind::UnknownField { name, .. }
+            | ErrorKind::MissingField { name, .. }
+            | ErrorKind::RepeatedField { name } => name,
+            _ => self.field().name(),
+        }
     }
 
     /// The field the error is about.
+    ///
+    /// A field of a layout whose name is one of the fixed ones
+    /// (`timestamp`, `datacenter`, `worker`, `sequence`) is that field,
+    /// any other [`Field::LayoutField`]: see [`field_name`](Error::field_name).
     pub fn field(&self) -> Field {
         match &self.0 {
             ErrorKind::OutOfRange { field, .. }
@@ -226,6 +315,17 @@ impl Error {
             | ErrorKind::TimestampOutOfRange { field, .. } => *field,
             ErrorKind::Layout { .. } => Field::Layout,
             ErrorKind::Order { .. } => Field::To,
+            ErrorKind::AboveLayout { .. } => Field::Id,
+            ErrorKind::Named { name, .. }
+            | ErrorKind::UnknownField { name, .. }
+            | ErrorKind::MissingField { name, .. }
+            | ErrorKind::RepeatedField { name } => match name.as_str() {
+                "timestamp" => Field::Timestamp,
+                "datacenter" => Field::Datacenter,
+                "worker" => Field::Worker,
+                "sequence" => Field::Sequence,
+                _ => Field::LayoutField,
+            },
         }
     }
 
@@ -237,10 +337,22 @@ impl Error {
             ErrorKind::OutOfRange { field, .. }
             | ErrorKind::Syntax { field, .. }
             | ErrorKind::TimestampOutOfRange { field, .. } => *field = new,
-            ErrorKind::Layout { .. } | ErrorKind::Order { .. } => {}
+            _ => {}
         }
         self
     }
+}
+
+/// `a, b and c`.
+fn list(names: &[&str]) -> String {
+    let mut out = String::new();
+    for (i, n) in names.iter().enumerate() {
+        if i > 0 {
+            out.push_str(if i + 1 == names.len() { " and " } else { ", " });
+        }
+        out.push_str(n);
+    }
+    out
 }
 
 /// Keeps error messages short whatever the user pasted.
@@ -254,14 +366,22 @@ pub(crate) fn echo(input: &str) -> String {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.0 {
+        write_kind(&self.0, None, f)
+    }
+}
+
+/// Writes the message of `kind`, calling its field `name` if given.
+fn write_kind(kind: &ErrorKind, name: Option<&str>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let named = |field: &Field| name.unwrap_or(field.name());
+    {
+        match kind {
             ErrorKind::OutOfRange {
                 field,
                 found,
                 min,
                 max,
             } => {
-                write!(f, "{field} must be {min}..={max}, got {found}")?;
+                write!(f, "{} must be {min}..={max}, got {found}", named(field))?;
                 if let (Field::Id, Found::Int(v)) = (field, found) {
                     if *v > i128::from(u64::MAX) {
                         f.write_str(": more than 64 bits")?;
@@ -281,7 +401,8 @@ impl fmt::Display for Error {
             } => {
                 write!(
                     f,
-                    "{field} must be {min}..={max} ({} ..= {}), got {found}",
+                    "{} must be {min}..={max} ({} ..= {}), got {found}",
+                    named(field),
                     Iso8601(*min as i64),
                     Iso8601(*max as i64)
                 )?;
@@ -298,7 +419,8 @@ impl fmt::Display for Error {
                 max,
             } if field.is_time() => write!(
                 f,
-                "{field} must be {expected} in {min}..={max} ({} ..= {}), got {found}",
+                "{} must be {expected} in {min}..={max} ({} ..= {}), got {found}",
+                named(field),
                 Iso8601(*min as i64),
                 Iso8601(*max as i64)
             ),
@@ -308,8 +430,29 @@ impl fmt::Display for Error {
                 expected,
                 min,
                 max,
-            } => write!(f, "{field} must be {expected} {min}..={max}, got {found}"),
+            } => write!(
+                f,
+                "{} must be {expected} {min}..={max}, got {found}",
+                named(field)
+            ),
             ErrorKind::Layout { reason } => write!(f, "invalid layout: {reason}"),
+            ErrorKind::Named { name, inner } => write_kind(inner, Some(name), f),
+            ErrorKind::UnknownField { name, known } if known.is_empty() => write!(
+                f,
+                "{name} is not a field of this layout, which has no field but the timestamp"
+            ),
+            ErrorKind::UnknownField { name, known } => write!(
+                f,
+                "{name} is not a field of this layout; its fields are {known}"
+            ),
+            ErrorKind::MissingField { name, known } => {
+                write!(f, "{name} is missing: this layout needs {known}")
+            }
+            ErrorKind::RepeatedField { name } => write!(f, "{name} is given more than once"),
+            ErrorKind::AboveLayout { value, max, bits } => write!(
+                f,
+                "id must be 0..={max}, got {value}: bits above the layout's {bits} are set"
+            ),
             ErrorKind::Order { from_ms, to_ms } => write!(
                 f,
                 "to must be at or after from {from_ms} ({}), got {to_ms} ({})",

@@ -1,5 +1,8 @@
 //! The bit layout: the Twitter constants, and [`Layout`] for other systems.
 
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
 use crate::error::{Error, Field};
 use crate::id::SnowflakeId;
 use crate::parse::{ParsedInt, parse_int};
@@ -55,7 +58,8 @@ pub struct Parts {
     pub sequence: u64,
 }
 
-/// Where the three fields below the timestamp sit.
+/// Where the three fields below the timestamp sit, in the layouts
+/// [`Layout::new`] builds.
 ///
 /// The timestamp is always the most significant field (below the sign bit,
 /// if the layout has one), so IDs order by time.
@@ -70,25 +74,218 @@ pub enum FieldOrder {
     SequenceThenIdentity,
 }
 
-/// A Snowflake bit layout: an epoch, a time unit, the widths of the four
-/// fields and their order, and what the layout's own documentation calls
-/// each field.
+/// Most fields a layout can have, the timestamp included.
+pub const MAX_FIELDS: usize = 16;
+/// Longest field name, in bytes.
+pub const MAX_NAME_LEN: usize = 24;
+
+/// The name of a layout's field: 1 to [`MAX_NAME_LEN`] lower-case ASCII
+/// letters, digits and `_`, stored inline so that [`Layout`] stays `Copy`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FieldName {
+    len: u8,
+    bytes: [u8; MAX_NAME_LEN],
+}
+
+impl FieldName {
+    const EMPTY: FieldName = FieldName {
+        len: 0,
+        bytes: [0; MAX_NAME_LEN],
+    };
+
+    /// A name for the presets and [`Layout::new`]: known to be valid.
+    const fn of(name: &str) -> FieldName {
+        match FieldName::new(name) {
+            Some(n) => n,
+            None => panic!("invalid built-in field name"),
+        }
+    }
+
+    /// `name` if it is 1 to [`MAX_NAME_LEN`] bytes of `[a-z0-9_]`.
+    ///
+    /// ```
+    /// use snowmint::FieldName;
+    /// assert_eq!(FieldName::new("machine_id").unwrap().as_str(), "machine_id");
+    /// assert!(FieldName::new("Machine").is_none());
+    /// assert!(FieldName::new("").is_none());
+    /// ```
+    pub const fn new(name: &str) -> Option<FieldName> {
+        let b = name.as_bytes();
+        if b.is_empty() || b.len() > MAX_NAME_LEN {
+            return None;
+        }
+        let mut out = FieldName::EMPTY;
+        let mut i = 0;
+        while i < b.len() {
+            if !matches!(b[i], b'a'..=b'z' | b'0'..=b'9' | b'_') {
+                return None;
+            }
+            out.bytes[i] = b[i];
+            i += 1;
+        }
+        out.len = b.len() as u8;
+        Some(out)
+    }
+
+    /// The name.
+    pub const fn as_str(&self) -> &str {
+        let (bytes, _) = self.bytes.split_at(self.len as usize);
+        match core::str::from_utf8(bytes) {
+            Ok(s) => s,
+            // Only ASCII is ever stored.
+            Err(_) => "",
+        }
+    }
+
+    /// Whether the name is `other`.
+    pub const fn is(&self, other: &str) -> bool {
+        let o = other.as_bytes();
+        if o.len() != self.len as usize {
+            return false;
+        }
+        let mut i = 0;
+        while i < o.len() {
+            if o[i] != self.bytes[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+}
+
+impl core::fmt::Debug for FieldName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl core::fmt::Display for FieldName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One field of a [`Layout`], as [`Layout::fields`] lists them: its name,
+/// width and position. What a program that generates code for a layout
+/// (SQL functions, say) needs: the field's value in an ID `id` is
+/// `(id >> shift) & mask`.
 ///
-/// The widths add up to 63, below a sign bit that is always 0, or to 64:
-/// then the timestamp's top bit *is* the sign bit of a signed 64-bit
-/// integer (Instagram's 41 and Mastodon's 48 bits). Every ID is at most
-/// 2^63 - 1, so in such a layout that bit is always 0 and only half the
-/// field's range is usable: [`max_delta_ms`](Layout::max_delta_ms) and
+/// ```
+/// use snowmint::Layout;
+/// let fields: Vec<(&str, u32, u32)> = Layout::DISCORD
+///     .fields()
+///     .map(|f| (f.name(), f.bits(), f.shift()))
+///     .collect();
+/// assert_eq!(
+///     fields,
+///     [("timestamp", 42, 22), ("worker", 5, 17), ("process", 5, 12), ("increment", 12, 0)]
+/// );
+/// # Ok::<(), snowmint::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LayoutField<'a> {
+    name: &'a str,
+    bits: u32,
+    shift: u32,
+    max: u64,
+    slot: Option<Field>,
+}
+
+impl<'a> LayoutField<'a> {
+    /// The field's name (`timestamp` for the time field).
+    pub const fn name(&self) -> &'a str {
+        self.name
+    }
+
+    /// Its width in bits.
+    pub const fn bits(&self) -> u32 {
+        self.bits
+    }
+
+    /// Where its least significant bit sits (0 = the lowest bit of the ID).
+    pub const fn shift(&self) -> u32 {
+        self.shift
+    }
+
+    /// `2^bits - 1`: the mask of the field once shifted down.
+    pub const fn mask(&self) -> u64 {
+        mask(self.bits)
+    }
+
+    /// The largest value an ID can hold in the field: [`mask`](Self::mask),
+    /// except for a time field that reaches bit 63 (the widths add up to
+    /// 64), whose top bit is the sign bit and always 0.
+    pub const fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// Whether this is the time field.
+    pub const fn is_time(&self) -> bool {
+        matches!(self.slot, Some(Field::Timestamp))
+    }
+
+    /// The slot of [`Parts`] and of the JSON object's top-level keys that
+    /// the field fills: [`Field::Timestamp`], [`Field::Datacenter`],
+    /// [`Field::Worker`], [`Field::Sequence`], or `None` for a field beyond
+    /// those three (shown only by its own name, in the segments).
+    pub const fn slot(&self) -> Option<Field> {
+        self.slot
+    }
+
+    /// The field's value in `id` (the time field in the layout's units
+    /// since its epoch).
+    pub const fn value(&self, id: SnowflakeId) -> u64 {
+        (id.get() >> self.shift) & mask(self.bits)
+    }
+}
+
+/// Where a slot's field sits: `bits` 0 when the layout has no such field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Slot {
+    index: u8,
+    shift: u8,
+    bits: u8,
+}
+
+const NO_SLOT: Slot = Slot {
+    index: u8::MAX,
+    shift: 0,
+    bits: 0,
+};
+
+/// A Snowflake bit layout: an epoch, a time unit, and named fields of
+/// given widths from the most significant bit down, the first one the
+/// time field `timestamp`.
+///
+/// The widths add up to at most 64. Below 64, the bits above the fields
+/// are always 0 (with 63 that is just the sign bit of a signed 64-bit
+/// integer). At exactly 64 the timestamp's top bit *is* the sign bit
+/// (Discord's 42 bits as its documentation counts them, Instagram's 41 and
+/// Mastodon's 48 bits): every ID is at most 2^63 - 1, so that bit is
+/// always 0 and only half the field's range is usable;
+/// [`max_delta_ms`](Layout::max_delta_ms) and
 /// [`max_timestamp_ms`](Layout::max_timestamp_ms) say what actually fits.
 ///
-/// [`Layout::TWITTER`] is the default everywhere and the only layout the
-/// explorer composes in; the other presets ([`Layout::PRESETS`], looked up
-/// with [`Layout::by_name`]) and [`Layout::new`] are for decoding IDs from
-/// other systems. Whatever a layout calls its fields, they fill the same
-/// three slots: a single identity field (Instagram's shard, Sonyflake's
-/// machine) is the `worker`, and [`Parts`] and the JSON object keep the
-/// names `datacenter`, `worker` and `sequence`; [`label`](Layout::label)
-/// gives the layout's own name for display.
+/// [`Layout::TWITTER`] is the default everywhere. The other presets are in
+/// [`Layout::PRESETS`] (by name: [`Layout::by_name`]); any other layout is
+/// written as a spec, `epoch=EPOCH;unit=UNIT;fields=NAME:BITS,...`
+/// ([`Layout::parse`], [`Layout::spec`]), or built with [`Layout::new`].
+///
+/// # The fields, and the three slots
+///
+/// [`fields`](Layout::fields) lists every field with its name, width and
+/// shift, the time field first ([`time_field`](Layout::time_field));
+/// [`compose_fields`](Layout::compose_fields) and
+/// [`field_values`](Layout::field_values) build and take apart IDs by those
+/// names. For the contract's fixed keys, the fields below the time also fill
+/// three slots, which [`Parts`], [`compose`](Layout::compose) and the JSON
+/// object's top-level `datacenter`, `worker` and `sequence` keep in every
+/// layout: the `sequence` is the field named `sequence`, else the lowest
+/// field; of the others, the last is the `worker` and the one before it the
+/// `datacenter`. So Discord's `worker` and `process` fill the datacenter
+/// and worker slots, Instagram's `shard` and Sonyflake's `machine` the
+/// worker slot, Mastodon's `sequence_data` the sequence slot.
 ///
 /// ```
 /// use snowmint::{Field, Layout};
@@ -107,9 +304,10 @@ pub enum FieldOrder {
 /// assert_eq!(sony.worker_shift(), 0);
 ///
 /// // A custom layout: 2020 epoch, 10 bits of machine, 12 of sequence.
-/// let mine = Layout::new(1577836800000, 41, 0, 10, 12)?;
+/// let mine: Layout = "epoch=2020-01-01;fields=timestamp:41,machine:10,sequence:12".parse()?;
 /// assert_eq!(mine.max_worker(), 1023);
 /// assert_eq!(mine.name(), "custom");
+/// assert_eq!(mine.spec(), "epoch=1577836800000;fields=timestamp:41,machine:10,sequence:12");
 /// # Ok::<(), snowmint::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -117,14 +315,15 @@ pub struct Layout {
     epoch_ms: u64,
     /// Milliseconds per step of the timestamp field (Sonyflake: 10).
     unit_ms: u64,
-    timestamp_bits: u8,
-    datacenter_bits: u8,
-    worker_bits: u8,
-    sequence_bits: u8,
-    order: FieldOrder,
     name: &'static str,
-    /// What the layout calls its datacenter, worker and sequence fields.
-    labels: [&'static str; 3],
+    /// How many of `names`/`widths` are used; index 0 is the timestamp.
+    len: u8,
+    /// Sum of the widths, at most 64.
+    total: u8,
+    names: [FieldName; MAX_FIELDS],
+    widths: [u8; MAX_FIELDS],
+    /// The fields in the datacenter, worker and sequence slots.
+    slots: [Slot; 3],
 }
 
 impl Default for Layout {
@@ -133,29 +332,61 @@ impl Default for Layout {
     }
 }
 
-impl Layout {
-    /// Twitter's layout: epoch 1288834974657, widths 41 / 5 / 5 / 12.
-    pub const TWITTER: Layout = Layout {
-        epoch_ms: TWITTER_EPOCH_MS,
-        unit_ms: 1,
-        timestamp_bits: TIMESTAMP_BITS as u8,
-        datacenter_bits: DATACENTER_BITS as u8,
-        worker_bits: WORKER_BITS as u8,
-        sequence_bits: SEQUENCE_BITS as u8,
-        order: FieldOrder::IdentityThenSequence,
-        name: "twitter",
-        labels: ["datacenter", "worker", "sequence"],
+/// Builds a layout from names and widths known to be valid.
+const fn preset(name: &'static str, epoch_ms: u64, unit_ms: u64, fields: &[(&str, u8)]) -> Layout {
+    let mut names = [FieldName::EMPTY; MAX_FIELDS];
+    let mut widths = [0u8; MAX_FIELDS];
+    let mut i = 0;
+    while i < fields.len() {
+        names[i] = FieldName::of(fields[i].0);
+        widths[i] = fields[i].1;
+        i += 1;
+    }
+    let layout = Layout {
+        epoch_ms,
+        unit_ms,
+        name,
+        len: fields.len() as u8,
+        total: 0,
+        names,
+        widths,
+        slots: [NO_SLOT; 3],
     };
+    layout.with_total().with_slots_by_rule()
+}
 
-    /// Discord's layout: epoch 1420070400000 (2015-01-01T00:00:00Z), the
-    /// same widths as Twitter's. Discord calls the fields internal worker
-    /// ID, internal process ID and increment.
-    pub const DISCORD: Layout = Layout {
-        epoch_ms: 1_420_070_400_000,
-        name: "discord",
-        labels: ["worker", "process", "increment"],
-        ..Layout::TWITTER
-    };
+impl Layout {
+    /// Twitter's layout: epoch 1288834974657, a sign bit, then widths
+    /// 41 / 5 / 5 / 12.
+    pub const TWITTER: Layout = preset(
+        "twitter",
+        TWITTER_EPOCH_MS,
+        1,
+        &[
+            ("timestamp", TIMESTAMP_BITS as u8),
+            ("datacenter", DATACENTER_BITS as u8),
+            ("worker", WORKER_BITS as u8),
+            ("sequence", SEQUENCE_BITS as u8),
+        ],
+    );
+
+    /// Discord's layout, as its developer documentation draws it: a 42-bit
+    /// timestamp (bits 63 to 22) since 1420070400000
+    /// (2015-01-01T00:00:00Z), then the internal worker ID (5 bits), the
+    /// internal process ID (5) and the increment (12). The timestamp's top
+    /// bit is the sign bit, so it decodes exactly like Twitter's but for
+    /// the epoch.
+    pub const DISCORD: Layout = preset(
+        "discord",
+        1_420_070_400_000,
+        1,
+        &[
+            ("timestamp", 42),
+            ("worker", 5),
+            ("process", 5),
+            ("increment", 12),
+        ],
+    );
 
     /// Instagram's layout ("Sharding & IDs at Instagram", 2012): 41 bits
     /// of milliseconds since 1314220021721 (2011-08-24T21:07:01.721Z), a
@@ -164,32 +395,22 @@ impl Layout {
     /// 41 + 13 + 10 = 64: the time field's top bit is the sign bit of
     /// Postgres' `bigint`, so IDs (never negative) can hold 2^40 - 1 ms,
     /// until 2046-06-27T17:00:49.496Z.
-    pub const INSTAGRAM: Layout = Layout {
-        epoch_ms: 1_314_220_021_721,
-        unit_ms: 1,
-        timestamp_bits: 41,
-        datacenter_bits: 0,
-        worker_bits: 13,
-        sequence_bits: 10,
-        order: FieldOrder::IdentityThenSequence,
-        name: "instagram",
-        labels: ["datacenter", "shard", "sequence"],
-    };
+    pub const INSTAGRAM: Layout = preset(
+        "instagram",
+        1_314_220_021_721,
+        1,
+        &[("timestamp", 41), ("shard", 13), ("sequence", 10)],
+    );
 
     /// Sonyflake's layout (sony/sonyflake v1): 39 bits of 10 ms units since
     /// 1409529600000 (2014-09-01T00:00:00Z), then an 8-bit sequence, then a
     /// 16-bit machine ID (the `worker` slot) as the lowest field.
-    pub const SONYFLAKE: Layout = Layout {
-        epoch_ms: 1_409_529_600_000,
-        unit_ms: 10,
-        timestamp_bits: 39,
-        datacenter_bits: 0,
-        worker_bits: 16,
-        sequence_bits: 8,
-        order: FieldOrder::SequenceThenIdentity,
-        name: "sonyflake",
-        labels: ["datacenter", "machine", "sequence"],
-    };
+    pub const SONYFLAKE: Layout = preset(
+        "sonyflake",
+        1_409_529_600_000,
+        10,
+        &[("timestamp", 39), ("sequence", 8), ("machine", 16)],
+    );
 
     /// Mastodon's layout (lib/mastodon/snowflake.rb): 48 bits of Unix
     /// milliseconds (epoch 0), then 16 bits of "sequence data" (a salted
@@ -197,17 +418,12 @@ impl Layout {
     ///
     /// 48 + 16 = 64: the time field's top bit is the sign bit of the
     /// `bigint`, so IDs hold 2^47 - 1 ms, until the year 6429.
-    pub const MASTODON: Layout = Layout {
-        epoch_ms: 0,
-        unit_ms: 1,
-        timestamp_bits: 48,
-        datacenter_bits: 0,
-        worker_bits: 0,
-        sequence_bits: 16,
-        order: FieldOrder::IdentityThenSequence,
-        name: "mastodon",
-        labels: ["datacenter", "worker", "sequence data"],
-    };
+    pub const MASTODON: Layout = preset(
+        "mastodon",
+        0,
+        1,
+        &[("timestamp", 48), ("sequence_data", 16)],
+    );
 
     /// Every preset, Twitter first: what `--layout` and `?layout=` accept,
     /// by [`name`](Layout::name).
@@ -231,9 +447,12 @@ impl Layout {
     };
 
     /// A layout of the given epoch (Unix ms) and widths, in milliseconds
-    /// and Twitter's field order; see [`with_unit_ms`](Layout::with_unit_ms),
+    /// and Twitter's field order, with fields named `timestamp`,
+    /// `datacenter`, `worker` and `sequence` (a width of 0 leaves the field
+    /// out); see [`with_unit_ms`](Layout::with_unit_ms),
     /// [`with_order`](Layout::with_order) and
-    /// [`with_names`](Layout::with_names) for the rest.
+    /// [`with_names`](Layout::with_names) for the rest, and
+    /// [`parse`](Layout::parse) for any other shape.
     ///
     /// The widths must add up to 63 (below a sign bit) or 64 (the
     /// timestamp's top bit is the sign bit, see [`Layout`]), the timestamp
@@ -266,18 +485,146 @@ impl Layout {
         if timestamp_bits == 0 {
             return Err(Error::layout("the timestamp needs at least 1 bit"));
         }
-        Layout {
+        let mut layout = Layout {
             epoch_ms,
             unit_ms: 1,
-            timestamp_bits,
-            datacenter_bits,
-            worker_bits,
-            sequence_bits,
-            order: FieldOrder::IdentityThenSequence,
             name: "custom",
-            labels: Layout::TWITTER.labels,
+            len: 0,
+            total: 0,
+            names: [FieldName::EMPTY; MAX_FIELDS],
+            widths: [0; MAX_FIELDS],
+            slots: [NO_SLOT; 3],
+        };
+        layout = layout.push(FieldName::of("timestamp"), timestamp_bits, None);
+        layout = layout.push(
+            FieldName::of("datacenter"),
+            datacenter_bits,
+            Some(SLOT_DATACENTER),
+        );
+        layout = layout.push(FieldName::of("worker"), worker_bits, Some(SLOT_WORKER));
+        layout = layout.push(
+            FieldName::of("sequence"),
+            sequence_bits,
+            Some(SLOT_SEQUENCE),
+        );
+        layout.with_total().with_slot_positions().validated()
+    }
+
+    /// A layout of fields known to be valid, its slots by the rule.
+    pub(crate) fn build(
+        name: &'static str,
+        epoch_ms: u64,
+        unit_ms: u64,
+        fields: &[(FieldName, u8)],
+    ) -> Layout {
+        let mut layout = Layout {
+            epoch_ms,
+            unit_ms,
+            name,
+            len: 0,
+            total: 0,
+            names: [FieldName::EMPTY; MAX_FIELDS],
+            widths: [0; MAX_FIELDS],
+            slots: [NO_SLOT; 3],
+        };
+        for &(name, bits) in fields {
+            layout = layout.push(name, bits, None);
         }
-        .validated()
+        layout.with_total().with_slots_by_rule()
+    }
+
+    /// The same layout under another name.
+    pub(crate) const fn renamed(self, name: &'static str) -> Layout {
+        Layout { name, ..self }
+    }
+
+    /// Appends a field (none if `bits` is 0), in `slot` if given.
+    const fn push(mut self, name: FieldName, bits: u8, slot: Option<usize>) -> Layout {
+        if bits == 0 {
+            return self;
+        }
+        let i = self.len as usize;
+        self.names[i] = name;
+        self.widths[i] = bits;
+        if let Some(s) = slot {
+            self.slots[s].index = i as u8;
+        }
+        self.len += 1;
+        self
+    }
+
+    /// Sets `total` from the widths.
+    const fn with_total(mut self) -> Layout {
+        let mut total = 0u32;
+        let mut i = 0;
+        while i < self.len as usize {
+            total += self.widths[i] as u32;
+            i += 1;
+        }
+        self.total = total as u8;
+        self
+    }
+
+    /// Assigns the three slots by the rule of [`Layout`]: the field named
+    /// `sequence`, else the lowest, is the sequence; of the rest the last
+    /// is the worker and the one before it the datacenter.
+    pub(crate) const fn with_slots_by_rule(mut self) -> Layout {
+        self.slots = [NO_SLOT; 3];
+        let len = self.len as usize;
+        if len < 2 {
+            return self;
+        }
+        let mut seq = len - 1;
+        let mut i = 1;
+        while i < len {
+            if self.names[i].is("sequence") {
+                seq = i;
+            }
+            i += 1;
+        }
+        self.slots[SLOT_SEQUENCE].index = seq as u8;
+        let mut found = 0;
+        let mut i = len - 1;
+        while i >= 1 && found < 2 {
+            if i != seq {
+                let slot = if found == 0 {
+                    SLOT_WORKER
+                } else {
+                    SLOT_DATACENTER
+                };
+                self.slots[slot].index = i as u8;
+                found += 1;
+            }
+            i -= 1;
+        }
+        self.with_slot_positions()
+    }
+
+    /// Fills in each slot's shift and width from its field index.
+    const fn with_slot_positions(mut self) -> Layout {
+        let mut s = 0;
+        while s < 3 {
+            let index = self.slots[s].index;
+            if index == u8::MAX {
+                self.slots[s] = NO_SLOT;
+            } else {
+                self.slots[s].shift = self.shift_of(index as usize) as u8;
+                self.slots[s].bits = self.widths[index as usize];
+            }
+            s += 1;
+        }
+        self
+    }
+
+    /// The shift of field `index`: the widths below it.
+    const fn shift_of(&self, index: usize) -> u32 {
+        let mut below = 0u32;
+        let mut i = index + 1;
+        while i < self.len as usize {
+            below += self.widths[i] as u32;
+            i += 1;
+        }
+        below
     }
 
     /// The same layout counting `unit_ms` milliseconds per step of the
@@ -294,33 +641,97 @@ impl Layout {
         if unit_ms == 0 {
             return Err(Error::layout("the time unit must be at least 1 ms"));
         }
-        Layout { unit_ms, ..self }.validated()
-    }
-
-    /// The same layout with its fields in `order`.
-    pub const fn with_order(self, order: FieldOrder) -> Layout {
-        Layout { order, ..self }
-    }
-
-    /// The same layout under another name, calling its fields `datacenter`,
-    /// `worker` and `sequence` (for display; [`Parts`] and the JSON keep
-    /// the slot names).
-    pub const fn with_names(
-        self,
-        name: &'static str,
-        datacenter: &'static str,
-        worker: &'static str,
-        sequence: &'static str,
-    ) -> Layout {
         Layout {
-            name,
-            labels: [datacenter, worker, sequence],
+            unit_ms,
+            name: "custom",
             ..self
         }
+        .validated()
+    }
+
+    /// The same layout with its three slot fields in `order` below the
+    /// timestamp (fields beyond the slots keep their place above them).
+    pub const fn with_order(self, order: FieldOrder) -> Layout {
+        let wanted = match order {
+            FieldOrder::IdentityThenSequence => [SLOT_DATACENTER, SLOT_WORKER, SLOT_SEQUENCE],
+            FieldOrder::SequenceThenIdentity => [SLOT_SEQUENCE, SLOT_DATACENTER, SLOT_WORKER],
+        };
+        let mut out = Layout {
+            name: "custom",
+            len: 0,
+            names: [FieldName::EMPTY; MAX_FIELDS],
+            widths: [0; MAX_FIELDS],
+            slots: [NO_SLOT; 3],
+            ..self
+        };
+        // Fields in no slot (the timestamp, and any beyond the three) first.
+        let mut i = 0;
+        while i < self.len as usize {
+            if self.slot_of_index(i).is_none() {
+                out = out.push(self.names[i], self.widths[i], None);
+            }
+            i += 1;
+        }
+        let mut k = 0;
+        while k < 3 {
+            let slot = self.slots[wanted[k]];
+            if slot.bits > 0 {
+                let idx = slot.index as usize;
+                out = out.push(self.names[idx], self.widths[idx], Some(wanted[k]));
+            }
+            k += 1;
+        }
+        out.with_slot_positions()
+    }
+
+    /// The slot of field `index`, if it fills one.
+    const fn slot_of_index(&self, index: usize) -> Option<usize> {
+        let mut s = 0;
+        while s < 3 {
+            if self.slots[s].index as usize == index && self.slots[s].bits > 0 {
+                return Some(s);
+            }
+            s += 1;
+        }
+        None
+    }
+
+    /// The same layout under another name, its datacenter, worker and
+    /// sequence fields named as given (names as in a spec: `[a-z0-9_]`,
+    /// at most [`MAX_NAME_LEN`] bytes, none of them `timestamp`, no two
+    /// the same); the slots stay where they are.
+    ///
+    /// ```
+    /// use snowmint::{Field, Layout};
+    /// let l = Layout::new(0, 41, 0, 10, 12)?.with_names("mine", "dc", "machine", "step")?;
+    /// assert_eq!(l.label(Field::Worker), "machine");
+    /// assert!(Layout::TWITTER.with_names("x", "a", "a", "b").is_err());
+    /// # Ok::<(), snowmint::Error>(())
+    /// ```
+    pub fn with_names(
+        self,
+        name: &'static str,
+        datacenter: &str,
+        worker: &str,
+        sequence: &str,
+    ) -> Result<Layout, Error> {
+        let mut out = Layout { name, ..self };
+        for (slot, new) in [
+            (SLOT_DATACENTER, datacenter),
+            (SLOT_WORKER, worker),
+            (SLOT_SEQUENCE, sequence),
+        ] {
+            if self.slots[slot].bits > 0 {
+                let n = crate::spec::field_name(new)?;
+                out.names[self.slots[slot].index as usize] = n;
+            }
+        }
+        crate::spec::check_names(&out)?;
+        Ok(out)
     }
 
     /// Checks that the last timestamp fits a `u64`.
-    const fn validated(self) -> Result<Layout, Error> {
+    pub(crate) const fn validated(self) -> Result<Layout, Error> {
         let last = match self.max_delta_units().checked_mul(self.unit_ms) {
             Some(ms) => ms.checked_add(self.unit_ms - 1),
             None => None,
@@ -335,6 +746,7 @@ impl Layout {
 
     /// A preset by name: `twitter`, `discord`, `instagram`, `sonyflake` or
     /// `mastodon` (ASCII case-insensitive, surrounding whitespace ignored).
+    /// [`parse`](Layout::parse) takes a spec as well.
     ///
     /// ```
     /// use snowmint::Layout;
@@ -348,21 +760,207 @@ impl Layout {
             .find(|l| l.name.eq_ignore_ascii_case(name))
     }
 
-    /// The preset's name (`twitter`, ...), or `custom` for [`Layout::new`].
+    /// The preset's name (`twitter`, ...), or `custom` for any other layout
+    /// (a spec that spells out a preset exactly is that preset).
     pub const fn name(&self) -> &'static str {
         self.name
     }
 
-    /// What the layout calls `field`: Instagram's `worker` is its `shard`,
-    /// Sonyflake's is its `machine`, Discord's fields are `worker`,
-    /// `process` and `increment`. Other fields answer their own name.
-    pub const fn label(&self, field: Field) -> &'static str {
-        match field {
-            Field::Datacenter => self.labels[0],
-            Field::Worker => self.labels[1],
-            Field::Sequence => self.labels[2],
-            other => other.name(),
+    /// Whether this is one of the [`PRESETS`](Layout::PRESETS).
+    pub const fn is_preset(&self) -> bool {
+        !matches!(self.name.as_bytes(), b"custom")
+    }
+
+    /// What `--layout` and `?layout=` take to mean this layout: the
+    /// preset's name, or else the [`spec`](Layout::spec).
+    pub fn to_param(&self) -> String {
+        if self.is_preset() {
+            self.name.to_string()
+        } else {
+            self.spec()
         }
+    }
+
+    /// The name of the field in `slot` (see [`Layout`]): Instagram's
+    /// `worker` is its `shard`, Sonyflake's is its `machine`, Discord's
+    /// slots hold `worker`, `process` and `increment`. The time slot is
+    /// `timestamp`, and a slot the layout does not have answers its own
+    /// name.
+    pub const fn label(&self, slot: Field) -> &str {
+        let s = match slot {
+            Field::Datacenter => SLOT_DATACENTER,
+            Field::Worker => SLOT_WORKER,
+            Field::Sequence => SLOT_SEQUENCE,
+            Field::Timestamp => return self.names[0].as_str(),
+            other => return other.name(),
+        };
+        if self.slots[s].bits == 0 {
+            return slot.name();
+        }
+        self.names[self.slots[s].index as usize].as_str()
+    }
+
+    /// The fields, most significant first: the time field, then the rest.
+    /// See [`LayoutField`].
+    ///
+    /// ```
+    /// use snowmint::{Field, Layout};
+    /// let l = Layout::SONYFLAKE;
+    /// let shown: Vec<String> = l
+    ///     .fields()
+    ///     .map(|f| format!("{}:{}@{}", f.name(), f.bits(), f.shift()))
+    ///     .collect();
+    /// assert_eq!(shown, ["timestamp:39@24", "sequence:8@16", "machine:16@0"]);
+    /// assert_eq!(l.fields().nth(2).unwrap().slot(), Some(Field::Worker));
+    /// ```
+    pub fn fields(&self) -> impl ExactSizeIterator<Item = LayoutField<'_>> + '_ {
+        (0..self.len as usize).map(|i| self.field_at(i))
+    }
+
+    /// The fields below the time field, most significant first: the
+    /// values [`compose_fields`](Layout::compose_fields) takes.
+    pub fn node_fields(&self) -> impl ExactSizeIterator<Item = LayoutField<'_>> + '_ {
+        (1..self.len as usize).map(|i| self.field_at(i))
+    }
+
+    /// The time field (always the first, most significant one).
+    pub fn time_field(&self) -> LayoutField<'_> {
+        self.field_at(0)
+    }
+
+    /// The field called `name`, if the layout has one.
+    pub fn field(&self, name: &str) -> Option<LayoutField<'_>> {
+        self.fields().find(|f| f.name == name)
+    }
+
+    fn field_at(&self, i: usize) -> LayoutField<'_> {
+        let bits = u32::from(self.widths[i]);
+        let slot = match (i, self.slot_of_index(i)) {
+            (0, _) => Some(Field::Timestamp),
+            (_, Some(SLOT_DATACENTER)) => Some(Field::Datacenter),
+            (_, Some(SLOT_WORKER)) => Some(Field::Worker),
+            (_, Some(_)) => Some(Field::Sequence),
+            (_, None) => None,
+        };
+        LayoutField {
+            name: self.names[i].as_str(),
+            bits,
+            shift: self.shift_of(i),
+            max: if i == 0 {
+                self.max_delta_units()
+            } else {
+                mask(bits)
+            },
+            slot,
+        }
+    }
+
+    /// The values of the fields below the time in `id`, by name, most
+    /// significant first.
+    ///
+    /// ```
+    /// use snowmint::{Layout, SnowflakeId};
+    /// let id = SnowflakeId::new(175928847299117063)?;
+    /// assert_eq!(
+    ///     Layout::DISCORD.field_values(id),
+    ///     [("worker", 1), ("process", 0), ("increment", 7)]
+    /// );
+    /// # Ok::<(), snowmint::Error>(())
+    /// ```
+    pub fn field_values(&self, id: SnowflakeId) -> Vec<(&str, u64)> {
+        self.node_fields().map(|f| (f.name, f.value(id))).collect()
+    }
+
+    /// Builds an ID from a Unix-ms time and the value of every field below
+    /// the time, by name (in any order). Each value is checked against its
+    /// field's range, and the error names the field; a name the layout
+    /// does not have, a field given twice or one left out is refused
+    /// naming it.
+    ///
+    /// ```
+    /// use snowmint::Layout;
+    /// // Discord's documented example.
+    /// let id = Layout::DISCORD.compose_fields(
+    ///     1462015105796,
+    ///     &[("worker", 1), ("process", 0), ("increment", 7)],
+    /// )?;
+    /// assert_eq!(id.get(), 175928847299117063);
+    /// let err = Layout::DISCORD
+    ///     .compose_fields(1462015105796, &[("worker", 1), ("process", 32), ("increment", 7)])
+    ///     .unwrap_err();
+    /// assert_eq!(err.to_string(), "process must be 0..=31, got 32");
+    /// assert_eq!(err.field_name(), "process");
+    /// let err = Layout::DISCORD
+    ///     .compose_fields(1462015105796, &[("worker", 1), ("increment", 7)])
+    ///     .unwrap_err();
+    /// assert_eq!(err.to_string(), "process is missing: this layout needs worker, process and increment");
+    /// # Ok::<(), snowmint::Error>(())
+    /// ```
+    pub fn compose_fields(
+        &self,
+        timestamp_ms: u64,
+        values: &[(&str, u64)],
+    ) -> Result<SnowflakeId, Error> {
+        self.check(Field::Timestamp, timestamp_ms)?;
+        for (name, _) in values {
+            if self.node_fields().all(|f| f.name != *name) {
+                return Err(Error::unknown_field(name, &self.node_names()));
+            }
+        }
+        let mut id = ((timestamp_ms - self.epoch_ms) / self.unit_ms) << self.timestamp_shift();
+        for f in self.node_fields() {
+            let mut given = values.iter().filter(|(n, _)| *n == f.name);
+            let Some(&(_, value)) = given.next() else {
+                return Err(Error::missing_field(f.name, &self.node_names()));
+            };
+            if given.next().is_some() {
+                return Err(Error::repeated_field(f.name));
+            }
+            if value > f.max {
+                return Err(
+                    Error::out_of_range(Field::Id, i128::from(value), 0, f.max).named(f.name)
+                );
+            }
+            id |= value << f.shift;
+        }
+        Ok(SnowflakeId::from_raw(id))
+    }
+
+    /// [`compose_fields`](Layout::compose_fields) of values as people type
+    /// them: each is parsed as a decimal integer in its field's range, and
+    /// an error names the field.
+    ///
+    /// ```
+    /// use snowmint::Layout;
+    /// let id = Layout::SONYFLAKE.parse_fields(1700000000000, &[("machine", "7"), ("sequence", "0")])?;
+    /// assert_eq!(Layout::SONYFLAKE.field_values(id), [("sequence", 0), ("machine", 7)]);
+    /// assert_eq!(
+    ///     Layout::SONYFLAKE.parse_fields(1700000000000, &[("machine", "x"), ("sequence", "0")])
+    ///         .unwrap_err()
+    ///         .to_string(),
+    ///     r#"machine must be a decimal integer 0..=65535, got "x""#
+    /// );
+    /// # Ok::<(), snowmint::Error>(())
+    /// ```
+    pub fn parse_fields(
+        &self,
+        timestamp_ms: u64,
+        values: &[(&str, &str)],
+    ) -> Result<SnowflakeId, Error> {
+        let mut parsed = Vec::with_capacity(values.len());
+        for &(name, text) in values {
+            let Some(f) = self.node_fields().find(|f| f.name == name) else {
+                return Err(Error::unknown_field(name, &self.node_names()));
+            };
+            let v = parse_in_range(Field::Id, text, 0, f.max).map_err(|e| e.named(f.name))?;
+            parsed.push((name, v));
+        }
+        self.compose_fields(timestamp_ms, &parsed)
+    }
+
+    /// The names of the fields below the time.
+    fn node_names(&self) -> Vec<&str> {
+        self.node_fields().map(|f| f.name).collect()
     }
 
     /// The epoch in Unix milliseconds.
@@ -375,82 +973,93 @@ impl Layout {
         self.unit_ms
     }
 
-    /// The order of the fields below the timestamp.
+    /// The order of the sequence and identity slots below the timestamp:
+    /// [`FieldOrder::SequenceThenIdentity`] when the sequence sits above an
+    /// identity field (Sonyflake).
     pub const fn order(&self) -> FieldOrder {
-        self.order
+        let seq = self.slots[SLOT_SEQUENCE];
+        let worker = self.slots[SLOT_WORKER];
+        if seq.bits > 0 && worker.bits > 0 && seq.shift > worker.shift {
+            FieldOrder::SequenceThenIdentity
+        } else {
+            FieldOrder::IdentityThenSequence
+        }
     }
 
-    /// Whether bit 63 is a sign bit of its own (widths add up to 63), rather
-    /// than the timestamp's top bit (widths add up to 64).
+    /// The sum of the fields' widths, at most 64; the bits above them are 0.
+    pub const fn total_bits(&self) -> u32 {
+        self.total as u32
+    }
+
+    /// Whether bit 63 is a sign bit of its own (widths add up to 63 or
+    /// less), rather than the timestamp's top bit (widths add up to 64).
     pub const fn has_sign_bit(&self) -> bool {
-        self.timestamp_bits as u32
-            + self.datacenter_bits as u32
-            + self.worker_bits as u32
-            + self.sequence_bits as u32
-            == 63
+        self.total < 64
+    }
+
+    /// The largest ID of the layout: every bit of its fields set, except a
+    /// sign bit ([`MAX_ID`] when the widths add up to 63 or 64).
+    pub const fn max_id(&self) -> u64 {
+        if self.total >= 63 {
+            MAX_ID
+        } else {
+            mask(self.total as u32)
+        }
     }
 
     /// Width of the timestamp field (with the sign bit, if it is the top).
     pub const fn timestamp_bits(&self) -> u32 {
-        self.timestamp_bits as u32
+        self.widths[0] as u32
     }
 
-    /// Width of the datacenter field.
+    /// Width of the datacenter slot's field (0 if none).
     pub const fn datacenter_bits(&self) -> u32 {
-        self.datacenter_bits as u32
+        self.slots[SLOT_DATACENTER].bits as u32
     }
 
-    /// Width of the worker field.
+    /// Width of the worker slot's field (0 if none).
     pub const fn worker_bits(&self) -> u32 {
-        self.worker_bits as u32
+        self.slots[SLOT_WORKER].bits as u32
     }
 
-    /// Width of the sequence field.
+    /// Width of the sequence slot's field (0 if none).
     pub const fn sequence_bits(&self) -> u32 {
-        self.sequence_bits as u32
+        self.slots[SLOT_SEQUENCE].bits as u32
     }
 
-    /// Where the worker field starts.
+    /// Where the worker slot's field starts.
     pub const fn worker_shift(&self) -> u32 {
-        match self.order {
-            FieldOrder::IdentityThenSequence => self.sequence_bits as u32,
-            FieldOrder::SequenceThenIdentity => 0,
-        }
+        self.slots[SLOT_WORKER].shift as u32
     }
 
-    /// Where the datacenter field starts.
+    /// Where the datacenter slot's field starts.
     pub const fn datacenter_shift(&self) -> u32 {
-        self.worker_shift() + self.worker_bits as u32
+        self.slots[SLOT_DATACENTER].shift as u32
     }
 
-    /// Where the sequence field starts.
+    /// Where the sequence slot's field starts.
     pub const fn sequence_shift(&self) -> u32 {
-        match self.order {
-            FieldOrder::IdentityThenSequence => 0,
-            FieldOrder::SequenceThenIdentity => {
-                self.datacenter_shift() + self.datacenter_bits as u32
-            }
-        }
+        self.slots[SLOT_SEQUENCE].shift as u32
     }
 
-    /// Where the timestamp field starts.
+    /// Where the timestamp field starts: the widths of all other fields.
     pub const fn timestamp_shift(&self) -> u32 {
-        self.datacenter_bits as u32 + self.worker_bits as u32 + self.sequence_bits as u32
+        self.total as u32 - self.widths[0] as u32
     }
 
     /// Largest datacenter ID.
     pub const fn max_datacenter(&self) -> u64 {
-        mask(self.datacenter_bits as u32)
+        mask(self.datacenter_bits())
     }
 
     /// Largest worker ID.
     pub const fn max_worker(&self) -> u64 {
-        mask(self.worker_bits as u32)
+        mask(self.worker_bits())
     }
 
     /// Largest sequence number.
     pub const fn max_sequence(&self) -> u64 {
-        mask(self.sequence_bits as u32)
+        mask(self.sequence_bits())
     }
 
     /// Largest value of the timestamp field an ID can hold: all of its bits
@@ -458,9 +1067,9 @@ impl Layout {
     /// sign bit.
     pub const fn max_delta_units(&self) -> u64 {
         if self.has_sign_bit() {
-            mask(self.timestamp_bits as u32)
+            mask(self.timestamp_bits())
         } else {
-            mask(self.timestamp_bits as u32 - 1)
+            mask(self.timestamp_bits() - 1)
         }
     }
 
@@ -491,13 +1100,12 @@ impl Layout {
             Field::Datacenter => (0, self.max_datacenter()),
             Field::Worker => (0, self.max_worker()),
             Field::Sequence => (0, self.max_sequence()),
-            Field::Id | Field::Layout => (0, MAX_ID),
+            Field::Id => (0, self.max_id()),
+            // A field of a layout by name: see `LayoutField::max`.
+            Field::Layout | Field::LayoutField => (0, MAX_ID),
             // One batch: at most one millisecond's IDs.
             Field::Count => (1, self.max_sequence() + 1),
-            Field::Ordinal => (
-                0,
-                (1 << (self.datacenter_bits as u32 + self.worker_bits as u32)) - 1,
-            ),
+            Field::Ordinal => (0, (1 << (self.datacenter_bits() + self.worker_bits())) - 1),
         }
     }
 
@@ -515,6 +1123,31 @@ impl Layout {
         } else {
             Err(self.range_error(field, value))
         }
+    }
+
+    /// Checks that `id` can be an ID of this layout: in a layout narrower
+    /// than 63 bits, the bits above its fields are 0.
+    ///
+    /// ```
+    /// use snowmint::{Layout, SnowflakeId};
+    /// let l: Layout = "epoch=0;fields=timestamp:40,node:8".parse()?;
+    /// assert!(l.check_id(SnowflakeId::new(1 << 47)?).is_ok());
+    /// assert_eq!(
+    ///     l.check_id(SnowflakeId::new(1 << 48)?).unwrap_err().to_string(),
+    ///     "id must be 0..=281474976710655, got 281474976710656: \
+    ///      bits above the layout's 48 are set"
+    /// );
+    /// # Ok::<(), snowmint::Error>(())
+    /// ```
+    pub fn check_id(&self, id: SnowflakeId) -> Result<SnowflakeId, Error> {
+        if id.get() > self.max_id() {
+            return Err(Error::above_layout(
+                id.get(),
+                self.max_id(),
+                self.total_bits(),
+            ));
+        }
+        Ok(id)
     }
 
     /// The error for `value` outside the range of `field`.
@@ -551,7 +1184,9 @@ impl Layout {
         parse_in_range(field, input, min, max)
     }
 
-    /// Builds an ID from its four values, checking each against its range.
+    /// Builds an ID from its time and the three slots' values, checking
+    /// each against its range (any field beyond the three slots is 0; see
+    /// [`compose_fields`](Layout::compose_fields) for every field by name).
     ///
     /// `timestamp_ms` is Unix milliseconds; the epoch is subtracted here,
     /// and in a layout of coarser time units the millisecond's unit is
@@ -594,12 +1229,15 @@ impl Layout {
         )
     }
 
-    /// Takes an ID apart. Every 63-bit value is a valid ID, so this cannot fail.
+    /// Takes an ID apart into its time and three slots. Every 63-bit value
+    /// gives an answer (bits above a narrow layout's fields are ignored;
+    /// [`check_id`](Layout::check_id) refuses them).
     #[inline]
     pub const fn decode(&self, id: SnowflakeId) -> Parts {
         let v = id.get();
         Parts {
-            timestamp_ms: self.epoch_ms + (v >> self.timestamp_shift()) * self.unit_ms,
+            timestamp_ms: self.epoch_ms
+                + ((v >> self.timestamp_shift()) & self.max_delta_units()) * self.unit_ms,
             datacenter: (v >> self.datacenter_shift()) & self.max_datacenter(),
             worker: (v >> self.worker_shift()) & self.max_worker(),
             sequence: (v >> self.sequence_shift()) & self.max_sequence(),
@@ -618,19 +1256,61 @@ impl Layout {
     /// # Ok::<(), snowmint::Error>(())
     /// ```
     pub const fn min_id_at(&self, timestamp_ms: u64) -> Result<SnowflakeId, Error> {
-        self.compose(timestamp_ms, 0, 0, 0)
+        if !self.contains(Field::Timestamp, timestamp_ms) {
+            return Err(self.range_error(Field::Timestamp, timestamp_ms));
+        }
+        Ok(SnowflakeId::from_raw(
+            ((timestamp_ms - self.epoch_ms) / self.unit_ms) << self.timestamp_shift(),
+        ))
     }
 
     /// The largest ID of a millisecond; see [`min_id_at`](Layout::min_id_at).
     pub const fn max_id_at(&self, timestamp_ms: u64) -> Result<SnowflakeId, Error> {
-        self.compose(
-            timestamp_ms,
-            self.max_datacenter(),
-            self.max_worker(),
-            self.max_sequence(),
-        )
+        if !self.contains(Field::Timestamp, timestamp_ms) {
+            return Err(self.range_error(Field::Timestamp, timestamp_ms));
+        }
+        Ok(SnowflakeId::from_raw(
+            ((timestamp_ms - self.epoch_ms) / self.unit_ms) << self.timestamp_shift()
+                | mask(self.timestamp_shift()),
+        ))
+    }
+
+    /// How many distinct IDs one time unit holds, on all nodes together:
+    /// 2 to the power of the widths below the time (Twitter: 2^22).
+    pub const fn ids_per_unit(&self) -> u64 {
+        1 << self.timestamp_shift()
+    }
+
+    /// The last Unix millisecond at which every ID of its time unit is at
+    /// most 2^53 - 1 (a JavaScript number holds it exactly), or `None` if
+    /// even the epoch's IDs are larger. Twitter's IDs stopped being safe
+    /// 24 days after its epoch:
+    ///
+    /// ```
+    /// use snowmint::{Layout, time::Iso8601};
+    /// let t = Layout::TWITTER.js_safe_until_ms().unwrap();
+    /// assert_eq!(Iso8601(t as i64).to_string(), "2010-11-28T22:14:18.304Z");
+    /// ```
+    pub const fn js_safe_until_ms(&self) -> Option<u64> {
+        let shift = self.timestamp_shift();
+        if shift > 53 {
+            return None;
+        }
+        // (d << shift) | mask(shift) <= 2^53 - 1  <=>  d <= 2^(53 - shift) - 1
+        let safe = (1u64 << (53 - shift)) - 1;
+        let units = if safe < self.max_delta_units() {
+            safe
+        } else {
+            self.max_delta_units()
+        };
+        Some(self.epoch_ms + units * self.unit_ms + (self.unit_ms - 1))
     }
 }
+
+/// Indices of the three slots in `Layout::slots`.
+const SLOT_DATACENTER: usize = 0;
+const SLOT_WORKER: usize = 1;
+const SLOT_SEQUENCE: usize = 2;
 
 impl Layout {
     /// The IDs of a time span: every ID whose timestamp lies in

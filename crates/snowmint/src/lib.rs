@@ -20,9 +20,15 @@
 //!   the snowmint API with the `serde` feature), [`time::Iso8601`].
 //! - To read or write other textual forms: [`Encoding`] (decimal, hex,
 //!   Crockford base32, all fixed-width and order-preserving except decimal).
-//! - To decode IDs from other systems: the presets [`Layout::PRESETS`]
-//!   (Twitter, Discord, Instagram, Sonyflake, Mastodon; [`Layout::by_name`]),
-//!   or your own [`Layout::new`].
+//! - To decode and compose IDs of other systems: the presets
+//!   [`Layout::PRESETS`] (Twitter, Discord, Instagram, Sonyflake, Mastodon;
+//!   [`Layout::by_name`]), or any layout written as a spec
+//!   (`epoch=EPOCH;unit=UNIT;fields=NAME:BITS,...`, [`Layout::parse`],
+//!   [`Layout::spec`]); [`Layout::fields`] lists a layout's fields with
+//!   their names, widths and shifts, for code generated from a layout.
+//! - To judge a layout: [`LayoutReport`] (IDs per time unit, when the time
+//!   runs out, until when IDs are exact JavaScript numbers). To guess which
+//!   layout made a list of IDs: [`detect`].
 //! - For time-range queries: [`Layout::span`] (the smallest and largest ID
 //!   of a time span), [`Layout::min_id_at`] and [`Layout::max_id_at`].
 //! - For IDs inside a database: [`sql`] (SQL functions for PostgreSQL and
@@ -69,6 +75,7 @@ extern crate alloc;
 mod breakdown;
 #[cfg(feature = "std")]
 mod clock;
+mod detect;
 mod encoding;
 mod error;
 #[cfg(feature = "std")]
@@ -79,18 +86,21 @@ mod id;
 #[cfg(feature = "std")]
 mod id_range;
 mod identity;
+mod lab;
 mod layout;
 mod parse;
 #[cfg(feature = "std")]
 mod reservation;
 #[cfg(feature = "serde")]
 mod serde_impl;
+mod spec;
 pub mod sql;
 pub mod time;
 
 pub use breakdown::{Breakdown, Segment};
 #[cfg(feature = "std")]
 pub use clock::{Clock, ManualClock, SystemClock, unix_now_ms};
+pub use detect::{Candidate, Detection, Reason, detect};
 pub use encoding::{BASE32_LEN, Base32, Binary, Encoding, HEX_LEN, Hex, UnknownEncoding};
 pub use error::{Error, Field};
 #[cfg(feature = "std")]
@@ -102,11 +112,12 @@ pub use id::SnowflakeId;
 #[cfg(feature = "std")]
 pub use id_range::{IdRange, IdRangeIter};
 pub use identity::Identity;
+pub use lab::{FieldReport, LayoutReport};
 pub use layout::{
-    DATACENTER_BITS, DATACENTER_SHIFT, FieldOrder, IdSpan, Layout, MAX_BATCH, MAX_DATACENTER,
-    MAX_DELTA_MS, MAX_ID, MAX_SEQUENCE, MAX_TIMESTAMP_MS, MAX_WORKER, MIN_TIMESTAMP_MS, Parts,
-    SEQUENCE_BITS, TIMESTAMP_BITS, TIMESTAMP_SHIFT, TWITTER_EPOCH_MS, WORKER_BITS, WORKER_SHIFT,
-    compose, decode, parse_in_range,
+    DATACENTER_BITS, DATACENTER_SHIFT, FieldName, FieldOrder, IdSpan, Layout, LayoutField,
+    MAX_BATCH, MAX_DATACENTER, MAX_DELTA_MS, MAX_FIELDS, MAX_ID, MAX_NAME_LEN, MAX_SEQUENCE,
+    MAX_TIMESTAMP_MS, MAX_WORKER, MIN_TIMESTAMP_MS, Parts, SEQUENCE_BITS, TIMESTAMP_BITS,
+    TIMESTAMP_SHIFT, TWITTER_EPOCH_MS, WORKER_BITS, WORKER_SHIFT, compose, decode, parse_in_range,
 };
 #[cfg(feature = "std")]
 pub use reservation::{FileStore, MemoryStore, ReservationStore, StoreError, StoreErrorKind};

@@ -23,16 +23,47 @@ fn discord_documented_example() {
     let p = l.decode(id(175928847299117063));
     assert_eq!(p.timestamp_ms, ms("2016-04-30T11:18:25.796Z"));
     assert_eq!((p.datacenter, p.worker, p.sequence), (1, 0, 7));
-    let labels: Vec<&str> = l
-        .breakdown(id(175928847299117063))
-        .segments
-        .iter()
-        .map(|s| s.label)
-        .collect();
-    assert_eq!(
-        labels,
-        ["sign", "timestamp", "worker", "process", "increment"]
-    );
+    let b = l.breakdown(id(175928847299117063));
+    let labels: Vec<&str> = b.segments.iter().map(|s| s.label.as_str()).collect();
+    // The docs draw the timestamp as 42 bits, 63 to 22: its top bit is the
+    // sign bit.
+    assert_eq!(labels, ["timestamp", "worker", "process", "increment"]);
+    // Composed by field name, the documented values give the documented ID.
+    let id = l
+        .compose_fields(
+            ms("2016-04-30T11:18:25.796Z"),
+            &[("worker", 1), ("process", 0), ("increment", 7)],
+        )
+        .unwrap();
+    assert_eq!(id.get(), 175928847299117063);
+}
+
+#[test]
+fn specs_of_the_documented_layouts_are_the_presets() {
+    // SPEC.md writes Discord out; the others follow their sources above.
+    let cases = [
+        (
+            "epoch=1420070400000;fields=timestamp:42,worker:5,process:5,increment:12",
+            Layout::DISCORD,
+        ),
+        (
+            "epoch=2014-09-01T00:00:00Z;unit=10ms;fields=timestamp:39,sequence:8,machine:16",
+            Layout::SONYFLAKE,
+        ),
+        (
+            "epoch=2010-11-04T01:42:54.657Z;fields=timestamp:41,datacenter:5,worker:5,sequence:12",
+            Layout::TWITTER,
+        ),
+    ];
+    for (spec, preset) in cases {
+        let parsed = Layout::parse(spec).unwrap();
+        assert_eq!(parsed, preset, "{spec}");
+        assert_eq!(parsed.name(), preset.name());
+        assert_eq!(
+            parsed.breakdown(id(175928847299117063)),
+            preset.breakdown(id(175928847299117063))
+        );
+    }
 }
 
 #[test]
@@ -54,14 +85,14 @@ fn instagram_worked_example() {
     let segs: Vec<(&str, &str, u32, u64)> = b
         .segments
         .iter()
-        .map(|s| (s.name, s.label, s.bits, s.value))
+        .map(|s| (s.name.as_str(), s.label.as_str(), s.bits, s.value))
         .collect();
     // 41 + 13 + 10 = 64: no separate sign bit.
     assert_eq!(
         segs,
         [
             ("timestamp", "timestamp", 41, 1387263000),
-            ("worker", "shard", 13, 1341),
+            ("shard", "shard", 13, 1341),
             ("sequence", "sequence", 10, 905),
         ]
     );
@@ -129,11 +160,11 @@ fn sonyflake_source_formula() {
     // Decompose gives the time in units; the unit's first millisecond.
     assert_eq!(p.timestamp_ms, ms("2024-01-01T00:00:00.010Z"));
     assert_eq!((p.worker, p.sequence), (machine, sequence));
-    let segs: Vec<(&str, u32, u64)> = l
-        .breakdown(id(raw))
+    let b = l.breakdown(id(raw));
+    let segs: Vec<(&str, u32, u64)> = b
         .segments
         .iter()
-        .map(|s| (s.label, s.bits, s.value))
+        .map(|s| (s.label.as_str(), s.bits, s.value))
         .collect();
     assert_eq!(
         segs,
@@ -166,13 +197,13 @@ fn mastodon_documented_status() {
     let segs: Vec<(&str, &str, u32)> = b
         .segments
         .iter()
-        .map(|s| (s.name, s.label, s.bits))
+        .map(|s| (s.name.as_str(), s.label.as_str(), s.bits))
         .collect();
     assert_eq!(
         segs,
         [
             ("timestamp", "timestamp", 48),
-            ("sequence", "sequence data", 16)
+            ("sequence_data", "sequence data", 16)
         ]
     );
 }

@@ -230,6 +230,61 @@ proptest! {
         }
     }
 
+    /// A spec of random fields parses, prints back the same text, and the
+    /// layout composes and decodes by field name.
+    #[test]
+    fn specs_round_trip(
+        epoch in 0u64..=4_000_000_000_000,
+        unit in prop_oneof![Just(1u64), Just(10), Just(1000), 1u64..=5000],
+        widths in proptest::collection::vec(1u32..=20, 0..=6),
+        time_bits in 1u32..=64,
+        raw in any::<u64>(),
+    ) {
+        let mut fields = vec![("timestamp".to_string(), time_bits)];
+        let mut total = time_bits;
+        for (i, w) in widths.into_iter().enumerate() {
+            if total + w > 64 {
+                break;
+            }
+            total += w;
+            fields.push((format!("f{i}_x"), w));
+        }
+        let unit_text = if unit % 1000 == 0 { format!("{}s", unit / 1000) } else { format!("{unit}ms") };
+        let list: Vec<String> = fields.iter().map(|(n, b)| format!("{n}:{b}")).collect();
+        let spec = format!("epoch={epoch};unit={unit_text};fields={}", list.join(","));
+        let layout = match Layout::parse(&spec) {
+            Ok(l) => l,
+            Err(e) => {
+                // Only a time field so wide that its last unit overflows u64.
+                prop_assert!(e.to_string().contains("overflows 64 bits"), "{}: {}", spec, e);
+                return Ok(());
+            }
+        };
+        let printed = layout.spec();
+        let expected = if unit == 1 { spec.replace(";unit=1ms", "") } else { spec.clone() };
+        prop_assert_eq!(&printed, &expected);
+        prop_assert_eq!(Layout::parse(&printed).unwrap(), layout);
+        prop_assert_eq!(layout.total_bits(), total);
+        // Any ID that fits the layout survives decode then compose by name.
+        let id = SnowflakeId::new(raw & layout.max_id()).unwrap();
+        let time = layout.decode(id).timestamp_ms;
+        let values = layout.field_values(id);
+        prop_assert_eq!(layout.compose_fields(time, &values).unwrap(), id);
+        let b = layout.breakdown(id);
+        prop_assert_eq!(b.segments.iter().map(|s| s.bits).sum::<u32>(), 64);
+    }
+
+    #[test]
+    fn layout_parse_never_panics(s in "[a-z0-9=;:,_ -]{0,60}") {
+        match Layout::parse(&s) {
+            Ok(l) => prop_assert_eq!(Layout::parse(&l.spec()).unwrap(), l),
+            Err(e) => {
+                prop_assert!(e.to_string().starts_with("invalid layout: "), "{}", e);
+                prop_assert_eq!(e.field(), Field::Layout);
+            }
+        }
+    }
+
     #[test]
     fn layout_new_never_panics(epoch in any::<u64>(), t in any::<u8>(), d in any::<u8>(), w in any::<u8>(), s in any::<u8>(), unit in any::<u64>()) {
         match Layout::new(epoch, t, d, w, s).and_then(|l| l.with_unit_ms(unit)) {
@@ -432,7 +487,7 @@ proptest! {
         prop_assert_eq!(b.binary.clone(), id.binary().to_string());
         let joined: String = b.segments.iter().map(|s| s.binary.as_str()).collect();
         prop_assert_eq!(&joined, &b.binary);
-        let names: Vec<&str> = b.segments.iter().map(|s| s.name).collect();
+        let names: Vec<&str> = b.segments.iter().map(|s| s.name.as_str()).collect();
         prop_assert_eq!(names, ["sign", "timestamp", "datacenter", "worker", "sequence"]);
         let mut next_msb = 63;
         for s in &b.segments {
@@ -523,7 +578,7 @@ mod serde_props {
                 let mut keys: Vec<&str> = seg.as_object().unwrap().keys().map(String::as_str).collect();
                 keys.sort_unstable();
                 prop_assert_eq!(keys, ["binary", "bits", "name", "value"]);
-                prop_assert_eq!(seg["name"].as_str(), Some(s.name));
+                prop_assert_eq!(seg["name"].as_str(), Some(s.name.as_str()));
                 prop_assert_eq!(seg["value"].as_u64(), Some(s.value));
             }
         }

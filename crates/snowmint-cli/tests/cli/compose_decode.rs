@@ -378,14 +378,15 @@ fn decode_the_other_layouts() {
     .unwrap();
     assert_eq!(v["timestamp_ms"], 1314220021721u64 + 1387263000);
     assert_eq!((&v["worker"], &v["sequence"]), (&json!(1341), &json!(905)));
-    // 41 + 13 + 10 = 64 bits: no separate sign segment.
+    // 41 + 13 + 10 = 64 bits: no separate sign segment; every field by its
+    // own name (the shard fills the top-level `worker` slot).
     let names: Vec<&str> = v["segments"]
         .as_array()
         .unwrap()
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["timestamp", "worker", "sequence"]);
+    assert_eq!(names, ["timestamp", "shard", "sequence"]);
     let human = ok(&["decode", &instagram.to_string(), "--layout", "instagram"]);
     assert!(has_row(&human, &["shard", "1341"]), "{human}");
     assert!(

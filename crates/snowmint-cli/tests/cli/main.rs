@@ -12,6 +12,7 @@ mod docs;
 #[cfg(feature = "etcd")]
 mod etcd_serve;
 mod hardening;
+mod layouts;
 mod next;
 mod operator;
 mod range;

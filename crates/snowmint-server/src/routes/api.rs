@@ -82,6 +82,27 @@ pub struct ComposeQuery {
     pub sequence: Option<String>,
 }
 
+/// Compose in `layout` from the query's other parameters, each a field of
+/// the layout by name; unknown names and missing fields are refused
+/// naming them.
+pub(crate) fn compose_in(
+    layout: &Layout,
+    timestamp_input: Option<&str>,
+    pairs: &[(String, String)],
+    now_ms: u64,
+) -> Result<SnowflakeId, ApiError> {
+    let text = timestamp_input
+        .filter(|t| !t.trim().is_empty())
+        .unwrap_or("now");
+    let t = layout.parse_timestamp(text, now_ms)?;
+    let fields: Vec<(&str, &str)> = pairs
+        .iter()
+        .filter(|(name, _)| name != "timestamp" && name != "layout")
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .collect();
+    Ok(layout.parse_fields(t, &fields)?)
+}
+
 /// Reads the timestamp: missing, empty or `now` is `now_ms`.
 pub(crate) fn timestamp(input: Option<&str>, now_ms: u64) -> Result<u64, snowmint::Error> {
     let text = input.filter(|t| !t.trim().is_empty()).unwrap_or("now");
@@ -118,6 +139,13 @@ pub(crate) fn compose_typed(
 }
 
 /// Compose an ID from its four values.
+///
+/// In another layout, `layout=L` (a preset or a spec, as for decode) and
+/// the layout's own field names as the parameters beside `timestamp`
+/// (`/api/v1/layout` lists them), each required: Discord's
+/// `?layout=discord&timestamp=1462015105796&worker=1&process=0&increment=7`.
+/// OpenAPI cannot state parameters that depend on another's value, so
+/// this document gives Twitter's.
 #[utoipa::path(
     get,
     path = "/api/v1/compose",
@@ -131,9 +159,23 @@ pub(crate) fn compose_typed(
 pub(crate) async fn compose(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<ComposeQuery>,
+    ApiQuery(pairs): ApiQuery<Vec<(String, String)>>,
 ) -> Result<Response, ApiError> {
-    let id = compose_query(&q, state.now_ms())?;
-    Ok(Json(id.breakdown()).into_response())
+    let mut named = pairs.iter().filter(|(k, _)| k == "layout");
+    let chosen = named.next().map(|(_, v)| v.as_str());
+    if named.next().is_some() {
+        return Err(ApiError::bad_request(
+            Some("layout"),
+            "layout is given more than once in the query; give it once",
+        ));
+    }
+    let layout = layout(chosen)?;
+    if layout == Layout::TWITTER {
+        let id = compose_query(&q, state.now_ms())?;
+        return Ok(Json(id.breakdown()).into_response());
+    }
+    let id = compose_in(&layout, q.timestamp.as_deref(), &pairs, state.now_ms())?;
+    Ok(Json(layout.breakdown(id)).into_response())
 }
 
 /// Query of `GET /api/v1/decode/{id}`.
@@ -143,16 +185,22 @@ pub struct DecodeQuery {
     /// The form of `id`: `decimal` (default), `hex` or `base32`.
     #[param(example = "decimal")]
     pub from: Option<String>,
-    /// The bit layout to read `id` in: `twitter` (default), `discord`,
-    /// `instagram`, `sonyflake` or `mastodon`. The object keeps its keys:
-    /// a layout's single identity field (Instagram's shard, Sonyflake's
-    /// machine) is `worker`, Discord's worker and process are `datacenter`
-    /// and `worker`, Mastodon's 16 bits of sequence data are `sequence`;
-    /// fields a layout lacks are 0 and have no segment. `delta_ms` is
-    /// milliseconds since the layout's epoch; a segment's `value` is the
-    /// field itself (Sonyflake's timestamp counts 10 ms units). Instagram
-    /// and Mastodon have no separate sign bit: their time field's top bit
-    /// is the sign of a 64-bit integer, always 0.
+    /// The bit layout to read `id` in: a preset, `twitter` (default),
+    /// `discord`, `instagram`, `sonyflake` or `mastodon`, or a spec
+    /// `epoch=EPOCH;unit=UNIT;fields=NAME:BITS,...` (URL-encoded; EPOCH
+    /// Unix ms or ISO-8601, UNIT `<n>ms` or `<n>s`, fields from the most
+    /// significant bit down, the first `timestamp`). Segments carry each
+    /// field's own name. The top-level keys keep the contract's slots: the
+    /// field named `sequence` (else the lowest) is `sequence`; of the
+    /// others the last is `worker` and the one before `datacenter`
+    /// (Instagram's shard and Sonyflake's machine are `worker`, Discord's
+    /// worker and process `datacenter` and `worker`); slots a layout lacks
+    /// are 0. `delta_ms` is milliseconds since the layout's epoch; a
+    /// segment's `value` is the field itself (Sonyflake's timestamp counts
+    /// 10 ms units). Where the widths add up to 64 (Discord, Instagram,
+    /// Mastodon) the time field's top bit is the sign of a 64-bit integer,
+    /// always 0; below 63, the bits above the fields are a segment `unused`
+    /// and must be 0.
     #[param(example = "discord")]
     pub layout: Option<String>,
 }
@@ -170,20 +218,14 @@ pub(crate) struct DecodePath {
     id: String,
 }
 
-/// Reads the `layout` parameter: missing or empty is Twitter's.
+/// Reads the `layout` parameter, a preset or a spec: missing or empty is
+/// Twitter's. A bad one is refused naming `layout`, saying what is wrong.
 pub(crate) fn layout(name: Option<&str>) -> Result<Layout, ApiError> {
     match name.map(str::trim) {
         None | Some("") => Ok(Layout::TWITTER),
-        Some(name) => Layout::by_name(name).ok_or_else(|| {
-            ApiError::bad_request(
-                Some("layout"),
-                format!(
-                    "layout must be one of {}, got {}",
-                    Layout::PRESET_NAMES.join(", "),
-                    echo(name)
-                ),
-            )
-        }),
+        Some(text) => {
+            Layout::parse(text).map_err(|e| ApiError::bad_request(Some("layout"), e.to_string()))
+        }
     }
 }
 
@@ -225,7 +267,7 @@ pub(crate) async fn decode(
         Err(e) => ApiError::from(e),
         Ok(_) => ApiError::bad_request(Some("id"), "id is not valid UTF-8".to_owned()),
     })?;
-    let id = encoding.parse(&id)?;
+    let id = layout.check_id(encoding.parse(&id)?)?;
     Ok(Json(layout.breakdown(id)).into_response())
 }
 
@@ -239,7 +281,7 @@ pub struct RangeQuery {
     /// The last millisecond, inclusive, in the same forms, at or after `from`; missing or empty means the same as `from`.
     #[param(example = "2024-02-01T00:00:00Z")]
     pub to: Option<String>,
-    /// The IDs' layout (as for decode): `twitter` (default), `discord`, `instagram`, `sonyflake` or `mastodon`.
+    /// The IDs' layout (as for decode): a preset, `twitter` (default), `discord`, `instagram`, `sonyflake` or `mastodon`, or a spec.
     #[param(example = "twitter")]
     pub layout: Option<String>,
 }
@@ -339,6 +381,109 @@ pub(crate) async fn sql(ApiQuery(q): ApiQuery<SqlQuery>) -> Result<Response, Api
         script,
     )
         .into_response())
+}
+
+/// Query of `GET /api/v1/layout`.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct LayoutQuery {
+    /// The layout (as for decode): a preset or a spec; missing means Twitter's.
+    #[param(example = "sonyflake")]
+    pub layout: Option<String>,
+}
+
+/// The layout lab: a layout's spec, fields, IDs per time unit, when its
+/// time runs out and until when its IDs are exact JavaScript numbers.
+#[utoipa::path(
+    get,
+    path = "/api/v1/layout",
+    tag = "ids",
+    params(LayoutQuery),
+    responses(
+        (status = 200, description = "The layout's figures", body = crate::routes::schema::LayoutDoc),
+        (status = 400, description = "Not a preset nor a valid spec (`field` is `layout`; the message says what is wrong)", body = ErrorBody),
+    )
+)]
+pub(crate) async fn layout_lab(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<LayoutQuery>,
+) -> Result<Response, ApiError> {
+    let layout = layout(q.layout.as_deref())?;
+    Ok(Json(snowmint::LayoutReport::new(&layout, state.now_ms())).into_response())
+}
+
+/// The most IDs one detect request takes (as many as the page's list).
+pub(crate) const MAX_DETECT_IDS: usize = 1000;
+
+/// Query of `GET /api/v1/detect`.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DetectQuery {
+    /// The IDs, decimal, separated by commas: 1 to 1000 of them.
+    #[param(required = true, example = "175928847299117063,175928847299117064")]
+    pub ids: Option<String>,
+    /// A further candidate besides the presets (as for decode): a preset or a spec.
+    #[param(example = "epoch=2020-01-01;fields=timestamp:41,machine:10,sequence:12")]
+    pub layout: Option<String>,
+}
+
+/// Reads `ids`: decimal IDs separated by commas (or white space).
+pub(crate) fn detect_ids(text: &str) -> Result<Vec<SnowflakeId>, ApiError> {
+    let items: Vec<&str> = text
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|s| !s.is_empty())
+        .collect();
+    if items.is_empty() {
+        return Err(ApiError::bad_request(
+            Some("ids"),
+            "ids must be 1 to 1000 decimal IDs separated by commas, got none",
+        ));
+    }
+    if items.len() > MAX_DETECT_IDS {
+        return Err(ApiError::bad_request(
+            Some("ids"),
+            format!(
+                "ids must be 1 to {MAX_DETECT_IDS} decimal IDs separated by commas, got {}",
+                items.len()
+            ),
+        ));
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            item.parse::<SnowflakeId>().map_err(|e| {
+                ApiError::bad_request(Some("ids"), format!("ids: item {}: {e}", i + 1))
+            })
+        })
+        .collect()
+}
+
+/// Which system made these IDs: candidate layouts, best first, each with
+/// its score, the decoded time range and why.
+#[utoipa::path(
+    get,
+    path = "/api/v1/detect",
+    tag = "ids",
+    params(DetectQuery),
+    responses(
+        (status = 200, description = "The candidates, best first", body = crate::routes::schema::DetectDoc),
+        (status = 400, description = "`ids` missing, empty, too many or not IDs (`field` is `ids`), or a bad `layout`", body = ErrorBody),
+    )
+)]
+pub(crate) async fn detect(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<DetectQuery>,
+) -> Result<Response, ApiError> {
+    let ids = detect_ids(q.ids.as_deref().unwrap_or(""))?;
+    let mut layouts = Layout::PRESETS.to_vec();
+    if q.layout.as_deref().is_some_and(|l| !l.trim().is_empty()) {
+        let extra = layout(q.layout.as_deref())?;
+        if !layouts.contains(&extra) {
+            layouts.push(extra);
+        }
+    }
+    Ok(Json(snowmint::detect(&ids, &layouts, state.now_ms())).into_response())
 }
 
 /// Query of `POST /api/v1/ids`.

@@ -72,7 +72,7 @@ impl ApiError {
 
 impl From<snowmint::Error> for ApiError {
     fn from(e: snowmint::Error) -> ApiError {
-        ApiError::bad_request(Some(e.field().name()), e.to_string())
+        ApiError::bad_request(Some(e.field_name()), e.to_string())
     }
 }
 

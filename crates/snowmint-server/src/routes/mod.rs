@@ -21,6 +21,8 @@ const ROUTES: &[&str] = &[
     "/api/v1/decode/{id}",
     "/api/v1/range",
     "/api/v1/sql",
+    "/api/v1/layout",
+    "/api/v1/detect",
     "/api/v1/ids",
     "/api/v1/openapi.json",
     "/healthz",

@@ -4,14 +4,17 @@ use utoipa::OpenApi;
 
 pub(crate) mod params;
 
-use crate::routes::schema::{BreakdownDoc, IdsDoc, RangeDoc, ReadyDoc, SegmentDoc, StatusDoc};
+use crate::routes::schema::{
+    BreakdownDoc, CandidateDoc, DetectDoc, FieldDoc, IdsDoc, LayoutDoc, RangeDoc, ReadyDoc,
+    SegmentDoc, StatusDoc,
+};
 use params::StrictParams;
 
 #[derive(OpenApi)]
 #[openapi(
     info(
         title = "snowmint",
-        description = "Twitter-layout Snowflake IDs: compose, decode (also in the Discord, Instagram, Sonyflake and Mastodon layouts), time ranges, SQL functions and mint. IDs travel as decimal strings. Every error answers `{\"error\": message, \"field\": name or null}`."
+        description = "Snowflake IDs: compose, decode and time ranges in Twitter's layout, the Discord, Instagram, Sonyflake and Mastodon presets or any layout written as a spec; the layout lab; which layout made a list of IDs; SQL functions; and mint. IDs travel as decimal strings. Every error answers `{\"error\": message, \"field\": name or null}`."
     ),
     tags(
         (name = "ids", description = "Compose, decode, find the ID range of a time span and get SQL functions: pure functions of their input, open to all"),
@@ -23,6 +26,8 @@ use params::StrictParams;
         crate::routes::api::decode,
         crate::routes::api::range,
         crate::routes::api::sql,
+        crate::routes::api::layout_lab,
+        crate::routes::api::detect,
         crate::routes::api::mint,
         crate::routes::api::healthz,
         crate::routes::api::readyz,
@@ -34,6 +39,10 @@ use params::StrictParams;
         BreakdownDoc,
         SegmentDoc,
         RangeDoc,
+        FieldDoc,
+        LayoutDoc,
+        CandidateDoc,
+        DetectDoc,
         IdsDoc,
         StatusDoc,
         ReadyDoc

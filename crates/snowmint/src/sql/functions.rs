@@ -419,7 +419,10 @@ fn command(
     column: &str,
 ) -> String {
     let mut c = format!("snowmint sql {}", dialect.name());
-    if shape.name != "twitter" {
+    if !shape.preset {
+        // A spec holds `;`: quote it for the shell (it has no `'`).
+        let _ = write!(c, " --layout '{}'", shape.name);
+    } else if shape.name != "twitter" {
         let _ = write!(c, " --layout {}", shape.name);
     }
     if prefix != super::DEFAULT_PREFIX {

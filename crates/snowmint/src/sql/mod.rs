@@ -308,9 +308,9 @@ mod tests {
 
     #[test]
     fn reserved_field_names_are_quoted_as_parameters() {
-        let l = Layout::new(0, 41, 5, 5, 12)
-            .unwrap()
-            .with_names("custom", "order", "key", "sequence");
+        let l: Layout = "epoch=0;fields=timestamp:41,order:5,key:5,sequence:12"
+            .parse()
+            .unwrap();
         let pg = functions(Dialect::Postgres, &l, &Options::default()).unwrap();
         assert!(
             pg.contains("snowflake_compose(unix_ms bigint, \"order\" integer, \"key\" integer, sequence integer)"),

@@ -5,7 +5,6 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::error::{Kind, SqlError};
-use crate::error::Field;
 use crate::layout::Layout;
 
 /// The numbers the SQL text is made of: the epoch, the time unit, where
@@ -13,8 +12,11 @@ use crate::layout::Layout;
 /// down. [`Shape::of`] is the only code here that reads a [`Layout`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Shape {
-    /// The layout's name, for the header comment.
-    pub name: &'static str,
+    /// What `--layout` takes to mean the layout (a preset's name, or its
+    /// spec), for the header comment.
+    pub name: String,
+    /// Whether `name` is a preset's (a spec needs quoting on a command line).
+    pub preset: bool,
     pub epoch_ms: u64,
     pub unit_ms: u64,
     /// Where the time field starts (bits below it belong to the others).
@@ -48,35 +50,23 @@ impl Shape {
     /// The shape of `layout`, with each field under the layout's own name
     /// ([`Layout::label`]: Instagram's `shard`, Sonyflake's `machine`).
     pub fn of(layout: &Layout) -> Shape {
-        let slots = [
-            (
-                Field::Datacenter,
-                layout.datacenter_shift(),
-                layout.datacenter_bits(),
-            ),
-            (Field::Worker, layout.worker_shift(), layout.worker_bits()),
-            (
-                Field::Sequence,
-                layout.sequence_shift(),
-                layout.sequence_bits(),
-            ),
-        ];
-        let mut fields: Vec<ShapeField> = slots
-            .into_iter()
-            .filter(|&(_, _, bits)| bits > 0)
-            .map(|(field, shift, bits)| ShapeField {
-                name: sql_name(layout.label(field)),
-                shift,
-                bits,
+        let fields = layout
+            .node_fields()
+            .filter(|f| f.bits() > 0)
+            .map(|f| ShapeField {
+                name: sql_name(f.name()),
+                shift: f.shift(),
+                bits: f.bits(),
             })
             .collect();
-        fields.sort_by_key(|f| core::cmp::Reverse(f.shift));
+        let time = layout.time_field();
         Shape {
-            name: layout.name(),
+            name: layout.to_param(),
+            preset: layout.is_preset(),
             epoch_ms: layout.epoch_ms(),
             unit_ms: layout.unit_ms(),
-            time_shift: layout.timestamp_shift(),
-            time_bits: layout.timestamp_bits(),
+            time_shift: time.shift(),
+            time_bits: time.bits(),
             min_ms: layout.min_timestamp_ms(),
             max_ms: layout.max_timestamp_ms(),
             fields,

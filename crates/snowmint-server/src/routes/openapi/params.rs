@@ -74,6 +74,7 @@ fn schema(path: &str, name: &str) -> Option<RefOr<Schema>> {
         ("/api/v1/sql", "prefix") => {
             identifier(snowmint::sql::MAX_PREFIX_LEN, snowmint::sql::DEFAULT_PREFIX)
         }
+        ("/api/v1/detect", "ids") => ids(),
         (_, "datacenter") => integer(Field::Datacenter).into(),
         (_, "worker") => integer(Field::Worker).into(),
         (_, "sequence") => integer(Field::Sequence).into(),
@@ -203,26 +204,70 @@ fn encoding() -> RefOr<Schema> {
         .into()
 }
 
-/// `layout`: [`Layout::PRESET_NAMES`], with each layout's span of Unix ms
-/// in `x-time-span-ms` (a range's `from` and `to` must lie in it; the
-/// documented ones are the default layout's).
+/// Specs the document gives as examples of a `layout` (a custom 2020
+/// layout, Sonyflake's written out).
+pub(crate) const SPEC_EXAMPLES: [&str; 2] = [
+    "epoch=2020-01-01T00:00:00Z;fields=timestamp:41,machine:10,sequence:12",
+    "epoch=1409529600000;unit=10ms;fields=timestamp:39,sequence:8,machine:16",
+];
+
+/// `layout`: `anyOf` a preset ([`Layout::PRESET_NAMES`]) or a spec (a
+/// text with `=`; what makes a spec valid is more than a pattern can say,
+/// so the description says it and `examples` gives valid ones), with each
+/// preset's and example's span of Unix ms in `x-time-span-ms` (a range's
+/// `from` and `to` must lie in it; the documented ones are the default
+/// layout's).
 fn layout() -> RefOr<Schema> {
+    let examples = SPEC_EXAMPLES.map(|s| Layout::parse(s).map(|l| (s, l)));
     let spans: serde_json::Map<String, serde_json::Value> = Layout::PRESETS
         .iter()
-        .map(|l| {
+        .map(|l| (l.name(), *l))
+        .chain(examples.iter().flatten().copied())
+        .map(|(name, l)| {
             let (min, max) = l.range(Field::Timestamp);
-            (l.name().to_owned(), serde_json::json!([min, max]))
+            (name.to_owned(), serde_json::json!([min, max]))
         })
         .collect();
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .enum_values(Some(Layout::PRESET_NAMES))
+    AnyOfBuilder::new()
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .title(Some("preset"))
+                .enum_values(Some(Layout::PRESET_NAMES)),
+        )
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .title(Some("spec"))
+                .description(Some(
+                    "`epoch=EPOCH;unit=UNIT;fields=NAME:BITS,...`: EPOCH Unix ms or ISO-8601 \
+                     (required), UNIT `<n>ms` or `<n>s` (default `1ms`), fields from the most \
+                     significant bit down, the first named `timestamp`, names `[a-z0-9_]`, \
+                     widths 1..=64 adding up to at most 64. A bad spec is refused naming \
+                     `layout`, with what is wrong.",
+                ))
+                .pattern(Some("="))
+                .examples(SPEC_EXAMPLES),
+        )
         .default(Some(Layout::TWITTER.name().into()))
         .extensions(Some(
             [("x-time-span-ms", serde_json::Value::Object(spans))]
                 .into_iter()
                 .collect(),
         ))
+        .into()
+}
+
+/// `ids` of detect: 1 to 1000 decimal IDs, each 0..=2^63-1, separated by
+/// commas.
+fn ids() -> RefOr<Schema> {
+    let one = decimal_at_most(MAX_ID);
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(format!(
+            "^({one})(,({one})){{0,{}}}$",
+            crate::routes::api::MAX_DETECT_IDS - 1
+        )))
         .build()
         .into()
 }

@@ -6,7 +6,6 @@ use snowmint::Encoding;
 
 use super::form::{TextField, lang_hidden, layout_select};
 use super::{Mode, Outcome, Page, PageQuery, list};
-use crate::routes::api;
 use crate::routes::page::i18n::Lang;
 
 /// The form chosen in the decode form's `from` (decimal when missing or
@@ -21,7 +20,10 @@ fn encoding_of(q: &PageQuery) -> Encoding {
 /// Decodes the query's `ids` (when it holds any) as a list, else its `id`,
 /// read in the chosen form and layout.
 pub(super) fn outcome(q: &PageQuery, lang: Lang) -> Outcome {
-    let layout = api::layout(q.layout.as_deref()).unwrap_or_default();
+    let layout = match q.chosen_layout() {
+        Ok(layout) => layout,
+        Err(e) => return Outcome::Invalid("layout", e.to_string()),
+    };
     let encoding = encoding_of(q);
     if let Some(ids) = q.ids.as_deref().filter(|s| !s.trim().is_empty()) {
         return match list::List::parse(ids, encoding, layout, q.sort.as_deref(), lang) {
@@ -30,7 +32,7 @@ pub(super) fn outcome(q: &PageQuery, lang: Lang) -> Outcome {
         };
     }
     let typed = q.id.as_deref().unwrap_or("");
-    match encoding.parse(typed) {
+    match encoding.parse(typed).and_then(|id| layout.check_id(id)) {
         Ok(id) => Outcome::Id(layout.breakdown(id), layout),
         Err(e) => Outcome::Invalid("id", lang.field_error(&e, typed)),
     }

@@ -93,20 +93,78 @@ pub(super) fn picker(
 /// `layout`.
 pub(super) fn layout_select(page: &Page, id: &str) -> Markup {
     let t = page.t;
+    let q = page.q;
+    let typed_custom = q.layout.as_deref().map(str::trim) == Some("custom");
     let chosen = page.layout();
+    let custom = typed_custom || !chosen.is_preset();
     let hint_id = format!("{id}-hint");
+    // The custom parts: as typed, or spelled from a shared spec.
+    let (epoch, unit, fields) = if typed_custom {
+        let v = |v: &Option<String>| v.clone().unwrap_or_default();
+        (v(&q.layout_epoch), v(&q.layout_unit), v(&q.layout_fields))
+    } else if custom {
+        let unit = chosen.unit_ms();
+        let spec_fields: Vec<String> = chosen
+            .fields()
+            .map(|f| format!("{}:{}", f.name(), f.bits()))
+            .collect();
+        (
+            chosen.epoch_ms().to_string(),
+            if unit == 1 {
+                String::new()
+            } else {
+                format!("{unit}ms")
+            },
+            spec_fields.join(","),
+        )
+    } else {
+        Default::default()
+    };
+    // Both forms have a layout: the error goes to the one submitted.
+    let error = page
+        .error_for("layout")
+        .filter(|_| (id == "range-layout") == (page.mode == super::Mode::Range));
+    let error_id = format!("{id}-error");
+    let part = |suffix: &str,
+                name: &'static str,
+                label: &str,
+                hint: &str,
+                value: &str,
+                placeholder: &str| {
+        let input_id = format!("{id}-{suffix}");
+        let hint_id = format!("{input_id}-hint");
+        html! {
+            div.field {
+                label for=(input_id) { (label) }
+                input id=(input_id) name=(name) value=(value) autocomplete="off" spellcheck="false"
+                    placeholder=(placeholder) aria-describedby={ (hint_id) " " (error_id) }
+                    aria-invalid=[error.map(|_| "true")];
+                p.hint id=(hint_id) { (hint) }
+            }
+        }
+    };
     html! {
         div.field {
             label for=(id) { (t.layout_label) }
             select id=(id) name="layout" aria-describedby=(hint_id) {
                 @for layout in Layout::PRESETS {
-                    option value=(layout.name()) selected[layout == chosen] {
-                        (display_name(layout))
+                    option value=(layout.name()) selected[layout == chosen && !typed_custom] {
+                        (display_name(layout, t))
                         @if layout == Layout::TWITTER { " (" (t.layout_default) ")" }
                     }
                 }
+                option value="custom" selected[custom] { (t.layout_custom) }
             }
             p.hint id=(hint_id) { (t.layout_hint) }
+        }
+        fieldset.custom-layout id={ (id) "-custom" } {
+            legend { (t.custom_legend) }
+            p.hint { (t.custom_hint) }
+            (part("epoch", "layout_epoch", t.custom_epoch, t.custom_epoch_hint, &epoch, "2020-01-01"))
+            (part("unit", "layout_unit", t.custom_unit, t.custom_unit_hint, &unit, "1ms"))
+            (part("fields", "layout_fields", t.custom_fields, t.custom_fields_hint, &fields,
+                "timestamp:41,machine:10,sequence:12"))
+            p.error id=(error_id) role="alert" hidden[error.is_none()] { (error.unwrap_or("")) }
         }
     }
 }
@@ -140,8 +198,12 @@ pub(super) fn dialect_name(dialect: Dialect) -> &'static str {
     }
 }
 
-/// A preset's name as people write it: `Discord`.
-pub(super) fn display_name(layout: Layout) -> String {
+/// A layout's name as people write it: `Discord`, or the page's word for a
+/// custom layout.
+pub(super) fn display_name(layout: Layout, t: &crate::routes::page::i18n::Text) -> String {
+    if !layout.is_preset() {
+        return t.layout_custom.trim_end_matches(['…', ' ']).to_owned();
+    }
     let name = layout.name();
     let mut chars = name.chars();
     match chars.next() {

@@ -43,12 +43,13 @@ pub(super) fn switch(page: &Page) -> String {
     to("/", &pairs)
 }
 
-/// `layout` for a link: empty (left out) for Twitter's, the default.
-fn layout_param(layout: Layout) -> &'static str {
+/// `layout` for a link: empty (left out) for Twitter's, the default; a
+/// preset's name, or a custom layout's spec, so the link shares it.
+fn layout_param(layout: Layout) -> String {
     if layout == Layout::TWITTER {
-        ""
+        String::new()
     } else {
-        layout.name()
+        layout.to_param()
     }
 }
 
@@ -76,7 +77,7 @@ pub(super) fn decoded(page: &Page, id: SnowflakeId, layout: Layout) -> String {
         "/",
         &[
             ("id", &id.to_string()),
-            ("layout", layout_param(layout)),
+            ("layout", &layout_param(layout)),
             ("lang", page.lang_param()),
         ],
     )
@@ -89,7 +90,7 @@ pub(super) fn span(page: &Page, span: &IdSpan, layout: Layout) -> String {
         &[
             ("range_from", &span.from_ms.to_string()),
             ("range_to", &span.to_ms.to_string()),
-            ("layout", layout_param(layout)),
+            ("layout", &layout_param(layout)),
             ("dialect", dialect_param(page)),
             ("lang", page.lang_param()),
         ],
@@ -110,7 +111,7 @@ pub(super) fn sql_api(page: &Page, layout: Layout) -> String {
         "/api/v1/sql",
         &[
             ("dialect", page.dialect().name()),
-            ("layout", layout_param(layout)),
+            ("layout", &layout_param(layout)),
         ],
     )
 }

@@ -7,6 +7,7 @@ use maud::{Markup, html};
 use snowmint::{Breakdown, Encoding, Layout};
 
 use super::form::display_name;
+use super::result::is_node;
 use super::{Page, link};
 use crate::routes::page::i18n::Lang;
 
@@ -146,26 +147,46 @@ impl List {
 pub(super) fn table(page: &Page, list: &List) -> Markup {
     let t = page.t;
     let layout = list.layout;
-    // The layout's fields below the timestamp, most significant first.
-    let fields: Vec<(&'static str, &'static str)> = layout
-        .breakdown(snowmint::SnowflakeId::MIN)
+    // The layout's fields below the timestamp, most significant first, with
+    // their place in the segments and the slot they sort by.
+    let empty = layout.breakdown(snowmint::SnowflakeId::MIN);
+    let fields: Vec<(usize, Option<Key>, &str)> = empty
         .segments
         .iter()
-        .filter(|s| s.name != "sign" && s.name != "timestamp")
-        .map(|s| (s.name, (t.seg_label)(s.label)))
+        .enumerate()
+        .filter(|(_, s)| is_node(s))
+        .map(|(i, s)| {
+            let key = match s.slot {
+                Some(snowmint::Field::Datacenter) => Some(Key::Slot("datacenter")),
+                Some(snowmint::Field::Worker) => Some(Key::Slot("worker")),
+                Some(snowmint::Field::Sequence) => Some(Key::Slot("sequence")),
+                _ => None,
+            };
+            (i, key, (t.seg_label)(&s.label))
+        })
         .collect();
     let mut columns = vec![(Key::Line, t.list_line), (Key::Time, t.time_utc)];
-    columns.extend(fields.iter().map(|&(slot, label)| (Key::Slot(slot), label)));
+    columns.extend(
+        fields
+            .iter()
+            .filter_map(|&(_, key, label)| key.map(|k| (k, label))),
+    );
     html! {
         p.hint #list-hint { (t.list_sort_hint) }
         div.table-wrap role="region" tabindex="0" aria-labelledby="list-caption" {
             table.ids #list {
-                caption #list-caption { ((t.list_caption)(list.len(), &display_name(layout))) }
+                caption #list-caption { ((t.list_caption)(list.len(), &display_name(layout, t))) }
                 thead {
                     tr {
                         (heading(list, columns[0]))
                         th scope="col" { "ID" }
-                        @for &column in &columns[1..] { (heading(list, column)) }
+                        (heading(list, columns[1]))
+                        @for &(_, key, label) in &fields {
+                            @match key {
+                                Some(key) => (heading(list, (key, label))),
+                                None => th scope="col" { (label) },
+                            }
+                        }
                     }
                 }
                 tbody {
@@ -174,8 +195,8 @@ pub(super) fn table(page: &Page, list: &List) -> Markup {
                             td.num { (row.line) }
                             td { a href=(link::decoded(page, row.b.id, layout)) { code { (row.b.id) } } }
                             td { (row.b.time) }
-                            @for (slot, _) in &fields {
-                                td.num { (value(&row.b, slot)) }
+                            @for &(i, _, _) in &fields {
+                                td.num { (row.b.segments.get(i).map_or(0, |s| s.value)) }
                             }
                         }
                     }
@@ -206,14 +227,6 @@ fn heading(list: &List, (key, label): (Key, &str)) -> Markup {
                 @if !arrow.is_empty() { " " span aria-hidden="true" { (arrow) } }
             }
         }
-    }
-}
-
-fn value(b: &Breakdown, slot: &str) -> u64 {
-    match slot {
-        "datacenter" => b.datacenter,
-        "worker" => b.worker,
-        _ => b.sequence,
     }
 }
 

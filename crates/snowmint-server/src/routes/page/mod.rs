@@ -26,6 +26,7 @@ pub(crate) mod facts;
 mod form;
 mod guide;
 pub(crate) mod i18n;
+mod lab;
 mod limits;
 mod link;
 mod list;
@@ -66,6 +67,10 @@ pub(crate) struct PageQuery {
     ids: Option<String>,
     from: Option<String>,
     layout: Option<String>,
+    /// A custom layout's parts, read when `layout` is `custom`.
+    layout_epoch: Option<String>,
+    layout_unit: Option<String>,
+    layout_fields: Option<String>,
     /// The list's order: a column key, `-` first for descending.
     sort: Option<String>,
     range_from: Option<String>,
@@ -110,6 +115,9 @@ impl PageQuery {
             "ids" => ("ids", &mut self.ids),
             "from" => ("from", &mut self.from),
             "layout" => ("layout", &mut self.layout),
+            "layout_epoch" => ("layout_epoch", &mut self.layout_epoch),
+            "layout_unit" => ("layout_unit", &mut self.layout_unit),
+            "layout_fields" => ("layout_fields", &mut self.layout_fields),
             "sort" => ("sort", &mut self.sort),
             "range_from" => ("range_from", &mut self.range_from),
             "range_from_at" => ("range_from_at", &mut self.range_from_at),
@@ -133,6 +141,9 @@ impl PageQuery {
             ("ids", &self.ids),
             ("from", &self.from),
             ("layout", &self.layout),
+            ("layout_epoch", &self.layout_epoch),
+            ("layout_unit", &self.layout_unit),
+            ("layout_fields", &self.layout_fields),
             ("sort", &self.sort),
             ("range_from", &self.range_from),
             ("range_from_at", &self.range_from_at),
@@ -143,6 +154,27 @@ impl PageQuery {
         .into_iter()
         .filter_map(|(k, v)| v.as_deref().map(|v| (k, v)))
         .collect()
+    }
+
+    /// The layout chosen: a preset or a spec in `layout`, or with `layout`
+    /// `custom` the spec its three parts spell (a blank unit is 1 ms).
+    /// Missing or empty is Twitter's.
+    fn chosen_layout(&self) -> Result<Layout, snowmint::Error> {
+        match self.layout.as_deref().map(str::trim) {
+            None | Some("") => Ok(Layout::TWITTER),
+            Some("custom") => {
+                let part = |v: &Option<String>| v.as_deref().unwrap_or("").trim().to_owned();
+                let unit = Some(part(&self.layout_unit))
+                    .filter(|u| !u.is_empty())
+                    .unwrap_or_else(|| "1ms".to_owned());
+                Layout::parse(&format!(
+                    "epoch={};unit={unit};fields={}",
+                    part(&self.layout_epoch),
+                    part(&self.layout_fields)
+                ))
+            }
+            Some(text) => Layout::parse(text),
+        }
     }
 
     /// Which form the query came from.
@@ -264,9 +296,9 @@ impl Page<'_> {
     }
 
     /// The layout the query chose (decode and range), Twitter's when
-    /// missing or unknown: the select offers only the presets.
+    /// missing or not a valid layout (the outcome then says why).
     fn layout(&self) -> Layout {
-        crate::routes::api::layout(self.q.layout.as_deref()).unwrap_or(Layout::TWITTER)
+        self.q.chosen_layout().unwrap_or(Layout::TWITTER)
     }
 
     /// The SQL dialect the range form chose, PostgreSQL's when missing or
@@ -337,6 +369,7 @@ fn frame(page: &Page) -> Markup {
                         (range::panel(page))
                     }
                     (result::panel(page))
+                    (lab::panel(page))
                     (live::panel(page))
                     (limits::panel(page))
                     (guide::panel(page))

@@ -33,7 +33,10 @@ fn end<'a>(
 /// (where a missing `to` is `from`), a blank end here is now: "IDs since
 /// Monday" is the page's common question.
 pub(super) fn outcome(q: &PageQuery, lang: Lang, now_ms: u64) -> Outcome {
-    let layout = api::layout(q.layout.as_deref()).unwrap_or_default();
+    let layout = match q.chosen_layout() {
+        Ok(layout) => layout,
+        Err(e) => return Outcome::Invalid("layout", e.to_string()),
+    };
     let (from, from_name) = end(
         &q.range_from,
         &q.range_from_at,
@@ -142,7 +145,7 @@ pub(super) fn result(page: &Page, span: &IdSpan, layout: Layout) -> Markup {
                 p.hint { (t.range_slots_hint) }
             }
             @if layout != Layout::TWITTER {
-                dt { (t.layout_row) } dd { (super::form::display_name(layout)) }
+                dt { (t.layout_row) } dd { (super::form::display_name(layout, t)) }
             }
             dt { (t.share) } dd { a #share href=(link::span(page, span, layout)) { (t.share_link) } }
         }

@@ -4,7 +4,7 @@
 //! time span ([`range`](super::range)).
 
 use maud::{Markup, html};
-use snowmint::{Breakdown, Layout, Segment};
+use snowmint::{Breakdown, Field, Layout, Segment};
 
 use super::form::display_name;
 use super::{Mode, Outcome, Page, link, list, range};
@@ -48,7 +48,7 @@ fn breakdown(page: &Page, b: &Breakdown, layout: Layout) -> Markup {
             dt { (t.hex) } dd { code { (id.hex()) } }
             dt { (t.base32) } dd { code { (id.base32()) } }
             @if layout != Layout::TWITTER {
-                dt { (t.layout_row) } dd #layout-value { (display_name(layout)) }
+                dt { (t.layout_row) } dd #layout-value { (display_name(layout, t)) }
             }
             dt { (t.share) } dd { a #share href=(link::share(page, b, layout)) { (t.share_link) } }
         }
@@ -71,14 +71,14 @@ fn breakdown(page: &Page, b: &Breakdown, layout: Layout) -> Markup {
 
 fn segment(page: &Page, seg: &Segment) -> Markup {
     let t = page.t;
-    let label = (t.seg_label)(seg.label);
+    let label = (t.seg_label)(&seg.label);
     let range = if seg.msb == seg.lsb {
         format!("{} {}", t.bit, seg.msb)
     } else {
         format!("{} {}–{}", t.bits, seg.msb, seg.lsb)
     };
     html! {
-        div class={ "seg seg-" (seg.name) } {
+        div class={ "seg seg-" (slot_class(seg)) } {
             div.cells data-segment=(seg.name) role="img" aria-label={ (label) ": " (seg.binary) } {
                 @for (i, bit) in seg.binary.chars().enumerate() {
                     span.bit title={ (t.bit) " " (seg.msb - i as u32) } aria-hidden="true" { (bit) }
@@ -93,26 +93,46 @@ fn segment(page: &Page, seg: &Segment) -> Markup {
     }
 }
 
-/// The letter the formula uses for a field's slot.
-fn letter(slot: &str) -> &'static str {
-    match slot {
-        "datacenter" => "c",
-        "worker" => "m",
-        _ => "s",
+/// The colour class of a segment: the slot its field fills, so a field
+/// keeps its colour in every layout; the sign and unused bits are `sign`,
+/// fields beyond the three slots `other`.
+pub(super) fn slot_class(seg: &Segment) -> &'static str {
+    match seg.slot {
+        Some(Field::Timestamp) => "timestamp",
+        Some(Field::Datacenter) => "datacenter",
+        Some(Field::Worker) => "worker",
+        Some(Field::Sequence) => "sequence",
+        _ if is_node(seg) => "other",
+        _ => "sign",
+    }
+}
+
+/// Whether a segment is a field below the time (no layout may call a
+/// field `sign` or `unused`).
+pub(super) fn is_node(seg: &Segment) -> bool {
+    seg.slot != Some(Field::Timestamp) && seg.name != "sign" && seg.name != "unused"
+}
+
+/// The letter the formula uses for a field: its slot's, or the field's
+/// own name for one beyond the slots.
+fn letter(seg: &Segment) -> &str {
+    match seg.slot {
+        Some(Field::Datacenter) => "c",
+        Some(Field::Worker) => "m",
+        Some(Field::Sequence) => "s",
+        _ => &seg.name,
     }
 }
 
 /// The fields below the timestamp, most significant first.
 fn fields(b: &Breakdown) -> impl Iterator<Item = &Segment> {
-    b.segments
-        .iter()
-        .filter(|s| s.name != "sign" && s.name != "timestamp")
+    b.segments.iter().filter(|s| is_node(s))
 }
 
 /// The legend's letters and the layout's names for them.
-fn legend(page: &Page, b: &Breakdown) -> Vec<(&'static str, &'static str)> {
+fn legend<'a>(page: &Page, b: &'a Breakdown) -> Vec<(&'a str, &'a str)> {
     fields(b)
-        .map(|s| (letter(s.name), (page.t.seg_label)(s.label)))
+        .map(|s| (letter(s), (page.t.seg_label)(&s.label)))
         .collect()
 }
 
@@ -134,7 +154,7 @@ fn formula(b: &Breakdown, layout: Layout) -> String {
     let mut values = vec![term(&d.to_string(), ts)];
     let mut shifted = vec![(d << ts).to_string()];
     for s in fields(b) {
-        names.push(term(letter(s.name), s.lsb));
+        names.push(term(letter(s), s.lsb));
         values.push(term(&s.value.to_string(), s.lsb));
         shifted.push((s.value << s.lsb).to_string());
     }

@@ -57,7 +57,7 @@ pub(super) static TEXT: Text = Text {
     line_error: |n, e| format!("line {n}: {e}"),
     layout_label: "Layout",
     layout_default: "default",
-    layout_hint: "Read the ID as another system lays out its bits. Composing always uses Twitter's layout.",
+    layout_hint: "Read the ID as another system lays out its bits, or as your own (Custom…). Composing always uses Twitter's layout.",
     repeated: |name| format!("{name} is given more than once in the query; give it once"),
     range_heading: "IDs of a time span",
     range_from_label: "From",
@@ -96,6 +96,65 @@ pub(super) static TEXT: Text = Text {
     },
     list_line: "Line",
     list_sort_hint: "Choose a column heading to sort by it; choose it again to reverse.",
+    layout_custom: "Custom…",
+    custom_legend: "Custom layout",
+    custom_hint: "Used when the layout is Custom…: its epoch, time unit and fields from the top bit down, the first named timestamp.",
+    custom_epoch: "Epoch",
+    custom_epoch_hint: "Unix ms or ISO-8601, e.g. 2020-01-01",
+    custom_unit: "Time unit",
+    custom_unit_hint: "1ms (blank), 10ms, 1s",
+    custom_fields: "Fields",
+    custom_fields_hint: "NAME:BITS from the top bit down, e.g. timestamp:41,machine:10,sequence:12",
+    lab_heading: "The layout lab",
+    lab: |r| {
+        let span = |ms: u64| {
+            let (n, unit) = super::duration(ms);
+            let word = match unit {
+                super::Unit::Year => "year",
+                super::Unit::Day => "day",
+                super::Unit::Hour => "hour",
+                super::Unit::Second => "second",
+            };
+            format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+        };
+        let per = if r.unit_ms == 1 {
+            "millisecond".to_owned()
+        } else {
+            format!("time unit of {} ms", r.unit_ms)
+        };
+        let mut out = vec![
+            format!(
+                "{} distinct IDs per {per}, every machine together.",
+                r.ids_per_unit
+            ),
+            if r.end_in_ms >= 0 {
+                format!(
+                    "Its time runs out at {}, in {}.",
+                    r.end,
+                    span(r.end_in_ms.unsigned_abs())
+                )
+            } else {
+                format!(
+                    "Its time ran out at {}, {} ago.",
+                    r.end,
+                    span(r.end_in_ms.unsigned_abs())
+                )
+            },
+        ];
+        out.push(match (&r.js_safe_until, r.js_safe_until_ms, r.js_safe_for_ms) {
+            (Some(_), Some(ms), _) if ms >= r.end_ms => "Every ID of this layout is a safe JavaScript number, to its end.".to_owned(),
+            (Some(until), Some(ms), Some(after)) if ms < r.now_ms => format!(
+                "IDs of this layout stopped being safe JavaScript numbers {} after its epoch, at {until}: send them as strings.",
+                span(after)
+            ),
+            (Some(until), _, Some(after)) => format!(
+                "IDs of this layout stop being safe JavaScript numbers {} after its epoch, at {until}.",
+                span(after)
+            ),
+            _ => "No ID of this layout is a safe JavaScript number: even its epoch's are above 2^53 − 1.".to_owned(),
+        });
+        out
+    },
     layout_row: "Layout",
     bits_heading: "The 64 bits",
     bits_intro: "Most significant bit first. Each segment shows its name, bit range and value.",
@@ -110,7 +169,7 @@ pub(super) static TEXT: Text = Text {
         "increment" => "Increment",
         "shard" => "Shard",
         "machine" => "Machine",
-        "sequence data" => "Sequence data",
+        "sequence data" | "sequence_data" => "Sequence data",
         other => other,
     },
     bit: "bit",

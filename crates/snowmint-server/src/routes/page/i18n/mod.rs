@@ -146,6 +146,8 @@ impl Lang {
                     Field::Worker => {
                         format!("Arbeider-ID-en må være et heltall i {min}..={max}, fikk {got}")
                     }
+                    // A layout's own field or a spec: the core's words.
+                    Field::Layout | Field::LayoutField => err.to_string(),
                     _ => format!("Sekvensen må være et heltall i {min}..={max}, fikk {got}"),
                 }
             }
@@ -163,6 +165,31 @@ impl Lang {
                 Iso8601(to_ms as i64),
             ),
         }
+    }
+}
+
+/// The unit a duration is said in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unit {
+    Year,
+    Day,
+    Hour,
+    Second,
+}
+
+/// `ms` as a whole count of the largest unit of which it holds at least 2.
+pub(crate) fn duration(ms: u64) -> (u64, Unit) {
+    const HOUR: u64 = 3_600_000;
+    const DAY: u64 = 24 * HOUR;
+    const YEAR: u64 = 365 * DAY + DAY / 4;
+    if ms >= 2 * YEAR {
+        (ms / YEAR, Unit::Year)
+    } else if ms >= 2 * DAY {
+        (ms / DAY, Unit::Day)
+    } else if ms >= 2 * HOUR {
+        (ms / HOUR, Unit::Hour)
+    } else {
+        (ms / 1000, Unit::Second)
     }
 }
 
@@ -209,6 +236,19 @@ pub(crate) struct Text {
     /// Follows Twitter's name in the layout select.
     pub layout_default: &'static str,
     pub layout_hint: &'static str,
+    /// The layout select's last choice, which the custom fields below spell out.
+    pub layout_custom: &'static str,
+    pub custom_legend: &'static str,
+    pub custom_hint: &'static str,
+    pub custom_epoch: &'static str,
+    pub custom_epoch_hint: &'static str,
+    pub custom_unit: &'static str,
+    pub custom_unit_hint: &'static str,
+    pub custom_fields: &'static str,
+    pub custom_fields_hint: &'static str,
+    pub lab_heading: &'static str,
+    /// The lab's sentences about a layout.
+    pub lab: fn(&snowmint::LayoutReport) -> Vec<String>,
     /// A parameter given more than once: its name.
     pub repeated: fn(&str) -> String,
     pub range_heading: &'static str,
@@ -256,7 +296,7 @@ pub(crate) struct Text {
     pub bits_scroll_hint: &'static str,
     /// A layout's name for a field ([`snowmint::Segment::label`], in
     /// English) in this language, capitalised.
-    pub seg_label: fn(&'static str) -> &'static str,
+    pub seg_label: fn(&str) -> &str,
     pub bit: &'static str,
     pub bits: &'static str,
     pub value: &'static str,

@@ -57,7 +57,7 @@ pub(super) static TEXT: Text = Text {
     line_error: |n, e| format!("linje {n}: {e}"),
     layout_label: "Oppsett",
     layout_default: "standard",
-    layout_hint: "Les ID-en slik et annet system legger ut bitene. Å lage en ID bruker alltid Twitters oppsett.",
+    layout_hint: "Les ID-en slik et annet system legger ut bitene, eller ditt eget (Egendefinert …). Å lage en ID bruker alltid Twitters oppsett.",
     repeated: |name| format!("{name} står mer enn én gang i spørringen; oppgi den én gang"),
     range_heading: "ID-ene i et tidsrom",
     range_from_label: "Fra",
@@ -96,6 +96,68 @@ pub(super) static TEXT: Text = Text {
     },
     list_line: "Linje",
     list_sort_hint: "Velg en kolonneoverskrift for å sortere etter den; velg den igjen for å snu rekkefølgen.",
+    layout_custom: "Egendefinert …",
+    custom_legend: "Eget oppsett",
+    custom_hint: "Brukes når oppsettet er Egendefinert …: epoke, tidsenhet og felter fra øverste bit og ned, det første kalt timestamp.",
+    custom_epoch: "Epoke",
+    custom_epoch_hint: "Unix-ms eller ISO-8601, f.eks. 2020-01-01",
+    custom_unit: "Tidsenhet",
+    custom_unit_hint: "1ms (tomt), 10ms, 1s",
+    custom_fields: "Felter",
+    custom_fields_hint: "NAVN:BITER fra øverste bit og ned, f.eks. timestamp:41,machine:10,sequence:12",
+    lab_heading: "Oppsettlaben",
+    lab: |r| {
+        let span = |ms: u64| {
+            let (n, unit) = super::duration(ms);
+            let word = match (unit, n == 1) {
+                (super::Unit::Year, _) => "år",
+                (super::Unit::Day, true) => "dag",
+                (super::Unit::Day, false) => "dager",
+                (super::Unit::Hour, true) => "time",
+                (super::Unit::Hour, false) => "timer",
+                (super::Unit::Second, true) => "sekund",
+                (super::Unit::Second, false) => "sekunder",
+            };
+            format!("{n} {word}")
+        };
+        let per = if r.unit_ms == 1 {
+            "millisekund".to_owned()
+        } else {
+            format!("tidsenhet på {} ms", r.unit_ms)
+        };
+        let mut out = vec![
+            format!(
+                "{} ulike ID-er per {per}, alle maskiner til sammen.",
+                r.ids_per_unit
+            ),
+            if r.end_in_ms >= 0 {
+                format!(
+                    "Tiden går ut {}, om {}.",
+                    r.end,
+                    span(r.end_in_ms.unsigned_abs())
+                )
+            } else {
+                format!(
+                    "Tiden gikk ut {}, for {} siden.",
+                    r.end,
+                    span(r.end_in_ms.unsigned_abs())
+                )
+            },
+        ];
+        out.push(match (&r.js_safe_until, r.js_safe_until_ms, r.js_safe_for_ms) {
+            (Some(_), Some(ms), _) if ms >= r.end_ms => "Hver ID i dette oppsettet er et trygt JavaScript-tall, helt til slutten.".to_owned(),
+            (Some(until), Some(ms), Some(after)) if ms < r.now_ms => format!(
+                "ID-er i dette oppsettet sluttet å være trygge JavaScript-tall {} etter epoken, {until}: send dem som tekst.",
+                span(after)
+            ),
+            (Some(until), _, Some(after)) => format!(
+                "ID-er i dette oppsettet slutter å være trygge JavaScript-tall {} etter epoken, {until}.",
+                span(after)
+            ),
+            _ => "Ingen ID i dette oppsettet er et trygt JavaScript-tall: selv epokens er over 2^53 − 1.".to_owned(),
+        });
+        out
+    },
     layout_row: "Oppsett",
     bits_heading: "De 64 bitene",
     bits_intro: "Mest signifikante bit først. Hvert segment viser navn, bitområde og verdi.",
@@ -110,7 +172,7 @@ pub(super) static TEXT: Text = Text {
         "increment" => "Teller",
         "shard" => "Shard",
         "machine" => "Maskin",
-        "sequence data" => "Sekvensdata",
+        "sequence data" | "sequence_data" => "Sekvensdata",
         other => other,
     },
     bit: "bit",

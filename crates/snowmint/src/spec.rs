@@ -1,0 +1,468 @@
+//! Layout specs, `epoch=EPOCH;unit=UNIT;fields=NAME:BITS,...`: parsed into a
+//! [`Layout`] and printed from one.
+
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::fmt::Write;
+use core::str::FromStr;
+
+use crate::error::{Error, echo};
+use crate::layout::{FieldName, Layout, MAX_FIELDS, MAX_NAME_LEN};
+use crate::parse::{ParsedInt, parse_int};
+
+/// An example spec for error messages: Discord's.
+const EXAMPLE: &str = "epoch=1420070400000;fields=timestamp:42,worker:5,process:5,increment:12";
+
+impl Layout {
+    /// A preset by name (see [`by_name`](Layout::by_name)) or a layout
+    /// written as a spec: `epoch=EPOCH;unit=UNIT;fields=NAME:BITS,...`.
+    ///
+    /// - `epoch`: Unix milliseconds or an ISO-8601 time (required).
+    /// - `unit`: the time field's unit, `<n>ms` or `<n>s`; `1ms` if left out.
+    /// - `fields`: names and widths from the most significant bit down; the
+    ///   first is `timestamp`, names are `[a-z0-9_]` (at most
+    ///   [`MAX_NAME_LEN`] bytes, no two alike), widths are 1 to 64 and add
+    ///   up to at most 64, at most [`MAX_FIELDS`] fields. The bits above
+    ///   them are 0.
+    ///
+    /// A spec that spells out a preset exactly is that preset (its
+    /// [`name`](Layout::name) is the preset's). The error says what is
+    /// wrong, and its field is [`Field::Layout`](crate::Field::Layout).
+    ///
+    /// ```
+    /// use snowmint::Layout;
+    /// let discord = Layout::parse("epoch=1420070400000;fields=timestamp:42,worker:5,process:5,increment:12")?;
+    /// assert_eq!(discord, Layout::DISCORD);
+    /// let sony = Layout::parse("epoch=2014-09-01T00:00:00Z;unit=10ms;fields=timestamp:39,sequence:8,machine:16")?;
+    /// assert_eq!(sony, Layout::SONYFLAKE);
+    /// let mine = Layout::parse("epoch=2020-01-01; unit=1s; fields=timestamp:31,node:10,step:12")?;
+    /// assert_eq!((mine.name(), mine.unit_ms(), mine.max_id()), ("custom", 1000, (1 << 53) - 1));
+    /// assert_eq!(
+    ///     Layout::parse("epoch=0;fields=timestamp:41,worker:10,sequence:14").unwrap_err().to_string(),
+    ///     "invalid layout: the widths add up to 65 bits, more than 64"
+    /// );
+    /// # Ok::<(), snowmint::Error>(())
+    /// ```
+    pub fn parse(input: &str) -> Result<Layout, Error> {
+        let text = input.trim();
+        if let Some(preset) = Layout::by_name(text) {
+            return Ok(preset);
+        }
+        if text.is_empty() {
+            return Err(Error::layout_owned(format!(
+                "empty: give a preset ({}) or a spec like {EXAMPLE}",
+                presets()
+            )));
+        }
+        if !text.contains('=') {
+            return Err(Error::layout_owned(format!(
+                "{:?} is neither a preset ({}) nor a spec like {EXAMPLE}",
+                echo(text),
+                presets()
+            )));
+        }
+        let (mut epoch, mut unit, mut fields) = (None, None, None);
+        for part in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+            let Some((key, value)) = part.split_once('=') else {
+                return Err(bad(format!(
+                    "{:?} is not KEY=VALUE (the keys are epoch, unit and fields)",
+                    echo(part)
+                )));
+            };
+            let slot = match key.trim() {
+                "epoch" => &mut epoch,
+                "unit" => &mut unit,
+                "fields" => &mut fields,
+                other => {
+                    return Err(bad(format!(
+                        "unknown key {:?}: a spec has epoch, unit and fields",
+                        echo(other)
+                    )));
+                }
+            };
+            if slot.replace(value.trim()).is_some() {
+                return Err(bad(format!("{} is given more than once", key.trim())));
+            }
+        }
+        let Some(epoch) = epoch else {
+            return Err(bad(format!(
+                "the epoch is missing: add epoch=, Unix ms or ISO-8601, as in {EXAMPLE}"
+            )));
+        };
+        let epoch_ms = parse_epoch(epoch)?;
+        let unit_ms = match unit {
+            Some(u) => parse_unit(u)?,
+            None => 1,
+        };
+        let Some(fields) = fields else {
+            return Err(bad(format!(
+                "the fields are missing: add fields=NAME:BITS,..., as in {EXAMPLE}"
+            )));
+        };
+        let fields = parse_fields(fields)?;
+        let layout = Layout::from_fields(epoch_ms, unit_ms, &fields)?;
+        Ok(Layout::PRESETS
+            .into_iter()
+            .find(|p| p.renamed("custom") == layout)
+            .unwrap_or(layout))
+    }
+
+    /// The layout written as a spec, which [`parse`](Layout::parse) reads
+    /// back: the epoch in Unix ms, the unit only when it is not 1 ms (in
+    /// seconds when it is whole seconds).
+    ///
+    /// ```
+    /// use snowmint::Layout;
+    /// assert_eq!(
+    ///     Layout::TWITTER.spec(),
+    ///     "epoch=1288834974657;fields=timestamp:41,datacenter:5,worker:5,sequence:12"
+    /// );
+    /// assert_eq!(
+    ///     Layout::SONYFLAKE.spec(),
+    ///     "epoch=1409529600000;unit=10ms;fields=timestamp:39,sequence:8,machine:16"
+    /// );
+    /// ```
+    pub fn spec(&self) -> String {
+        let mut out = format!("epoch={}", self.epoch_ms());
+        let unit = self.unit_ms();
+        if unit.is_multiple_of(1000) {
+            let _ = write!(out, ";unit={}s", unit / 1000);
+        } else if unit != 1 {
+            let _ = write!(out, ";unit={unit}ms");
+        }
+        out.push_str(";fields=");
+        for (i, f) in self.fields().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "{}:{}", f.name(), f.bits());
+        }
+        out
+    }
+
+    /// A layout of the given fields, checked as [`parse`](Layout::parse)
+    /// checks a spec's: the first must be `timestamp`, names valid and
+    /// distinct, widths 1 to 64 adding up to at most 64. Its slots follow
+    /// the rule of [`Layout`].
+    ///
+    /// ```
+    /// use snowmint::Layout;
+    /// let l = Layout::from_fields(1577836800000, 1, &[("timestamp", 41), ("machine", 10), ("sequence", 12)])?;
+    /// assert_eq!(l.spec(), "epoch=1577836800000;fields=timestamp:41,machine:10,sequence:12");
+    /// assert_eq!(
+    ///     Layout::from_fields(0, 1, &[("machine", 10), ("timestamp", 41)]).unwrap_err().to_string(),
+    ///     "invalid layout: timestamp must be the first field (the most significant), \
+    ///      so that IDs order by time; it comes after machine"
+    /// );
+    /// # Ok::<(), snowmint::Error>(())
+    /// ```
+    pub fn from_fields(
+        epoch_ms: u64,
+        unit_ms: u64,
+        fields: &[(&str, u32)],
+    ) -> Result<Layout, Error> {
+        if fields.len() > MAX_FIELDS {
+            return Err(bad(format!(
+                "{} fields, more than the {MAX_FIELDS} a layout can have",
+                fields.len()
+            )));
+        }
+        let mut names = Vec::with_capacity(fields.len());
+        for &(name, bits) in fields {
+            let n = field_name(name)?;
+            if name == "sign" || name == "unused" {
+                return Err(bad(format!(
+                    "{name} names the bits above a layout's fields: call the field something else"
+                )));
+            }
+            if !(1..=64).contains(&bits) {
+                return Err(bad(format!("{name} must be 1..=64 bits wide, got {bits}")));
+            }
+            if names.iter().any(|(m, _): &(FieldName, u8)| *m == n) {
+                return Err(bad(format!("{name} is named twice")));
+            }
+            names.push((n, bits as u8));
+        }
+        match names.iter().position(|(n, _)| n.is("timestamp")) {
+            None => {
+                return Err(bad(
+                    "no field is named timestamp: one field must hold the time".to_string(),
+                ));
+            }
+            Some(0) => {}
+            Some(i) => {
+                return Err(bad(format!(
+                    "timestamp must be the first field (the most significant), so that IDs \
+                     order by time; it comes after {}",
+                    names[i - 1].0
+                )));
+            }
+        }
+        let total: u32 = names.iter().map(|&(_, b)| u32::from(b)).sum();
+        if total > 64 {
+            return Err(bad(format!(
+                "the widths add up to {total} bits, more than 64"
+            )));
+        }
+        if unit_ms == 0 {
+            return Err(bad("the time unit must be at least 1 ms, got 0".to_string()));
+        }
+        Layout::build("custom", epoch_ms, unit_ms, &names).validated()
+    }
+}
+
+impl FromStr for Layout {
+    type Err = Error;
+
+    /// [`Layout::parse`].
+    fn from_str(s: &str) -> Result<Layout, Error> {
+        Layout::parse(s)
+    }
+}
+
+fn bad(reason: String) -> Error {
+    Error::layout_owned(reason)
+}
+
+fn presets() -> String {
+    Layout::PRESET_NAMES.join(", ")
+}
+
+/// A field name, or an error saying what is wrong with it.
+pub(crate) fn field_name(name: &str) -> Result<FieldName, Error> {
+    FieldName::new(name).ok_or_else(|| {
+        bad(format!(
+            "the field name {:?} must be 1 to {MAX_NAME_LEN} lower-case letters, digits and _",
+            echo(name)
+        ))
+    })
+}
+
+/// Checks that no two fields share a name and only the first is `timestamp`.
+pub(crate) fn check_names(layout: &Layout) -> Result<(), Error> {
+    let fields: Vec<_> = layout.fields().collect();
+    for (i, f) in fields.iter().enumerate() {
+        if matches!(f.name(), "sign" | "unused") {
+            return Err(bad(format!(
+                "{} names the bits above a layout's fields",
+                f.name()
+            )));
+        }
+        if i > 0 && f.name() == "timestamp" {
+            return Err(bad("only the time field may be named timestamp".to_string()));
+        }
+        if fields[..i].iter().any(|g| g.name() == f.name()) {
+            return Err(bad(format!("{} is named twice", f.name())));
+        }
+    }
+    Ok(())
+}
+
+fn parse_epoch(text: &str) -> Result<u64, Error> {
+    let wrong = || {
+        bad(format!(
+            "the epoch must be Unix milliseconds or an ISO-8601 time at or after 1970-01-01, got {:?}",
+            echo(text)
+        ))
+    };
+    match parse_int(text) {
+        ParsedInt::Int(v) if (0..=i128::from(u64::MAX)).contains(&v) => Ok(v as u64),
+        ParsedInt::Int(_) | ParsedInt::TooWide => Err(wrong()),
+        ParsedInt::NotANumber => match crate::time::parse_iso8601(text) {
+            Some(ms) if ms >= 0 => Ok(ms as u64),
+            _ => Err(wrong()),
+        },
+    }
+}
+
+fn parse_unit(text: &str) -> Result<u64, Error> {
+    let wrong = || {
+        bad(format!(
+            "the unit must be <n>ms or <n>s (1ms, 10ms, 1s), got {:?}",
+            echo(text)
+        ))
+    };
+    let (digits, scale) = if let Some(d) = text.strip_suffix("ms") {
+        (d, 1)
+    } else if let Some(d) = text.strip_suffix('s') {
+        (d, 1000)
+    } else {
+        return Err(wrong());
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(wrong());
+    }
+    match parse_int(digits) {
+        ParsedInt::Int(0) => Err(bad(format!(
+            "the time unit must be at least 1 ms, got {text:?}"
+        ))),
+        ParsedInt::Int(n) => u64::try_from(n)
+            .ok()
+            .and_then(|n| n.checked_mul(scale))
+            .ok_or_else(wrong),
+        _ => Err(wrong()),
+    }
+}
+
+/// `NAME:BITS,...` into names and widths (checked by `from_fields`).
+fn parse_fields(text: &str) -> Result<Vec<(&str, u32)>, Error> {
+    let mut out = Vec::new();
+    for item in text.split(',').map(str::trim) {
+        if item.is_empty() {
+            return Err(bad(format!(
+                "fields= has an empty entry: write NAME:BITS,NAME:BITS, as in {EXAMPLE}"
+            )));
+        }
+        let Some((name, bits)) = item.split_once(':') else {
+            return Err(bad(format!(
+                "the field {:?} has no width: write NAME:BITS",
+                echo(item)
+            )));
+        };
+        let name = name.trim();
+        field_name(name)?;
+        let bits = match parse_int(bits) {
+            ParsedInt::Int(b) if (1..=64).contains(&b) => b as u32,
+            _ => {
+                return Err(bad(format!(
+                    "{name} must be 1..=64 bits wide, got {:?}",
+                    echo(bits.trim())
+                )));
+            }
+        };
+        out.push((name, bits));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(spec: &str) -> String {
+        Layout::parse(spec).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn every_preset_spells_itself() {
+        for preset in Layout::PRESETS {
+            assert_eq!(
+                Layout::parse(&preset.spec()),
+                Ok(preset),
+                "{}",
+                preset.spec()
+            );
+        }
+        assert_eq!(
+            Layout::DISCORD.spec(),
+            "epoch=1420070400000;fields=timestamp:42,worker:5,process:5,increment:12"
+        );
+        assert_eq!(
+            Layout::MASTODON.spec(),
+            "epoch=0;fields=timestamp:48,sequence_data:16"
+        );
+        assert_eq!(
+            Layout::INSTAGRAM.spec(),
+            "epoch=1314220021721;fields=timestamp:41,shard:13,sequence:10"
+        );
+    }
+
+    #[test]
+    fn errors_say_what_is_wrong() {
+        let cases = [
+            (
+                "epoch=0;fields=timestamp:65",
+                "timestamp must be 1..=64 bits wide, got \"65\"",
+            ),
+            (
+                "epoch=0;fields=timestamp:41,worker:10,sequence:14",
+                "the widths add up to 65 bits, more than 64",
+            ),
+            (
+                "epoch=0;fields=worker:10,sequence:12",
+                "no field is named timestamp",
+            ),
+            (
+                "epoch=0;unit=0ms;fields=timestamp:41",
+                "the time unit must be at least 1 ms, got \"0ms\"",
+            ),
+            ("epoch=0;unit=0s;fields=timestamp:41", "at least 1 ms"),
+            (
+                "epoch=0;unit=10m;fields=timestamp:41",
+                "the unit must be <n>ms or <n>s",
+            ),
+            ("fields=timestamp:41", "the epoch is missing"),
+            ("epoch=0", "the fields are missing"),
+            (
+                "epoch=0;fields=timestamp:41,Worker:5",
+                "the field name \"Worker\" must be",
+            ),
+            (
+                "epoch=0;fields=timestamp:41,a-b:5",
+                "the field name \"a-b\"",
+            ),
+            ("epoch=0;fields=timestamp:41,w:5,w:5", "w is named twice"),
+            (
+                "epoch=0;fields=timestamp:41,sign:1",
+                "sign names the bits above",
+            ),
+            (
+                "epoch=0;fields=timestamp:41,w",
+                "the field \"w\" has no width",
+            ),
+            (
+                "epoch=0;fields=timestamp:41,w:0",
+                "w must be 1..=64 bits wide, got \"0\"",
+            ),
+            ("epoch=0;fields=timestamp:41,,w:3", "empty entry"),
+            ("epoch=0;fields=w:3,timestamp:41", "it comes after w"),
+            (
+                "epoch=-1;fields=timestamp:41",
+                "at or after 1970-01-01, got \"-1\"",
+            ),
+            (
+                "epoch=1969-12-31;fields=timestamp:41",
+                "at or after 1970-01-01",
+            ),
+            ("epoch=soon;fields=timestamp:41", "got \"soon\""),
+            (
+                "epoch=0;epoch=1;fields=timestamp:41",
+                "epoch is given more than once",
+            ),
+            (
+                "epoch=0;colour=red;fields=timestamp:41",
+                "unknown key \"colour\"",
+            ),
+            ("epoch=0;fields", "\"fields\" is not KEY=VALUE"),
+            ("flickr", "\"flickr\" is neither a preset"),
+            ("", "empty"),
+            (
+                "epoch=18446744073709551615;fields=timestamp:41",
+                "overflows 64 bits",
+            ),
+        ];
+        for (spec, want) in cases {
+            let got = err(spec);
+            assert!(got.starts_with("invalid layout: "), "{spec}: {got}");
+            assert!(got.contains(want), "{spec}: {got}");
+        }
+        let many: Vec<String> = (0..16).map(|i| format!("f{i}:1")).collect();
+        assert!(
+            err(&format!("epoch=0;fields=timestamp:1,{}", many.join(","))).contains("17 fields"),
+        );
+    }
+
+    #[test]
+    fn units_and_epochs() {
+        let l =
+            Layout::parse("epoch=2020-01-01T00:00:00+01:00;unit=2s;fields=timestamp:30").unwrap();
+        assert_eq!((l.epoch_ms(), l.unit_ms()), (1577833200000, 2000));
+        assert_eq!(l.spec(), "epoch=1577833200000;unit=2s;fields=timestamp:30");
+        assert_eq!(l.max_id(), (1 << 30) - 1);
+        let l = Layout::parse(" epoch = 5 ; unit = 1500ms ; fields = timestamp : 40 ").unwrap();
+        assert_eq!(l.spec(), "epoch=5;unit=1500ms;fields=timestamp:40");
+        assert_eq!(Layout::parse("TWITTER"), Ok(Layout::TWITTER));
+        assert_eq!("discord".parse::<Layout>(), Ok(Layout::DISCORD));
+    }
+}
