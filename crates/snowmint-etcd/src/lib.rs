@@ -24,8 +24,11 @@
 //! # How it stays safe
 //!
 //! 1. **Claim.** The session grants a lease and creates
-//!    `<prefix>/identities/<dc>/<worker>` bound to it, only if absent (the
-//!    first free of the 1024; its previous one first when it claims again).
+//!    `<prefix>/identities/<dc>/<worker>` bound to it, only if absent (a
+//!    free one of the 1024, or of the 32 workers of one datacenter with
+//!    [`EtcdConfig::datacenter`], from a random start so that instances
+//!    starting together do not race for the same key; its previous one
+//!    first when it claims again).
 //! 2. **Start above the mark.** `<prefix>/reserved/<dc>/<worker>`, outliving
 //!    every lease, holds the identity's "reserved until" milliseconds; the
 //!    generator never issues at or below it, and raises it (only while its
@@ -47,7 +50,8 @@
 //!   metrics, shutdown.
 //! - `holder.rs`: the fenced slot the session fills and every mint goes
 //!   through; [`Fence`] (`fence.rs`) is its deadline.
-//! - `session.rs`: claim, keep-alive, fence, re-claim, revoke.
+//! - `session.rs`: claim, keep-alive, fence, re-claim, revoke; `claim.rs`:
+//!   which identities a session may claim and in which order.
 //! - `ops.rs`: each etcd request, bounded by a timeout; [`Keys`]
 //!   (`keys.rs`): where state lives in etcd.
 //! - [`EtcdStore`] (`store.rs`, over `bridge.rs`): the core's synchronous
@@ -57,6 +61,7 @@
 #![deny(missing_docs)]
 
 mod bridge;
+mod claim;
 mod config;
 mod error;
 mod fence;
