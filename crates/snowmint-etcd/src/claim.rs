@@ -1,15 +1,18 @@
 //! Which identities a session may claim (its [`Pool`]), and in which order
 //! it tries them.
 //!
-//! With N instances starting at once, trying the free identities lowest
-//! first makes every one of them race for the same key: one wins, N - 1
-//! fail and move on to the next, about N²/2 transactions in all. So the
-//! order starts at a random place in the pool (its previous identity first,
-//! if it is free), and a claim that lost a race looks again at what is free
-//! instead of walking on through a view that others have made stale: each
-//! round then loses to a collision only with the few instances that picked
-//! the same identity at the same moment, and N instances need about 1.6 N
-//! transactions (a collision is a birthday coincidence, not a queue).
+//! A claim first tries the lowest free identity (its previous one before
+//! that, if free): a small fleet stays compact, and an identity freed by a
+//! stop or a crash is the next one taken. But with N instances starting at
+//! once, lowest first alone makes every one of them race for the same key
+//! again and again: one wins each round, about N²/2 transactions in all.
+//! So a claim that lost a race (someone took its candidate since its scan:
+//! others are starting too) looks again at what is free, instead of
+//! walking on through a view others have made stale, and tries from a
+//! random start: a round then loses only to the few instances that picked
+//! the same identity at the same moment (a birthday coincidence, not a
+//! queue). N instances starting together need at most about 2.6 N
+//! transactions: N in the first round, about 1.6 per instance after.
 
 use std::collections::HashSet;
 use std::hash::{BuildHasher, RandomState};
@@ -72,16 +75,18 @@ impl Pool {
 
 /// The order in which to try the identities of `pool`: `prefer` first (a
 /// session's previous identity) if it is free, then every other free one,
-/// from the one `start` picks on, wrapping around. Taken ones (`taken`, as
-/// the last scan saw them) and `avoid`ed ones (damaged marks) are left out,
-/// and so is a `prefer` outside the pool.
+/// lowest first, or, with a `start` (after a lost race), from the one
+/// `start` picks on, wrapping around. Taken ones (`taken`, as the last scan
+/// saw them) and `avoid`ed ones (damaged marks) are left out, and so is a
+/// `prefer` outside the pool.
 pub(crate) fn order(
     pool: Pool,
     taken: &HashSet<u16>,
     avoid: &HashSet<u16>,
     prefer: Option<u16>,
-    start: u64,
+    start: Option<u64>,
 ) -> Vec<u16> {
+    let start = start.unwrap_or(0);
     let free = |n: &u16| pool.contains(*n) && !taken.contains(n) && !avoid.contains(n);
     let prefer = prefer.filter(free);
     let rest: Vec<u16> = pool
@@ -98,8 +103,8 @@ pub(crate) fn order(
     order
 }
 
-/// Where each round of a claim starts: a random number per round, unlike
-/// any other session's (the hasher's keys are random per process and
+/// Where each round of a claim after a lost race starts: a random number
+/// per round, unlike any other session's (the hasher's keys are random per process and
 /// change per instance; the lease ID is unique in the cluster).
 #[derive(Debug)]
 pub(crate) struct Spread {
@@ -135,20 +140,20 @@ mod tests {
     #[test]
     fn the_previous_identity_comes_first_when_it_is_free() {
         let none = HashSet::new();
-        for start in [0, 1, 500, u64::MAX] {
+        for start in [None, Some(0), Some(500), Some(u64::MAX)] {
             let o = order(Pool::ALL, &none, &none, Some(700), start);
             assert_eq!(o[0], 700);
             assert_eq!(o.len(), 1024);
             assert_eq!(o.iter().filter(|&&n| n == 700).count(), 1);
         }
         // Taken, avoided, or outside the pool: not first, not at all.
-        assert!(!order(Pool::ALL, &set(&[700]), &none, Some(700), 0).contains(&700));
-        assert!(!order(Pool::ALL, &none, &set(&[700]), Some(700), 0).contains(&700));
+        assert!(!order(Pool::ALL, &set(&[700]), &none, Some(700), None).contains(&700));
+        assert!(!order(Pool::ALL, &none, &set(&[700]), Some(700), None).contains(&700));
         let dc5 = Pool::new(Some(5));
-        let o = order(dc5, &none, &none, Some(700), 0);
+        let o = order(dc5, &none, &none, Some(700), None);
         assert_eq!(o.len(), 32);
         assert!(!o.contains(&700));
-        assert_eq!(order(dc5, &none, &none, Some(170), 9)[0], 170);
+        assert_eq!(order(dc5, &none, &none, Some(170), Some(9))[0], 170);
     }
 
     #[test]
@@ -156,8 +161,10 @@ mod tests {
         let none = HashSet::new();
         let taken = set(&[0, 1, 2, 10]);
         let free: Vec<u16> = (0..1024).filter(|n| !taken.contains(n)).collect();
+        // Lowest first, without a start.
+        assert_eq!(order(Pool::ALL, &taken, &none, None, None), free);
         for start in [0, 1, 7, 1019, 1020, 123_456_789] {
-            let o = order(Pool::ALL, &taken, &none, None, start);
+            let o = order(Pool::ALL, &taken, &none, None, Some(start));
             // Every free identity once, none taken, in ordinal order from
             // the start on, wrapping.
             let mut sorted = o.clone();
@@ -170,7 +177,7 @@ mod tests {
         // Different starts, different first choices: no race for the lowest.
         let mut spread = Spread::new(42);
         let firsts: HashSet<u16> = (0..64)
-            .map(|_| order(Pool::ALL, &none, &none, None, spread.next_start())[0])
+            .map(|_| order(Pool::ALL, &none, &none, None, Some(spread.next_start()))[0])
             .collect();
         assert!(firsts.len() > 32, "{} distinct first choices", firsts.len());
         assert!(!firsts.iter().all(|&n| n < 64));
@@ -186,7 +193,7 @@ mod tests {
             (160..192).collect::<Vec<_>>()
         );
         assert!(dc.contains(160) && dc.contains(191) && !dc.contains(159) && !dc.contains(192));
-        for start in [0, 31, 32, 999] {
+        for start in [None, Some(0), Some(31), Some(32), Some(999)] {
             let o = order(dc, &set(&[161, 0, 500]), &none, None, start);
             assert_eq!(o.len(), 31);
             assert!(o.iter().all(|&n| {
@@ -194,15 +201,16 @@ mod tests {
                 id.datacenter() == 5 && id.worker() != 1
             }));
         }
-        assert!(order(dc, &dc.ordinals().collect(), &none, Some(170), 3).is_empty());
+        assert!(order(dc, &dc.ordinals().collect(), &none, Some(170), None).is_empty());
         assert_eq!(Pool::new(Some(31)).ordinals().last(), Some(1023));
         assert_eq!(Pool::ALL.len(), 1024);
     }
 
-    /// N sessions that scan at once and each claim by `order`, looking again
-    /// after a lost race, in rounds (a transaction of each session per
-    /// round; the first of a round's same picks wins): far fewer than the
-    /// N²/2 transactions of lowest-first.
+    /// N sessions that scan at once and each claim by `order`, lowest first,
+    /// then looking again from a random start after a lost race, in rounds
+    /// (a transaction of each session per round; the first of a round's
+    /// same picks wins): far fewer than the N²/2 transactions of lowest
+    /// first alone.
     #[test]
     fn n_sessions_starting_together_need_about_n_transactions() {
         let none = HashSet::new();
@@ -211,11 +219,16 @@ mod tests {
             let mut taken = HashSet::new();
             let mut waiting: Vec<Spread> = (0..n).map(|i| Spread::new(i64::from(i))).collect();
             let mut txns = 0usize;
+            let mut first = true;
             while !waiting.is_empty() {
                 let picks: Vec<u16> = waiting
                     .iter_mut()
-                    .map(|s| order(pool, &taken, &none, None, s.next_start())[0])
+                    .map(|s| {
+                        let start = (!first).then(|| s.next_start());
+                        order(pool, &taken, &none, None, start)[0]
+                    })
                     .collect();
+                first = false;
                 txns += picks.len();
                 let mut left = Vec::new();
                 for (spread, pick) in waiting.into_iter().zip(picks) {

@@ -24,11 +24,11 @@
 //! # How it stays safe
 //!
 //! 1. **Claim.** The session grants a lease and creates
-//!    `<prefix>/identities/<dc>/<worker>` bound to it, only if absent (a
-//!    free one of the 1024, or of the 32 workers of one datacenter with
-//!    [`EtcdConfig::datacenter`], from a random start so that instances
-//!    starting together do not race for the same key; its previous one
-//!    first when it claims again).
+//!    `<prefix>/identities/<dc>/<worker>` bound to it, only if absent (the
+//!    first free of the 1024, or of the 32 workers of one datacenter with
+//!    [`EtcdConfig::datacenter`]; its previous one first when it claims
+//!    again; after a lost race, a random one, so that instances starting
+//!    together do not all race for the same key).
 //! 2. **Start above the mark.** `<prefix>/reserved/<dc>/<worker>`, outliving
 //!    every lease, holds the identity's "reserved until" milliseconds; the
 //!    generator never issues at or below it, and raises it (only while its

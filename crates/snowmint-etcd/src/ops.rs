@@ -214,10 +214,10 @@ pub(crate) async fn scan(
 
 /// Claims a free identity of `wanted` for `lease`, in the order of
 /// [`claim::order`](crate::claim::order): one transaction creates the
-/// first candidate's key only if it is absent; a transaction that lost the
-/// race scans again (the view it chose from is stale) and tries from a new
-/// random start. `taken` is a scan already made, if any (else one is made
-/// first).
+/// first candidate's key (its previous identity, else the lowest free)
+/// only if it is absent; a transaction that lost the race scans again (the
+/// view it chose from is stale) and tries from a random start. `taken` is
+/// a scan already made, if any (else one is made first).
 pub(crate) async fn claim(
     client: &mut Client,
     keys: &Keys,
@@ -233,7 +233,7 @@ pub(crate) async fn claim(
     // Each lost race is another instance's win, so the pool fills within
     // its size in rounds; the bound only stops a pool that churns forever
     // (keys expiring as fast as they are taken), which then waits as full.
-    for _ in 0..=wanted.pool.len() {
+    for round in 0..=wanted.pool.len() {
         let seen = match taken.take() {
             Some(seen) => seen,
             None => scan(client, keys, wanted.pool, after).await?,
@@ -243,7 +243,7 @@ pub(crate) async fn claim(
             &seen,
             wanted.avoid,
             wanted.prefer,
-            spread.next_start(),
+            (round > 0).then(|| spread.next_start()),
         );
         let Some(&n) = order.first() else {
             break;

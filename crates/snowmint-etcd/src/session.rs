@@ -227,7 +227,7 @@ impl Session {
         // Look before leasing: while every identity of the pool is held, a
         // retry costs etcd this one read, and no lease.
         let taken = ops::scan(conn.client().await?, &self.keys, pool, t).await?;
-        if claim::order(pool, &taken, avoid, prefer, 0).is_empty() {
+        if claim::order(pool, &taken, avoid, prefer, None).is_empty() {
             return Err(self.all_taken());
         }
         let granted = ops::grant(conn.client().await?, self.timing.ttl, t).await?;

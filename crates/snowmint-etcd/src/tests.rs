@@ -51,17 +51,27 @@ async fn claims_are_exclusive_and_marks_are_guarded_by_the_lease() {
     let b = ops::grant(&mut client, Duration::from_secs(30), T)
         .await
         .unwrap();
-    // The preferred identity when it is free; another free one else.
-    let ia = claim(&mut client, &keys, a.id, "a", Some(0)).await;
-    let ib = claim(&mut client, &keys, b.id, "b", None).await.unwrap();
-    assert_eq!(ia, Some(0));
-    assert_ne!(ib, 0);
+    let ia = claim(&mut client, &keys, a.id, "a", None).await;
+    let ib = claim(&mut client, &keys, b.id, "b", None).await;
+    assert_eq!(
+        (ia, ib),
+        (Some(0), Some(1)),
+        "first free identities in order"
+    );
     // Preferring a taken identity does not steal it.
     let c = ops::grant(&mut client, Duration::from_secs(30), T)
         .await
         .unwrap();
-    let ic = claim(&mut client, &keys, c.id, "c", Some(0)).await.unwrap();
-    assert!(ic != 0 && ic != ib, "{ic}");
+    let ic = claim(&mut client, &keys, c.id, "c", Some(0)).await;
+    assert_eq!(ic, Some(2));
+    // A free preferred identity comes before the lowest free one.
+    let e = ops::grant(&mut client, Duration::from_secs(30), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        claim(&mut client, &keys, e.id, "e", Some(700)).await,
+        Some(700)
+    );
 
     // Marks: absent, then written, raised, never lowered; each write from
     // what the previous one returned, or from nothing.
