@@ -9,12 +9,15 @@ use snowmint_etcd::{EtcdConfig, LeaseState};
 use crate::Config;
 use crate::metrics::{counter, gauge};
 
-/// The lease settings of `config`: endpoints, prefix, lease TTL, and TLS
-/// (CA, client certificate).
+/// The lease settings of `config`: endpoints, prefix, lease TTL, the
+/// datacenter it is scoped to, and TLS (CA, client certificate).
 pub fn config_of(config: &Config) -> EtcdConfig {
     let mut etcd = EtcdConfig::new(config.etcd_endpoints.iter().cloned())
         .prefix(config.etcd_prefix.clone())
         .lease_ttl(config.lease_ttl);
+    if let Some(dc) = config.etcd_datacenter {
+        etcd = etcd.datacenter(dc);
+    }
     if let Some(ca) = &config.etcd_ca {
         etcd = etcd.ca_cert(ca);
     }

@@ -117,6 +117,10 @@ pub struct Config {
     pub lease_ttl: Duration,
     /// Key prefix of the identities in etcd (several clusters can share one etcd).
     pub etcd_prefix: String,
+    /// With `etcd_endpoints`: lease only the workers of this datacenter
+    /// (`--datacenter` with `--etcd`; one etcd cluster per region, each
+    /// region its own datacenter); `None`: any of the 1024 identities.
+    pub etcd_datacenter: Option<u8>,
     /// Connection limit and timeouts.
     pub limits: Limits,
     /// Most IDs per second one client IP may mint; `None`: no quota.
@@ -152,6 +156,7 @@ impl Default for Config {
             etcd_endpoints: Vec::new(),
             lease_ttl: DEFAULT_LEASE_TTL,
             etcd_prefix: DEFAULT_ETCD_PREFIX.to_owned(),
+            etcd_datacenter: None,
             limits: Limits::default(),
             client_quota: None,
             worker_from_hostname: false,
@@ -669,10 +674,14 @@ fn announce(config: &Config, listener: &TcpListener, admin: Option<&TcpListener>
     let addr = listener.local_addr().unwrap_or(config.listen);
     match (config.identity_source(), minter.identity()) {
         (IdentitySource::Etcd, _) => eprintln!(
-            "snowmint: serving the explorer on {scheme}://{addr}/ (identity leased from etcd {} under {}, lease TTL {} s)",
+            "snowmint: serving the explorer on {scheme}://{addr}/ (identity leased from etcd {} under {}, lease TTL {} s{})",
             config.etcd_endpoints.join(","),
             config.etcd_prefix,
-            config.lease_ttl.as_secs()
+            config.lease_ttl.as_secs(),
+            config
+                .etcd_datacenter
+                .map(|dc| format!(", workers of datacenter {dc}"))
+                .unwrap_or_default()
         ),
         (_, identity) => eprintln!(
             "snowmint: serving the explorer on {scheme}://{addr}/ ({}, state in {})",
