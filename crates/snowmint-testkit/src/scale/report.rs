@@ -33,13 +33,11 @@ fn nice(max: f64) -> f64 {
         .unwrap_or(10.0 * step)
 }
 
-/// One chart: `series` (name, colour, value of a sample) over time.
-fn chart(
-    title: &str,
-    samples: &[Sample],
-    phases: &[Phase],
-    series: &[(&str, &str, fn(&Sample) -> f64)],
-) -> String {
+/// One line of a chart: its name, its colour, and its value in a sample.
+type Series<'a> = (&'a str, &'a str, fn(&Sample) -> f64);
+
+/// One chart: `series` over time.
+fn chart(title: &str, samples: &[Sample], phases: &[Phase], series: &[Series<'_>]) -> String {
     let t_max = samples.last().map_or(1.0, |s| s.t).max(1.0);
     let y_max = nice(
         samples

@@ -142,7 +142,7 @@ impl Fleet {
 
 /// The lease settings of generator `i`: members 0 and 1, rotated.
 fn config_for(urls: &[String], i: usize, ttl: u64) -> EtcdConfig {
-    let endpoints = if i % 2 == 0 {
+    let endpoints = if i.is_multiple_of(2) {
         [urls[0].clone(), urls[1].clone()]
     } else {
         [urls[1].clone(), urls[0].clone()]
@@ -597,7 +597,7 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
         "identities": n,
         "claimed": claimed,
         "claim_all_s": claim_all_s.map(round3),
-        "claim_txns": claim_txns,
+        "claim_txns": claim_txns.round() as u64,
         "etcd_requests_per_s_steady": round3(etcd_requests_per_s_steady),
         "waiter_etcd_requests_per_s": round3(waiter_etcd_requests_per_s),
         "storm_killed": storm_killed,
