@@ -20,14 +20,17 @@ pub struct ServeArgs {
         value_name = "ADDR"
     )]
     pub listen: SocketAddr,
-    /// Static identity: datacenter ID (0-31).
-    #[arg(long, env = "SNOWMINT_DATACENTER", default_value_t = 0, value_name = "N",
+    /// Static identity: datacenter ID (0-31) [default: 0]. With --etcd:
+    /// lease only the 32 workers of this datacenter (one etcd cluster per
+    /// region, each region its own datacenter) [default: any of the 1024].
+    #[arg(long, env = "SNOWMINT_DATACENTER", value_name = "N",
           allow_negative_numbers = true, value_parser = datacenter)]
-    pub datacenter: u8,
-    /// Static identity: worker ID (0-31).
-    #[arg(long, env = "SNOWMINT_WORKER", default_value_t = 0, value_name = "N",
+    pub datacenter: Option<u8>,
+    /// Static identity: worker ID (0-31) [default: 0]. Not with --etcd,
+    /// which leases the worker.
+    #[arg(long, env = "SNOWMINT_WORKER", value_name = "N",
           allow_negative_numbers = true, value_parser = worker)]
-    pub worker: u8,
+    pub worker: Option<u8>,
     /// Lease the identity from etcd instead (needs the `etcd` feature).
     #[arg(
         long,
@@ -221,7 +224,14 @@ fn identity_field(field: snowmint::Field, input: &str) -> Result<u8, snowmint::E
 }
 
 impl ServeArgs {
-    fn config(&self) -> Config {
+    fn config(&self) -> Result<Config, CliError> {
+        let leased = self.etcd.iter().any(|e| !e.is_empty());
+        if let (true, Some(worker)) = (leased, self.worker) {
+            return Err(CliError::Usage(format!(
+                "worker cannot be set with --etcd, got {worker}: the worker is leased from \
+                 etcd (--datacenter N leases only workers of datacenter N)"
+            )));
+        }
         let mut config = Config::default();
         config.listen = self.listen;
         config.admin_listen = self.admin_listen;
@@ -232,8 +242,12 @@ impl ServeArgs {
             .filter(|o| !o.is_empty())
             .cloned()
             .collect();
-        config.identity = snowmint::Identity::new(self.datacenter.into(), self.worker.into())
-            .expect("both flags are checked by the core's field ranges");
+        config.identity = snowmint::Identity::new(
+            self.datacenter.unwrap_or(0).into(),
+            self.worker.unwrap_or(0).into(),
+        )
+        .expect("both flags are checked by the core's field ranges");
+        config.etcd_datacenter = self.datacenter.filter(|_| leased);
         config.etcd_endpoints = self
             .etcd
             .iter()
@@ -270,7 +284,7 @@ impl ServeArgs {
             .as_ref()
             .zip(self.etcd_key.as_ref())
             .map(|(cert, key)| snowmint_server::TlsFiles::new(cert, key));
-        config
+        Ok(config)
     }
 }
 
@@ -281,7 +295,7 @@ impl ServeArgs {
 /// queued before the process exits; with `--log-format json` an error that
 /// ends the run is one more JSON line, not an `error:` one.
 pub fn run_cli(args: ServeArgs) -> Result<(), CliError> {
-    let config = args.config();
+    let config = args.config()?;
     let mut options = snowmint_server::LogOptions::default();
     options.format = config.log_format;
     options.buffered_lines = usize::try_from(args.log_buffer_lines).unwrap_or(usize::MAX);

@@ -63,6 +63,8 @@ pub struct EtcdConfig {
     pub(crate) lease_ttl: Duration,
     pub(crate) holder: String,
     pub(crate) generator: GeneratorFactory,
+    /// `--datacenter` with `--etcd`: lease only workers of this datacenter.
+    pub(crate) datacenter: Option<u8>,
     /// `--etcd-ca`: the CA etcd's certificate must chain to.
     ca: Option<PathBuf>,
     /// `--etcd-cert`, `--etcd-key`: this client's certificate and key.
@@ -80,6 +82,7 @@ impl fmt::Debug for EtcdConfig {
             .field("prefix", &self.prefix)
             .field("lease_ttl", &self.lease_ttl)
             .field("holder", &self.holder)
+            .field("datacenter", &self.datacenter)
             .field("ca", &self.ca)
             .field("client", &self.client)
             .finish_non_exhaustive()
@@ -102,6 +105,7 @@ impl EtcdConfig {
             lease_ttl: DEFAULT_LEASE_TTL,
             holder: default_holder(),
             generator: Arc::new(default_generator),
+            datacenter: None,
             ca: None,
             client: None,
             confirm_renewals: true,
@@ -143,6 +147,35 @@ impl EtcdConfig {
     pub fn prefix(mut self, prefix: impl Into<String>) -> EtcdConfig {
         self.prefix = prefix.into();
         self
+    }
+
+    /// Lease only the 32 workers of `datacenter` (0..=31, checked by
+    /// [`validate`](EtcdConfig::validate)) instead of any of the 1024
+    /// identities: one etcd cluster per region, each region its own
+    /// datacenter, and no two regions ever share an identity. When all 32
+    /// are held the session waits (not ready) until one is freed.
+    ///
+    /// ```
+    /// use snowmint_etcd::EtcdConfig;
+    ///
+    /// let config = EtcdConfig::new(["http://127.0.0.1:2379"]).datacenter(5);
+    /// assert_eq!(config.datacenter_scope(), Some(5));
+    /// assert_eq!(config.validate(), Ok(()));
+    /// assert_eq!(
+    ///     config.datacenter(32).validate().unwrap_err().to_string(),
+    ///     "datacenter must be 0..=31, got 32"
+    /// );
+    /// ```
+    #[must_use]
+    pub fn datacenter(mut self, datacenter: u8) -> EtcdConfig {
+        self.datacenter = Some(datacenter);
+        self
+    }
+
+    /// The datacenter whose workers are leased, if scoped to one
+    /// ([`datacenter`](EtcdConfig::datacenter)); `None`: any of the 1024.
+    pub fn datacenter_scope(&self) -> Option<u8> {
+        self.datacenter
     }
 
     /// What the identity key says about its holder, for operators reading
@@ -218,6 +251,9 @@ impl EtcdConfig {
             return Err(ConfigError::LeaseTtl {
                 got: self.lease_ttl,
             });
+        }
+        if let Some(dc) = self.datacenter {
+            Identity::new(dc.into(), 0).map_err(ConfigError::Datacenter)?;
         }
         if !self.prefix.starts_with('/') || self.prefix.chars().any(char::is_whitespace) {
             return Err(ConfigError::Prefix {
@@ -364,6 +400,9 @@ pub enum ConfigError {
         /// The TTL asked for.
         got: Duration,
     },
+    /// A datacenter outside 0..=31 (the core's message).
+    #[error("{0}")]
+    Datacenter(snowmint::Error),
     /// Not starting with `/`, or with spaces.
     #[error("etcd-prefix must start with '/' and contain no spaces, got {got:?}")]
     Prefix {

@@ -28,14 +28,14 @@ pub enum EtcdError {
         /// How long it waited.
         after: Duration,
     },
-    /// Every one of the 1024 identities is held by a live lease.
-    #[error(
-        "all 1024 worker identities under {prefix}/identities/ are held by other instances; \
-         stop one, or give this cluster its own --etcd-prefix"
-    )]
+    /// Every identity this session may claim (all 1024, or the 32 workers
+    /// of its datacenter) is held by a live lease.
+    #[error("{}", all_taken(prefix, *datacenter))]
     AllTaken {
         /// The key prefix.
         prefix: String,
+        /// The datacenter the session is scoped to, if any.
+        datacenter: Option<u8>,
     },
     /// The lease is gone (expired or revoked) on the server.
     #[error("etcd lease {lease:x} has expired or was revoked")]
@@ -108,6 +108,19 @@ pub enum EtcdError {
         /// The operating system's error.
         source: std::io::Error,
     },
+}
+
+fn all_taken(prefix: &str, datacenter: Option<u8>) -> String {
+    match datacenter {
+        None => format!(
+            "all 1024 worker identities under {prefix}/identities/ are held by other instances; \
+             stop one, or give this cluster its own --etcd-prefix"
+        ),
+        Some(dc) => format!(
+            "all 32 worker identities of datacenter {dc} (under {prefix}/identities/{dc}/) \
+             are held by other instances; stop one, or run more in another datacenter"
+        ),
+    }
 }
 
 impl EtcdError {

@@ -7,6 +7,8 @@
 
 use snowmint::Identity;
 
+use crate::claim::Pool;
+
 /// Key names under one prefix (one snowmint cluster).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keys {
@@ -30,6 +32,15 @@ impl Keys {
     /// The prefix all identity keys share, ending in `/`.
     pub fn identities(&self) -> String {
         format!("{}/identities/", self.prefix)
+    }
+
+    /// The prefix of the identity keys of `pool`, ending in `/`: all of
+    /// them, or one datacenter's (`<prefix>/identities/5/`).
+    pub(crate) fn identities_in(&self, pool: Pool) -> String {
+        match pool.datacenter() {
+            Some(dc) => format!("{}/identities/{dc}/", self.prefix),
+            None => self.identities(),
+        }
     }
 
     /// The key that says who holds identity number `n`.
@@ -67,8 +78,9 @@ impl Keys {
     }
 }
 
-/// Every identity number, in claim order.
-pub(crate) fn all_identities() -> impl Iterator<Item = u16> {
+/// Every identity number, in ordinal order.
+#[cfg(test)]
+fn all_identities() -> impl Iterator<Item = u16> {
     Identity::all().map(Identity::ordinal)
 }
 
@@ -83,7 +95,20 @@ mod tests {
         assert_eq!(keys.reserved(1023), "/snowmint/reserved/31/31");
         for n in all_identities() {
             assert_eq!(keys.parse_identity(keys.identity(n).as_bytes()), Some(n));
+            // Scoped to its datacenter, the key is under that datacenter's prefix only.
+            let dc = (n / 32) as u8;
+            assert!(
+                keys.identity(n)
+                    .starts_with(&keys.identities_in(Pool::new(Some(dc))))
+            );
+            let other = Pool::new(Some((dc + 1) % 32));
+            assert!(!keys.identity(n).starts_with(&keys.identities_in(other)));
         }
+        assert_eq!(keys.identities_in(Pool::ALL), "/snowmint/identities/");
+        assert_eq!(
+            keys.identities_in(Pool::new(Some(1))),
+            "/snowmint/identities/1/"
+        );
         for stranger in [
             "/snowmint/identities/32/0",
             "/snowmint/identities/01/1",

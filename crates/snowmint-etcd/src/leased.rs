@@ -49,6 +49,8 @@ pub struct LeasedGenerator {
     task: Mutex<Option<JoinHandle<()>>>,
     /// The session's runtime; dropped (without blocking) with the handle.
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
+    /// The datacenter it leases within, if scoped to one.
+    datacenter: Option<u8>,
     /// How long a graceful stop may take: the revoke tries each endpoint,
     /// a connect and a request timeout each.
     stop_within: Duration,
@@ -90,6 +92,7 @@ impl LeasedGenerator {
         let (installed_tx, installed) = watch::channel(0);
         let conn = Conn::new(&config.endpoints, tls, timing.request);
         let endpoints = u32::try_from(conn.len()).unwrap_or(u32::MAX).min(64);
+        let datacenter = config.datacenter;
         let session = Session {
             config,
             keys,
@@ -120,6 +123,7 @@ impl LeasedGenerator {
             shutdown,
             task: Mutex::new(Some(task)),
             runtime: Mutex::new(Some(runtime)),
+            datacenter,
             stop_within: timing.request * (2 * endpoints + 1),
         })
     }
@@ -184,6 +188,19 @@ impl LeasedGenerator {
     /// [`ready`]: LeasedGenerator::ready
     pub fn ready_identity(&self) -> Option<Identity> {
         self.holder.ready_identity()
+    }
+
+    /// The datacenter whose workers it leases
+    /// ([`EtcdConfig::datacenter`]), if scoped to one.
+    pub fn datacenter_scope(&self) -> Option<u8> {
+        self.datacenter
+    }
+
+    /// Whether it is waiting because every identity it may claim is held
+    /// by others (all 1024, or its datacenter's 32): not ready until one is
+    /// freed.
+    pub fn all_taken(&self) -> bool {
+        self.metrics().state == LeaseState::AllTaken
     }
 
     /// The current identity's generator, if any: for its metrics, or to

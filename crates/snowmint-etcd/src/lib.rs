@@ -25,7 +25,10 @@
 //!
 //! 1. **Claim.** The session grants a lease and creates
 //!    `<prefix>/identities/<dc>/<worker>` bound to it, only if absent (the
-//!    first free of the 1024; its previous one first when it claims again).
+//!    first free of the 1024, or of the 32 workers of one datacenter with
+//!    [`EtcdConfig::datacenter`]; its previous one first when it claims
+//!    again; after a lost race, a random one, so that instances starting
+//!    together do not all race for the same key).
 //! 2. **Start above the mark.** `<prefix>/reserved/<dc>/<worker>`, outliving
 //!    every lease, holds the identity's "reserved until" milliseconds; the
 //!    generator never issues at or below it, and raises it (only while its
@@ -48,7 +51,8 @@
 //!   metrics, shutdown.
 //! - `holder.rs`: the fenced slot the session fills and every mint goes
 //!   through; [`Fence`] (`fence.rs`) is its deadline.
-//! - `session.rs`: claim, keep-alive, fence, re-claim, revoke;
+//! - `session.rs`: claim, keep-alive, fence, re-claim, revoke; `claim.rs`:
+//!   which identities a session may claim and in which order;
 //!   `renewal.rs`: when a keep-alive counts (confirmed by raft term, for
 //!   etcd issue 15247); `versions.rs`: each endpoint's etcd version.
 //! - `ops.rs`: each etcd request, bounded by a timeout; [`Keys`]
@@ -60,6 +64,7 @@
 #![deny(missing_docs)]
 
 mod bridge;
+mod claim;
 mod config;
 mod error;
 mod fence;

@@ -13,8 +13,9 @@ use etcd_client::{
 
 use snowmint::{MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS};
 
+use crate::claim::{self, Pool, Spread};
 use crate::error::EtcdError;
-use crate::keys::{Keys, all_identities};
+use crate::keys::Keys;
 use crate::renewal::Confirmation;
 
 /// Runs one etcd request with a deadline.
@@ -179,27 +180,37 @@ pub(crate) async fn revoke(
     Ok(())
 }
 
-/// Claims the first free identity for `lease`: one range read of the
-/// identity keys picks the candidates, then one transaction per candidate
-/// creates its key only if it is absent. `prefer` is tried first (a holder
-/// that lost its lease gets its old identity back if it is still free);
-/// identities in `avoid` are never tried.
-///
-/// `Ok(None)`: every identity is held.
-pub(crate) async fn claim(
+/// What a claim may take: identities of `pool`, `prefer` first (a holder
+/// that lost its lease gets its old identity back if it is still free),
+/// never one in `avoid`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Wanted<'a> {
+    pub pool: Pool,
+    pub prefer: Option<u16>,
+    pub avoid: &'a HashSet<u16>,
+}
+
+/// How a claim went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Claimed {
+    /// The identity number claimed; `None`: every one of the pool is held.
+    pub identity: Option<u16>,
+    /// Claim transactions sent (one per try).
+    pub txns: u32,
+}
+
+/// The identities of `pool` held now (one keys-only range read).
+pub(crate) async fn scan(
     client: &mut Client,
     keys: &Keys,
-    lease: i64,
-    holder: &str,
-    prefer: Option<u16>,
-    avoid: &HashSet<u16>,
+    pool: Pool,
     after: Duration,
-) -> Result<Option<u16>, EtcdError> {
-    let taken: HashSet<u16> = timed(
+) -> Result<HashSet<u16>, EtcdError> {
+    Ok(timed(
         "identity scan",
         after,
         client.get(
-            keys.identities(),
+            keys.identities_in(pool),
             Some(GetOptions::new().with_prefix().with_keys_only()),
         ),
     )
@@ -207,12 +218,46 @@ pub(crate) async fn claim(
     .kvs()
     .iter()
     .filter_map(|kv| keys.parse_identity(kv.key()))
-    .collect();
-    let candidates = prefer
-        .into_iter()
-        .chain(all_identities())
-        .filter(|n| !taken.contains(n) && !avoid.contains(n));
-    for n in candidates {
+    .filter(|&n| pool.contains(n))
+    .collect())
+}
+
+/// Claims a free identity of `wanted` for `lease`, in the order of
+/// [`claim::order`](crate::claim::order): one transaction creates the
+/// first candidate's key (its previous identity, else the lowest free)
+/// only if it is absent; a transaction that lost the race scans again (the
+/// view it chose from is stale) and tries from a random start. `taken` is
+/// a scan already made, if any (else one is made first).
+pub(crate) async fn claim(
+    client: &mut Client,
+    keys: &Keys,
+    lease: i64,
+    holder: &str,
+    wanted: Wanted<'_>,
+    taken: Option<HashSet<u16>>,
+    after: Duration,
+) -> Result<Claimed, EtcdError> {
+    let mut spread = Spread::new(lease);
+    let mut taken = taken;
+    let mut txns = 0;
+    // Each lost race is another instance's win, so the pool fills within
+    // its size in rounds; the bound only stops a pool that churns forever
+    // (keys expiring as fast as they are taken), which then waits as full.
+    for round in 0..=wanted.pool.len() {
+        let seen = match taken.take() {
+            Some(seen) => seen,
+            None => scan(client, keys, wanted.pool, after).await?,
+        };
+        let order = claim::order(
+            wanted.pool,
+            &seen,
+            wanted.avoid,
+            wanted.prefer,
+            (round > 0).then(|| spread.next_start()),
+        );
+        let Some(&n) = order.first() else {
+            break;
+        };
         let key = keys.identity(n);
         let txn = Txn::new()
             .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
@@ -221,15 +266,22 @@ pub(crate) async fn claim(
                 holder,
                 Some(PutOptions::new().with_lease(lease)),
             )]);
+        txns += 1;
         if timed("identity claim", after, client.txn(txn))
             .await?
             .succeeded()
         {
-            return Ok(Some(n));
+            return Ok(Claimed {
+                identity: Some(n),
+                txns,
+            });
         }
-        // Someone else created it since the scan: try the next one.
+        // Someone else created it since the scan: look again.
     }
-    Ok(None)
+    Ok(Claimed {
+        identity: None,
+        txns,
+    })
 }
 
 /// Whether identity `n`'s key is still bound to `lease`, read

@@ -9,15 +9,21 @@ use snowmint::Generator;
 use tokio::sync::{Notify, watch};
 
 use crate::bridge::Bridge;
+use crate::claim::{self, Pool};
 use crate::config::{EtcdConfig, fence_margin};
 use crate::error::EtcdError;
 use crate::holder::Holder;
 use crate::keys::Keys;
-use crate::ops::{self, Conn, Granted};
+use crate::ops::{self, Claimed, Conn, Granted, Wanted};
 use crate::renewal::{self, Stream, Verdict};
 use crate::status::{LeaseState, SharedStatus, update};
 use crate::store::EtcdStore;
 use crate::{Fence, Identity};
+
+/// The first wait, and the longest, between two looks for a free identity
+/// while every one of the pool is held (with +-25 % jitter, doubling).
+const FULL_WAIT_MIN: Duration = Duration::from_millis(1500);
+const FULL_WAIT_MAX: Duration = Duration::from_secs(10);
 
 /// Pause before retrying a failed renewal.
 const RETRY_AFTER_FAILURE: Duration = Duration::from_millis(200);
@@ -152,6 +158,9 @@ impl Session {
     /// Connects, claims, holds; forever (until cancelled by shutdown).
     async fn lifecycle(&self) {
         let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
+        // Waiting for a free identity: one scan per wait, 1.5 s apart at
+        // first, then further: under one request a second on average.
+        let mut waiting = Backoff::new(FULL_WAIT_MIN, FULL_WAIT_MAX);
         let mut prefer = None;
         // Identities whose reservation mark is damaged: never claimed again
         // by this process (an operator has to look at them).
@@ -162,10 +171,13 @@ impl Session {
                 .claim_and_hold(&mut conn, prefer, &mut avoid, &mut backoff)
                 .await
             {
-                Ok(held) => prefer = Some(held),
+                Ok(held) => {
+                    prefer = Some(held);
+                    waiting.reset();
+                }
                 Err(e) => {
                     if matches!(e, EtcdError::AllTaken { .. }) {
-                        let wait = backoff.step().max(self.timing.ttl);
+                        let wait = waiting.step();
                         tracing::error!(error = %e, retry_in_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX), "no worker identity free; not ready");
                         update(&self.status, |s| {
                             s.state = LeaseState::AllTaken;
@@ -173,6 +185,7 @@ impl Session {
                         });
                         tokio::time::sleep(wait).await;
                     } else {
+                        waiting.reset();
                         if e.is_transport() {
                             conn.failed();
                         }
@@ -180,6 +193,13 @@ impl Session {
                     }
                 }
             }
+        }
+    }
+
+    fn all_taken(&self) -> EtcdError {
+        EtcdError::AllTaken {
+            prefix: self.keys.prefix().to_owned(),
+            datacenter: self.config.datacenter,
         }
     }
 
@@ -205,6 +225,18 @@ impl Session {
         backoff: &mut Backoff,
     ) -> Result<u16, EtcdError> {
         let t = self.timing.request;
+        let pool = Pool::new(self.config.datacenter);
+        let wanted = Wanted {
+            pool,
+            prefer,
+            avoid,
+        };
+        // Look before leasing: while every identity of the pool is held, a
+        // retry costs etcd this one read, and no lease.
+        let taken = ops::scan(conn.client().await?, &self.keys, pool, t).await?;
+        if claim::order(pool, &taken, avoid, prefer, None).is_empty() {
+            return Err(self.all_taken());
+        }
         let granted = ops::grant(conn.client().await?, self.timing.ttl, t).await?;
         *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(granted.id);
         update(&self.status, |s| {
@@ -219,8 +251,8 @@ impl Session {
                     &self.keys,
                     granted.id,
                     &self.config.holder,
-                    prefer,
-                    avoid,
+                    wanted,
+                    Some(taken),
                     t,
                 )
                 .await
@@ -228,12 +260,12 @@ impl Session {
             Err(e) => Err(e),
         };
         let n = match claimed {
-            Ok(Some(n)) => n,
+            Ok(Claimed {
+                identity: Some(n), ..
+            }) => n,
             other => {
                 self.give_up(conn, granted.id).await;
-                return Err(other.err().unwrap_or(EtcdError::AllTaken {
-                    prefix: self.keys.prefix().to_owned(),
-                }));
+                return Err(other.err().unwrap_or_else(|| self.all_taken()));
             }
         };
         let identity = Identity::from_ordinal(n.into()).expect("claims return 0..=1023");
@@ -484,6 +516,25 @@ mod tests {
             let timing = Timing::new(ttl);
             assert!(timing.renew_every * 3 <= ttl - margin, "{secs}");
             assert!(timing.request <= timing.renew_every);
+        }
+    }
+
+    #[test]
+    fn waiting_for_a_free_identity_costs_under_one_request_a_second() {
+        for _ in 0..100 {
+            let mut b = Backoff::new(FULL_WAIT_MIN, FULL_WAIT_MAX);
+            let mut elapsed = Duration::ZERO;
+            // One scan at the start, then one after each wait.
+            for scans in 2..200u32 {
+                elapsed += b.step();
+                if scans > 2 {
+                    assert!(
+                        f64::from(scans) / elapsed.as_secs_f64() < 1.0,
+                        "{scans} scans in {elapsed:?}"
+                    );
+                }
+            }
+            assert!(b.step() <= FULL_WAIT_MAX.mul_f64(1.25));
         }
     }
 

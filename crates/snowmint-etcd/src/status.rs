@@ -14,7 +14,8 @@ pub enum LeaseState {
     Connecting,
     /// Looking for a free identity.
     Claiming,
-    /// All 1024 identities are held by others; retrying with backoff.
+    /// Every identity it may claim (all 1024, or its datacenter's 32) is
+    /// held by others; looking again with backoff.
     AllTaken,
     /// Holding an identity; minting.
     Held,

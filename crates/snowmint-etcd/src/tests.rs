@@ -5,15 +5,35 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::bridge::Bridge;
+use crate::claim::Pool;
 use crate::error::EtcdError;
 use crate::keys::Keys;
-use crate::ops::{self, SeenMark};
+use crate::ops::{self, SeenMark, Wanted};
 use crate::store::EtcdStore;
 
 const T: Duration = Duration::from_secs(3);
 
 /// A mark in the format's range (2023-11-14).
 const M: u64 = 1_700_000_000_000;
+
+/// Claims an identity of any datacenter for `lease`, `prefer` first.
+async fn claim(
+    client: &mut etcd_client::Client,
+    keys: &Keys,
+    lease: i64,
+    holder: &str,
+    prefer: Option<u16>,
+) -> Option<u16> {
+    let wanted = Wanted {
+        pool: Pool::ALL,
+        prefer,
+        avoid: &HashSet::new(),
+    };
+    ops::claim(client, keys, lease, holder, wanted, None, T)
+        .await
+        .unwrap()
+        .identity
+}
 
 #[tokio::test]
 async fn claims_are_exclusive_and_marks_are_guarded_by_the_lease() {
@@ -30,12 +50,8 @@ async fn claims_are_exclusive_and_marks_are_guarded_by_the_lease() {
     let b = ops::grant(&mut client, Duration::from_secs(30), T)
         .await
         .unwrap();
-    let ia = ops::claim(&mut client, &keys, a.id, "a", None, &Default::default(), T)
-        .await
-        .unwrap();
-    let ib = ops::claim(&mut client, &keys, b.id, "b", None, &Default::default(), T)
-        .await
-        .unwrap();
+    let ia = claim(&mut client, &keys, a.id, "a", None).await;
+    let ib = claim(&mut client, &keys, b.id, "b", None).await;
     assert_eq!(
         (ia, ib),
         (Some(0), Some(1)),
@@ -45,18 +61,16 @@ async fn claims_are_exclusive_and_marks_are_guarded_by_the_lease() {
     let c = ops::grant(&mut client, Duration::from_secs(30), T)
         .await
         .unwrap();
-    let ic = ops::claim(
-        &mut client,
-        &keys,
-        c.id,
-        "c",
-        Some(0),
-        &Default::default(),
-        T,
-    )
-    .await
-    .unwrap();
+    let ic = claim(&mut client, &keys, c.id, "c", Some(0)).await;
     assert_eq!(ic, Some(2));
+    // A free preferred identity comes before the lowest free one.
+    let e = ops::grant(&mut client, Duration::from_secs(30), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        claim(&mut client, &keys, e.id, "e", Some(700)).await,
+        Some(700)
+    );
 
     // Marks: absent, then written, raised, never lowered; each write from
     // what the previous one returned, or from nothing.
@@ -115,12 +129,7 @@ async fn claims_are_exclusive_and_marks_are_guarded_by_the_lease() {
     let d = ops::grant(&mut client, Duration::from_secs(30), T)
         .await
         .unwrap();
-    assert_eq!(
-        ops::claim(&mut client, &keys, d.id, "d", None, &Default::default(), T)
-            .await
-            .unwrap(),
-        Some(0)
-    );
+    assert_eq!(claim(&mut client, &keys, d.id, "d", Some(0)).await, Some(0));
     assert_eq!(
         ops::load_mark(&mut client, &keys, 0, T)
             .await
@@ -132,9 +141,7 @@ async fn claims_are_exclusive_and_marks_are_guarded_by_the_lease() {
     // Another prefix is another cluster.
     let other = Keys::new("/other/");
     assert_eq!(
-        ops::claim(&mut client, &other, d.id, "d", None, &Default::default(), T)
-            .await
-            .unwrap(),
+        claim(&mut client, &other, d.id, "d", Some(0)).await,
         Some(0)
     );
 }
@@ -170,36 +177,13 @@ async fn all_identities_taken_is_none() {
         .await
         .unwrap();
     assert_eq!(
-        ops::claim(
-            &mut client,
-            &keys,
-            last.id,
-            "x",
-            None,
-            &Default::default(),
-            T
-        )
-        .await
-        .unwrap(),
+        claim(&mut client, &keys, last.id, "x", None).await,
         Some(1023)
     );
     let none = ops::grant(&mut client, Duration::from_secs(30), T)
         .await
         .unwrap();
-    assert_eq!(
-        ops::claim(
-            &mut client,
-            &keys,
-            none.id,
-            "y",
-            None,
-            &Default::default(),
-            T
-        )
-        .await
-        .unwrap(),
-        None
-    );
+    assert_eq!(claim(&mut client, &keys, none.id, "y", None).await, None);
 }
 
 #[test]
@@ -216,17 +200,7 @@ fn bridge_serves_blocking_callers_inside_and_outside_a_runtime() {
             .await
             .unwrap();
         assert_eq!(
-            ops::claim(
-                &mut client,
-                &keys,
-                lease.id,
-                "z",
-                None,
-                &Default::default(),
-                T
-            )
-            .await
-            .unwrap(),
+            claim(&mut client, &keys, lease.id, "z", Some(0)).await,
             Some(0)
         );
         lease
@@ -289,17 +263,7 @@ async fn hold_identity_0(url: &str, keys: &Keys) -> i64 {
     let lease = ops::grant(&mut client, Duration::from_secs(30), T)
         .await
         .unwrap();
-    let claimed = ops::claim(
-        &mut client,
-        keys,
-        lease.id,
-        "t",
-        None,
-        &Default::default(),
-        T,
-    )
-    .await
-    .unwrap();
+    let claimed = claim(&mut client, keys, lease.id, "t", Some(0)).await;
     assert_eq!(claimed, Some(0));
     lease.id
 }
@@ -477,10 +441,15 @@ fn a_deposed_leaders_keep_alive_moves_the_fence_only_without_the_term_check() {
         for n in 0..2u16 {
             let client = conn.client().await.unwrap();
             let granted = ops::grant(client, ttl, T).await.unwrap();
-            let claimed = ops::claim(client, &keys, granted.id, "t", Some(n), &HashSet::new(), T)
+            let wanted = Wanted {
+                pool: Pool::ALL,
+                prefer: Some(n),
+                avoid: &HashSet::new(),
+            };
+            let claimed = ops::claim(client, &keys, granted.id, "t", wanted, None, T)
                 .await
                 .unwrap();
-            assert_eq!(claimed, Some(n));
+            assert_eq!(claimed.identity, Some(n));
             let answer = renewal::keep_alive(&mut conn, &mut None, granted.id, T)
                 .await
                 .unwrap();
@@ -653,18 +622,15 @@ fn a_deposed_leaders_keep_alive_moves_the_fence_only_without_the_term_check() {
                     );
                 } else {
                     let next = ops::grant(&mut client, ttl, T).await.unwrap();
-                    let claimed = ops::claim(
-                        &mut client,
-                        &keys,
-                        next.id,
-                        "u",
-                        Some(1),
-                        &HashSet::new(),
-                        T,
-                    )
-                    .await
-                    .unwrap();
-                    assert_eq!(claimed, Some(1));
+                    let wanted = Wanted {
+                        pool: Pool::ALL,
+                        prefer: Some(1),
+                        avoid: &HashSet::new(),
+                    };
+                    let claimed = ops::claim(&mut client, &keys, next.id, "u", wanted, None, T)
+                        .await
+                        .unwrap();
+                    assert_eq!(claimed.identity, Some(1));
                     assert!(
                         fence_unchecked.is_open(),
                         "without the check, the old holder's fence is open while another \
@@ -687,4 +653,107 @@ fn not_root() -> bool {
                 .and_then(|l| l.split_whitespace().nth(2).map(|e| e != "0"))
         })
         .unwrap_or(true)
+}
+
+/// Claims for `sessions` leases at once (each on a connection of its own),
+/// scoped to `pool`: what each got and the transactions they sent.
+async fn claim_together(url: &str, keys: &Keys, pool: Pool, sessions: usize) -> Vec<ops::Claimed> {
+    let mut clients = Vec::new();
+    for _ in 0..sessions {
+        let mut client = ops::connect(url, None, T).await.unwrap();
+        let lease = ops::grant(&mut client, Duration::from_secs(60), T)
+            .await
+            .unwrap();
+        clients.push((client, lease.id));
+    }
+    let start = std::sync::Arc::new(tokio::sync::Barrier::new(sessions));
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .map(|(mut client, lease)| {
+            let keys = keys.clone();
+            let start = std::sync::Arc::clone(&start);
+            tokio::spawn(async move {
+                start.wait().await;
+                let wanted = Wanted {
+                    pool,
+                    prefer: None,
+                    avoid: &HashSet::new(),
+                };
+                ops::claim(&mut client, &keys, lease, "together", wanted, None, T)
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut claimed = Vec::new();
+    for task in tasks {
+        claimed.push(task.await.unwrap());
+    }
+    claimed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_starting_together_claim_distinct_identities_in_about_one_txn_each() {
+    let Some(etcd) = snowmint_testkit::etcd::EtcdServer::start() else {
+        return;
+    };
+    let keys = Keys::new("/together");
+    let claimed = claim_together(&etcd.url(), &keys, Pool::ALL, 128).await;
+    let held: HashSet<u16> = claimed.iter().filter_map(|c| c.identity).collect();
+    assert_eq!(held.len(), 128, "every session holds one, none twice");
+    let txns: u32 = claimed.iter().map(|c| c.txns).sum();
+    // Lowest-first would race for the same keys: 128 * 129 / 2 = 8256.
+    assert!(
+        txns <= 3 * 128,
+        "{txns} claim transactions for 128 sessions"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_datacenter_scoped_claim_takes_only_that_datacenters_workers() {
+    let Some(etcd) = snowmint_testkit::etcd::EtcdServer::start() else {
+        return;
+    };
+    let keys = Keys::new("/region");
+    let dc7 = Pool::new(Some(7));
+    // 33 sessions for 32 workers: 32 hold distinct workers of datacenter 7,
+    // one finds it full, though 992 identities of other datacenters are free.
+    let claimed = claim_together(&etcd.url(), &keys, dc7, 33).await;
+    let held: Vec<u16> = claimed.iter().filter_map(|c| c.identity).collect();
+    assert_eq!(held.len(), 32);
+    assert_eq!(held.iter().copied().collect::<HashSet<_>>().len(), 32);
+    for n in &held {
+        let identity = snowmint::Identity::from_ordinal((*n).into()).unwrap();
+        assert_eq!(identity.datacenter(), 7, "{identity}");
+    }
+    let mut client = ops::connect(&etcd.url(), None, T).await.unwrap();
+    assert_eq!(
+        ops::scan(&mut client, &keys, dc7, T).await.unwrap().len(),
+        32
+    );
+    assert!(
+        ops::scan(&mut client, &keys, Pool::new(Some(6)), T)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Another datacenter is untouched: a scoped claim there gets one of its own.
+    let lease = ops::grant(&mut client, Duration::from_secs(60), T)
+        .await
+        .unwrap();
+    let wanted = Wanted {
+        pool: Pool::new(Some(8)),
+        prefer: Some(7 * 32),
+        avoid: &HashSet::new(),
+    };
+    let other = ops::claim(&mut client, &keys, lease.id, "x", wanted, None, T)
+        .await
+        .unwrap()
+        .identity
+        .unwrap();
+    assert_eq!(
+        other / 32,
+        8,
+        "{other}: a preferred identity outside the pool is not taken"
+    );
 }

@@ -44,6 +44,10 @@ pub struct Config {
     pub lease_ttl: Duration,
     /// Key prefix of the identities in etcd (several clusters can share one etcd).
     pub etcd_prefix: String,
+    /// With `etcd_endpoints`: lease only the workers of this datacenter
+    /// (`--datacenter` with `--etcd`; one etcd cluster per region, each
+    /// region its own datacenter); `None`: any of the 1024 identities.
+    pub etcd_datacenter: Option<u8>,
     /// Connection limit and timeouts.
     pub limits: Limits,
     /// Most IDs per second one client IP may mint; `None`: no quota.
@@ -84,6 +88,7 @@ impl Default for Config {
             etcd_endpoints: Vec::new(),
             lease_ttl: DEFAULT_LEASE_TTL,
             etcd_prefix: DEFAULT_ETCD_PREFIX.to_owned(),
+            etcd_datacenter: None,
             limits: Limits::default(),
             client_quota: None,
             worker_from_hostname: false,
@@ -167,13 +172,16 @@ impl Config {
         }
     }
 
-    /// The lease settings: endpoints, prefix, lease TTL, and TLS
-    /// (CA, client certificate).
+    /// The lease settings: endpoints, prefix, lease TTL, the datacenter
+    /// it is scoped to, and TLS (CA, client certificate).
     #[cfg(feature = "etcd")]
     pub(crate) fn etcd_config(&self) -> snowmint_etcd::EtcdConfig {
         let mut etcd = snowmint_etcd::EtcdConfig::new(self.etcd_endpoints.iter().cloned())
             .prefix(self.etcd_prefix.clone())
             .lease_ttl(self.lease_ttl);
+        if let Some(dc) = self.etcd_datacenter {
+            etcd = etcd.datacenter(dc);
+        }
         if let Some(ca) = &self.etcd_ca {
             etcd = etcd.ca_cert(ca);
         }

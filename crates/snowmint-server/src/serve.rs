@@ -189,6 +189,10 @@ fn announce(config: &Config, listener: &TcpListener, admin: Option<&TcpListener>
         (IdentitySource::Etcd, _) => {
             let endpoints = config.etcd_endpoints.join(",");
             let ttl_s = config.lease_ttl.as_secs();
+            let scope = config
+                .etcd_datacenter
+                .map(|dc| format!(", workers of datacenter {dc}"))
+                .unwrap_or_default();
             if json {
                 tracing::info!(
                     target: logs::BANNER_TARGET,
@@ -196,11 +200,12 @@ fn announce(config: &Config, listener: &TcpListener, admin: Option<&TcpListener>
                     etcd = %endpoints,
                     prefix = %config.etcd_prefix,
                     lease_ttl_s = ttl_s,
+                    datacenter = config.etcd_datacenter,
                     "serving the explorer on {url} (identity leased from etcd)"
                 );
             } else {
                 eprintln!(
-                    "snowmint: serving the explorer on {url} (identity leased from etcd {endpoints} under {}, lease TTL {ttl_s} s)",
+                    "snowmint: serving the explorer on {url} (identity leased from etcd {endpoints} under {}, lease TTL {ttl_s} s{scope})",
                     config.etcd_prefix,
                 );
             }

@@ -1,7 +1,9 @@
 //! `snowmint serve --etcd` as real processes against a real etcd: two
 //! instances lease distinct identities; SIGTERM frees one at once; SIGKILL
 //! leaves one held until its lease expires, and the instance that takes it
-//! over issues only above what the killed one issued.
+//! over issues only above what the killed one issued; `--datacenter N`
+//! leases only workers of datacenter N, and `/readyz` says when all 32 are
+//! held.
 //!
 //! Skipped with a printed reason when the `etcd` binary is missing, unless
 //! SNOWMINT_REQUIRE_SERVICES=1.
@@ -198,5 +200,103 @@ fn serve_mints_from_an_etcd_that_wants_client_certificates() {
     assert_eq!(
         refused,
         format!("etcd must be https:// URLs when etcd-ca is set, got {plain}")
+    );
+}
+
+fn etcdctl(etcd: &str, args: &[&str]) -> String {
+    let out = Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .args(["--endpoints", etcd])
+        .args(args)
+        .output()
+        .expect("etcdctl");
+    assert!(out.status.success(), "etcdctl {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn serve_with_a_datacenter_leases_only_its_workers_and_says_when_they_are_all_held() {
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    if Command::new("etcdctl").arg("version").output().is_err() {
+        snowmint_testkit::skip::<()>(
+            "the `etcdctl` binary is not installed (apt-get install etcd-client)",
+        );
+        return;
+    }
+    let url = etcd.url();
+    let scoped = |dc: &str| {
+        Serve::start(
+            &[
+                "--lease-ttl",
+                "2",
+                "--etcd",
+                &url,
+                "--etcd-prefix",
+                "/dc",
+                "--datacenter",
+                dc,
+            ],
+            None,
+        )
+    };
+    let five = scoped("5");
+    assert_eq!(five.wait_ready().0, 5, "leases a worker of datacenter 5");
+    assert!(five.mint(100).iter().all(|id| (id >> 17) & 31 == 5));
+
+    // Every other worker of datacenter 5 held by someone else: the next
+    // instance there answers 503 naming datacenter 5, and waits.
+    let lease = etcdctl(&url, &["lease", "grant", "60"]);
+    let lease = lease
+        .split_whitespace()
+        .nth(1)
+        .expect("lease ID")
+        .to_owned();
+    let own = five.wait_ready().1.to_string();
+    for worker in (0..32).map(|w: u64| w.to_string()).filter(|w| *w != own) {
+        let key = format!("/dc/identities/5/{worker}");
+        etcdctl(&url, &["put", "--lease", &lease, &key, "someone else"]);
+    }
+    let waiting = scoped("5");
+    let start = Instant::now();
+    let readyz = loop {
+        let readyz = waiting.http("GET", "/readyz");
+        if readyz.body.contains("datacenter 5") || start.elapsed() > Duration::from_secs(20) {
+            break readyz;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(readyz.status, 503, "{}", readyz.body);
+    assert_eq!(
+        readyz.json()["error"],
+        "not ready: all 32 worker identities of datacenter 5 are held by other instances; \
+         this instance waits for one to be freed"
+    );
+    // Other datacenters are not full: one there is ready at once.
+    let six = scoped("6");
+    assert_eq!(six.wait_ready().0, 6);
+    // A worker of datacenter 5 is freed: the waiting instance takes it.
+    let freed = if own == "31" { "30" } else { "31" };
+    etcdctl(&url, &["del", &format!("/dc/identities/5/{freed}")]);
+    assert_eq!(waiting.wait_ready(), (5, freed.parse().unwrap()));
+    let mut ids = five.mint(500);
+    ids.extend(waiting.mint(500));
+    ids.extend(six.mint(500));
+    let unique: HashSet<_> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "a duplicate");
+}
+
+#[test]
+fn serve_refuses_a_worker_with_etcd_and_a_datacenter_out_of_range() {
+    let etcd = "http://127.0.0.1:1";
+    assert_eq!(
+        crate::support::bad(&["serve", "--etcd", etcd, "--worker", "3"]),
+        "worker cannot be set with --etcd, got 3: the worker is leased from etcd \
+         (--datacenter N leases only workers of datacenter N)"
+    );
+    assert_eq!(
+        crate::support::bad(&["serve", "--etcd", etcd, "--datacenter", "32"]),
+        "datacenter must be 0..=31, got 32"
     );
 }

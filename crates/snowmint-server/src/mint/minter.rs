@@ -34,6 +34,13 @@ pub use snowmint::{Identity, MAX_BATCH};
 pub enum MintError {
     /// No identity is held (starting up, or the lease was lost).
     NotReady,
+    /// Every identity the lease session may claim is held by other
+    /// instances (all 1024, or the 32 workers of its datacenter); it waits
+    /// for one to be freed.
+    AllTaken {
+        /// The datacenter it is scoped to (`--datacenter` with `--etcd`).
+        datacenter: Option<u8>,
+    },
     /// The identity's fence has closed: its lease may have expired.
     Fenced,
     /// `count` outside `1..=4096`.
@@ -52,6 +59,17 @@ impl MintError {
         match self {
             MintError::NotReady => {
                 "this instance holds no worker identity right now; try again later".to_owned()
+            }
+            MintError::AllTaken {
+                datacenter: Some(dc),
+            } => format!(
+                "all 32 worker identities of datacenter {dc} are held by other instances; \
+                 this instance waits for one to be freed"
+            ),
+            MintError::AllTaken { datacenter: None } => {
+                "all 1024 worker identities are held by other instances; \
+                 this instance waits for one to be freed"
+                    .to_owned()
             }
             MintError::Fenced => "this instance's worker identity lease may have expired; \
                  it issues no IDs until the lease is renewed"
@@ -296,7 +314,14 @@ impl Minter {
                 Ok(*identity)
             }
             #[cfg(feature = "etcd")]
-            Source::Leased(leased) => Ok(leased.ready()?),
+            Source::Leased(leased) => match leased.ready() {
+                Err(snowmint_etcd::MintError::NotHeld) if leased.all_taken() => {
+                    Err(MintError::AllTaken {
+                        datacenter: leased.datacenter_scope(),
+                    })
+                }
+                other => Ok(other?),
+            },
         }
     }
 

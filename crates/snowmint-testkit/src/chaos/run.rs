@@ -36,9 +36,13 @@ pub const GRACE: Duration = Duration::from_secs(60);
 /// How often each instance's `/readyz` is probed.
 pub const PROBE_EVERY: Duration = Duration::from_millis(150);
 
-/// The identity of the static-mode instance (etcd-mode instances claim the
-/// lowest free identities, so they never reach it).
+/// The identity of the static-mode instance (etcd-mode instances lease
+/// workers of datacenter [`ETCD_DATACENTER`] only, so they never reach it).
 pub const STATIC_IDENTITY: (u8, u8) = (31, 31);
+
+/// The datacenter the etcd-mode instances lease their workers in
+/// (`--datacenter` with `--etcd`): any other than the static instance's.
+pub const ETCD_DATACENTER: u8 = 0;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -243,6 +247,8 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
                 "/chaos".to_owned(),
                 "--lease-ttl".to_owned(),
                 config.lease_ttl.to_string(),
+                "--datacenter".to_owned(),
+                ETCD_DATACENTER.to_string(),
             ]);
         }
         let clock = FakeClock::new(

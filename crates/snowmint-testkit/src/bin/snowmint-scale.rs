@@ -1,0 +1,83 @@
+//! `snowmint-scale`: N `LeasedGenerator`s started at once against one
+//! three-member etcd cluster, and what that costs etcd (see
+//! `snowmint_testkit::scale`). Exits 0 only when every bound holds.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use snowmint_testkit::scale::run::{Config, run};
+
+/// The scale run of distributed mode.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// How many generators (and identities) at once.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    identities: u64,
+    /// How many holders the storm kills at once [default: max(100, N / 8), at most N].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    storm: Option<u64>,
+    /// The generators' lease TTL, seconds.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(2..=3600))]
+    lease_ttl: u64,
+    /// Each generator mints a batch this often, ms.
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(100..=60_000))]
+    mint_every_ms: u64,
+    /// IDs per batch.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    batch: u64,
+    /// How long the steady state is measured, seconds.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    steady_seconds: u64,
+    /// How long the waiter (one generator too many) is watched, seconds.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    waiter_seconds: u64,
+    /// The claim fails if not every identity is held within this, seconds.
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    claim_limit_seconds: u64,
+    /// Where summary.json and report.html go.
+    #[arg(long, default_value = "artifacts/scale")]
+    out: PathBuf,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    let identities = args.identities as usize;
+    let config = Config {
+        identities,
+        storm: args
+            .storm
+            .map_or(identities.div_ceil(8).max(100), |s| s as usize)
+            .min(identities),
+        lease_ttl: args.lease_ttl,
+        mint_every: Duration::from_millis(args.mint_every_ms),
+        batch: args.batch as usize,
+        steady: Duration::from_secs(args.steady_seconds),
+        waiter: Duration::from_secs(args.waiter_seconds),
+        claim_limit: Duration::from_secs(args.claim_limit_seconds),
+        out: args.out,
+    };
+    let out = config.out.clone();
+    match run(config).await {
+        Ok(outcome) => {
+            println!("{}", outcome.summary);
+            println!("scale: report in {}/report.html", out.display());
+            if outcome.failures.is_empty() {
+                println!("scale: PASS");
+                ExitCode::SUCCESS
+            } else {
+                for failure in &outcome.failures {
+                    println!("scale: FAIL: {failure}");
+                }
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("scale: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
