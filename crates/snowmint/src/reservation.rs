@@ -69,6 +69,10 @@ pub enum StoreErrorKind {
     /// Another process holds the identity's lock: it is minting as the same
     /// identity from the same state directory.
     InUse,
+    /// The store did not answer within the generator's
+    /// [`store_timeout`](crate::GeneratorBuilder::store_timeout) (or
+    /// answered only after it).
+    Timeout,
     /// Any other failure (a remote store's, a test store's).
     Other,
 }
