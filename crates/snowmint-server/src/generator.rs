@@ -38,6 +38,10 @@ pub enum StaticError {
     /// read or is damaged.
     #[error(transparent)]
     Build(BuildError),
+    /// The thread opening the state directory did not finish (the runtime
+    /// is shutting down).
+    #[error("opening the state directory was interrupted: {0}")]
+    Interrupted(String),
 }
 
 /// A counter (only goes up) or a gauge (a current value).
