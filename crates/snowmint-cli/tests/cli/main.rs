@@ -10,6 +10,8 @@ mod abuse;
 mod compose_decode;
 #[cfg(feature = "etcd")]
 mod etcd_serve;
+#[cfg(target_os = "linux")]
+mod frozen;
 mod hardening;
 mod next;
 mod range;
