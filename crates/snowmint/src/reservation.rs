@@ -723,6 +723,44 @@ mod tests {
         );
     }
 
+    /// A store shared behind an `Arc` or a `Box` is the same store: its
+    /// mark is read (a forwarding `load` that said "no mark" would let a
+    /// restart reissue) and written through.
+    #[test]
+    fn arc_and_box_stores_forward_load_and_store() {
+        let inner = MemoryStore::with_mark(1_700_000_000_000);
+        let shared: Arc<dyn ReservationStore> = Arc::new(inner.clone());
+        let boxed: Box<dyn ReservationStore> = Box::new(inner.clone());
+        assert_eq!(shared.load(), Ok(Some(1_700_000_000_000)));
+        assert_eq!(boxed.load(), Ok(Some(1_700_000_000_000)));
+        shared.store(1_700_000_000_001).unwrap();
+        assert_eq!(inner.mark(), Some(1_700_000_000_001));
+        boxed.store(1_700_000_000_002).unwrap();
+        assert_eq!(inner.mark(), Some(1_700_000_000_002));
+        inner.fail(true);
+        assert!(shared.store(1).is_err() && boxed.store(1).is_err());
+        assert!(shared.load().is_err() && boxed.load().is_err());
+        // And a generator over them starts above the mark.
+        inner.fail(false);
+        let g = crate::Generator::builder(0, 0)
+            .store(Arc::new(inner.clone()))
+            .build()
+            .unwrap();
+        assert!(g.last_issued_ms() >= 1_700_000_000_002);
+        let g = crate::Generator::builder(0, 0)
+            .store(Box::new(inner.clone()) as Box<dyn ReservationStore>)
+            .build()
+            .unwrap();
+        assert!(g.last_issued_ms() >= 1_700_000_000_002);
+    }
+
+    #[test]
+    fn a_bare_file_name_is_in_the_current_directory() {
+        assert_eq!(parent_dir(Path::new("x")), Path::new("."));
+        assert_eq!(parent_dir(Path::new("d/x")), Path::new("d"));
+        assert_eq!(parent_dir(Path::new("/x")), Path::new("/"));
+    }
+
     #[test]
     fn memory_store_fails_on_request() {
         let store = MemoryStore::with_mark(7);
