@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use serde_json::{Value, json};
-use snowmint_server::generator::Generator;
+use snowmint::Generator;
 use snowmint_server::{AppState, Config, Minter, app, static_state};
 use tower::ServiceExt;
 
@@ -1501,9 +1501,9 @@ async fn a_store_that_refuses_writes_from_the_start_is_never_ready() {
     let served = Served::start(AppState::new(Minter::from_generator(generator))).await;
     let client = reqwest::Client::new();
     let base = served.base();
-    // Across several keeper periods (the renewals and probes of an idle
-    // instance), never ready.
-    let until = Instant::now() + snowmint_server::minter::KEEP_EVERY * 3;
+    // For a whole window (four periods of the renewals and probes of an
+    // idle instance), never ready.
+    let until = Instant::now() + Duration::from_millis(snowmint::DEFAULT_RESERVE_WINDOW_MS);
     while Instant::now() < until {
         let response = client.get(format!("{base}/readyz")).send().await.unwrap();
         assert_eq!(response.status(), 503);

@@ -1,0 +1,124 @@
+//! The core generator as the server uses it: re-exports, the static
+//! identity's generator with its reservation file, and how the generator's
+//! counters are exported to Prometheus.
+
+use std::path::Path;
+
+pub use snowmint::{
+    BuildError, FileStore, GenerateError, Generator, GeneratorMetrics, IdRange, Identity,
+    StoreError,
+};
+
+/// Builds the static identity's generator, its reservation kept in a file
+/// under `state_dir` (one file per identity, so two identities never share a
+/// mark). Takes the identity's lock in that directory for as long as the
+/// generator lives: a second process minting as the same identity from the
+/// same directory is refused ([`StoreErrorKind::InUse`](snowmint::StoreErrorKind::InUse)).
+/// The mark left by an earlier run is read here: no ID at or below it is
+/// ever issued, even if the clock was set back meanwhile.
+pub fn static_generator(identity: Identity, state_dir: &Path) -> Result<Generator, StaticError> {
+    let store = FileStore::open(state_dir, identity).map_err(StaticError::Store)?;
+    Generator::builder_for(identity)
+        .store(store)
+        .build()
+        .map_err(StaticError::Build)
+}
+
+/// Why the static generator could not be built. Each message names the
+/// path or the identity concerned.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StaticError {
+    /// The state directory or the identity's lock cannot be had: another
+    /// process mints as this identity from this directory, or the directory
+    /// cannot be created.
+    #[error(transparent)]
+    Store(StoreError),
+    /// Datacenter or worker out of range, or the reservation file cannot be
+    /// read or is damaged.
+    #[error(transparent)]
+    Build(BuildError),
+}
+
+/// A counter (only goes up) or a gauge (a current value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Counter,
+    Gauge,
+}
+
+/// One exported metric: kind, name, help, value.
+pub(crate) type MetricRow = (Kind, &'static str, &'static str, u64);
+
+/// The generator's counters as metrics.
+pub(crate) fn metric_rows(m: &GeneratorMetrics) -> [MetricRow; 11] {
+    use Kind::{Counter, Gauge};
+    [
+        (
+            Counter,
+            "generator_ids",
+            "IDs issued by the generator",
+            m.ids_issued,
+        ),
+        (
+            Counter,
+            "generator_exhaustion_waits",
+            "Calls that found a millisecond's 4096 IDs used up and waited for the next",
+            m.exhaustion_waits,
+        ),
+        (
+            Counter,
+            "generator_clock_regressions",
+            "Times the clock went behind the last issued millisecond",
+            m.clock_regressions,
+        ),
+        (
+            Gauge,
+            "generator_largest_regression_ms",
+            "Largest distance seen between a lagging clock and the last issued millisecond",
+            m.largest_regression_ms,
+        ),
+        (
+            Gauge,
+            "generator_borrowed_ms",
+            "How far the last issued millisecond is ahead of the clock now",
+            m.borrowed_ms,
+        ),
+        (
+            Gauge,
+            "generator_largest_borrow_ms",
+            "Furthest ahead of the clock a millisecond was borrowed",
+            m.largest_borrow_ms,
+        ),
+        (
+            Counter,
+            "generator_clock_behind_errors",
+            "Calls refused because the clock stayed too far behind",
+            m.clock_behind_errors,
+        ),
+        (
+            Counter,
+            "generator_reservation_writes",
+            "Reservation marks written to the store",
+            m.reservation_writes,
+        ),
+        (
+            Counter,
+            "generator_reservation_failures",
+            "Failed writes to the reservation store",
+            m.reservation_failures,
+        ),
+        (
+            Gauge,
+            "generator_last_issued_ms",
+            "Millisecond (Unix) of the last issued ID",
+            m.last_issued_ms,
+        ),
+        (
+            Gauge,
+            "generator_reserved_until_ms",
+            "The durable reservation mark (Unix ms), 0 if none",
+            m.reserved_until_ms.unwrap_or(0),
+        ),
+    ]
+}
