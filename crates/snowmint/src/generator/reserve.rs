@@ -584,4 +584,74 @@ mod tests {
         );
         assert_eq!(g.check_ready(), Ok(()));
     }
+
+    /// A write in flight within its deadline leaves the generator ready
+    /// (the store is merely slow); past its deadline it is not, even while
+    /// the newest success is recent; and a late answer is not believed.
+    #[test]
+    fn readiness_tells_a_write_in_flight_from_an_overdue_one() {
+        let build = |timeout| {
+            let store = ParkingStore::default();
+            let clock = ManualClock::new(T);
+            let g = std::sync::Arc::new(built_before(
+                &clock,
+                Generator::builder(0, 0)
+                    .store(store.clone())
+                    .store_timeout(timeout),
+            ));
+            g.renew_reservation().unwrap();
+            store.park(true);
+            // A probe is due; the newest success is still within the window.
+            clock.advance(DEFAULT_RESERVE_WINDOW_MS / 2);
+            (g, store)
+        };
+
+        // In flight, far from its deadline: ready.
+        let (g, store) = build(Duration::from_secs(600));
+        let probe = {
+            let g = g.clone();
+            std::thread::spawn(move || g.renew_reservation())
+        };
+        while store.calls() < 2 {
+            std::thread::yield_now();
+        }
+        assert_eq!(g.check_ready(), Ok(()));
+        store.park(false);
+        probe.join().unwrap().unwrap();
+        assert_eq!(g.check_ready(), Ok(()));
+
+        // Past its deadline: not ready, and saying why.
+        let (g, store) = build(Duration::from_millis(50));
+        let err = g.renew_reservation().unwrap_err();
+        assert_eq!(err.kind(), StoreErrorKind::Timeout);
+        let GenerateError::Reservation(e) = g.check_ready().unwrap_err() else {
+            panic!("not a reservation error");
+        };
+        assert!(
+            e.to_string()
+                .starts_with("the reservation store did not answer within 50 ms"),
+            "{e}"
+        );
+        // The store answers late: still not ready (a late success is taken
+        // as a failure), until a write succeeds in time.
+        store.park(false);
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while g.flight_busy() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the late write never ended"
+            );
+            std::thread::yield_now();
+        }
+        let GenerateError::Reservation(e) = g.check_ready().unwrap_err() else {
+            panic!("not a reservation error");
+        };
+        assert!(
+            e.to_string()
+                .starts_with("the reservation store answered only after "),
+            "{e}"
+        );
+        g.renew_reservation().unwrap();
+        assert_eq!(g.check_ready(), Ok(()));
+    }
 }
