@@ -248,7 +248,7 @@ impl Minter {
     /// blocking thread of the current tokio runtime, once at a time. Call
     /// it from async code after a mint and from readiness probes.
     ///
-    /// The server also calls it every quarter window ([`KEEP_EVERY`]), so
+    /// The server also calls it every quarter window (`KEEP_EVERY`), so
     /// an idle instance probes its store every half window and `/readyz`
     /// finds a store that stopped taking writes within one window.
     pub fn renew_in_background_if_due(&self) {

@@ -138,7 +138,7 @@ impl Generator {
     /// of the clock, whichever is later, unless a mark far enough ahead is
     /// durable, the last write succeeded and it is less than half a window
     /// old. Shares a write in flight like [`next_id`](Generator::next_id)
-    /// does, and waits at most [`store_timeout`](GeneratorBuilder::store_timeout)
+    /// does, and waits at most [`store_timeout`](super::GeneratorBuilder::store_timeout)
     /// for it (twice if one was in flight). Blocks: call it where blocking is
     /// fine. Without a store, or after
     /// [`persist_last_issued`](Generator::persist_last_issued), it does
@@ -148,8 +148,6 @@ impl Generator {
     /// generator is not [ready](Generator::check_ready) before a write has
     /// succeeded), and to retry a failing store (not ready until a write
     /// succeeds again).
-    ///
-    /// [`GeneratorBuilder::store_timeout`]: super::GeneratorBuilder::store_timeout
     pub fn renew_reservation(&self) -> Result<(), StoreError> {
         let Some(store) = &self.store else {
             return Ok(());
