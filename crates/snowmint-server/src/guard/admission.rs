@@ -236,7 +236,7 @@ mod tests {
         );
         assert!(
             metrics
-                .render()
+                .render(crate::routes::metrics::Format::Text)
                 .contains(r#"snowmint_mints_rejected_total{reason="admission"} 2"#)
         );
         // Once the lane is free, the rest of a mint is issued there.
@@ -340,7 +340,7 @@ mod tests {
         admission.check_quota(None, 4096, &metrics).unwrap();
         assert!(
             metrics
-                .render()
+                .render(crate::routes::metrics::Format::Text)
                 .contains(r#"snowmint_mints_rejected_total{reason="quota"} 2"#)
         );
     }
