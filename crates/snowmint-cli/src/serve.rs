@@ -332,7 +332,7 @@ fn serve(config: Config) -> Result<(), CliError> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("cannot listen on {}", config.listen))?;
@@ -344,7 +344,13 @@ fn serve(config: Config) -> Result<(), CliError> {
                 }
                 other => CliError::Runtime(other.into()),
             })
-    })
+    });
+    // A store write stuck in the kernel (a frozen or hung filesystem) keeps
+    // its thread: do not wait for it, the shutdown deadline has passed. (The
+    // kernel still holds that one thread, and so the process's exit status,
+    // until the write returns.)
+    runtime.shutdown_background();
+    served
 }
 
 /// Resolves on ctrl-c (SIGINT) or SIGTERM.

@@ -316,8 +316,14 @@ mod tests {
 
     #[test]
     fn a_deadline_that_passes_fences_without_anyone_expiring_it() {
-        let holder = holding(Fence::until(Instant::now() + Duration::from_millis(50)));
-        assert!(holder.next_id().is_ok());
+        let deadline = Instant::now() + Duration::from_millis(500);
+        let holder = holding(Fence::until(deadline));
+        // A mint that ended before the deadline was issued (on a machine
+        // too loaded to get there in time, this part has nothing to check).
+        let first = holder.next_id();
+        if Instant::now() < deadline {
+            assert!(first.is_ok(), "{first:?}");
+        }
         let started = Instant::now();
         while holder.next_id().is_ok() {
             assert!(started.elapsed() < Duration::from_secs(5), "never fenced");

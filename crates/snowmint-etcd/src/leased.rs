@@ -217,9 +217,10 @@ impl LeasedGenerator {
             .clone()
     }
 
-    /// Graceful shutdown: stops issuing, lowers the identity's reservation
-    /// mark to the last millisecond issued (if the fence is still open),
-    /// then revokes the lease, so the identity is free at once. Bounded by
+    /// Graceful shutdown: stops issuing (renewals write nothing from here
+    /// on), then revokes the lease, so the identity is free at once. The
+    /// mark in etcd is not lowered: [`EtcdStore`](crate::EtcdStore) only
+    /// raises it, so it stays up to one window ahead of the last ID issued. Bounded by
     /// two request timeouts per endpoint; later mints answer
     /// [`MintError::NotHeld`]. Calling it again does nothing.
     pub async fn shutdown(&self) {

@@ -38,9 +38,11 @@
 //!    to *sent + TTL - margin*; every mint checks it before its claim and after, and
 //!    IDs claimed after it passed are dropped. A fenced session keeps
 //!    renewing, and claims again if its lease or key is gone.
-//! 4. **Hand over.** [`LeasedGenerator::shutdown`] lowers the mark to what
-//!    was issued and revokes the lease: the identity is free at once. A
-//!    crashed holder's identity is free when its lease expires.
+//! 4. **Hand over.** [`LeasedGenerator::shutdown`] stops issuing and revokes
+//!    the lease: the identity is free at once. The mark is not lowered
+//!    (marks in etcd only go up, see [`EtcdStore`]), so the next holder
+//!    starts at most a reservation window ahead of its clock. A crashed
+//!    holder's identity is free when its lease expires.
 //!
 //! The argument, and what it assumes, is in the repository's
 //! `docs/distributed.md`.

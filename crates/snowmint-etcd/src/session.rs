@@ -270,11 +270,17 @@ impl Session {
         };
         let identity = Identity::from_ordinal(n.into()).expect("claims return 0..=1023");
         // The generator loads the mark through the blocking bridge: build it
-        // off the async workers.
+        // off the async workers, with its start write (readiness trusts the
+        // store only once a write has succeeded).
         let lost = Arc::new(Notify::new());
         let store = EtcdStore::new(self.bridge.clone(), n, granted.id, Arc::clone(&lost));
         let factory = Arc::clone(&self.config.generator);
-        let built = tokio::task::spawn_blocking(move || factory(identity, store)).await;
+        let built = tokio::task::spawn_blocking(move || {
+            factory(identity, store).inspect(|g| {
+                let _ = g.renew_reservation();
+            })
+        })
+        .await;
         let generator = match built {
             Ok(Ok(generator)) => Arc::new(generator),
             Ok(Err(e)) => {

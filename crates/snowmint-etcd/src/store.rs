@@ -15,7 +15,16 @@ use crate::error::EtcdError;
 /// reads it before it issues. Writes only raise the mark, and only while the
 /// identity key is still bound to this store's lease: a fenced instance
 /// cannot move the next holder's mark, and its own writes fail, so its
-/// generator stops issuing. A write refused because the identity key is no
+/// generator stops issuing.
+///
+/// **Never lowered.** A `store` at or below the highest mark this store
+/// knows is in etcd returns at once, with no round trip; so
+/// [`Generator::persist_last_issued`](snowmint::Generator::persist_last_issued)
+/// at shutdown leaves the mark where it was (up to one reservation window
+/// ahead of the last ID), and it is safe: every write only raises. Lowering
+/// would need a write that is certain no later holder has issued, for a gain
+/// of at most one window of borrowed time for the next holder (which issues
+/// at once either way), so it is not done. A write refused because the identity key is no
 /// longer bound to the lease (deleted or taken over by hand) also tells the
 /// lease session at once, which fences and claims again. `store` blocks
 /// (bounded by the request timeout) on a dedicated thread; see the bridge.

@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
 
@@ -21,9 +22,12 @@ use crate::net::accept::{self as http, Limits};
 use crate::routes::state::AppState;
 
 /// The static identity: a generator for `config.identity`
-/// with its reservation under `config.state_dir`.
+/// with its reservation under `config.state_dir`, after its start write
+/// (see [`Minter::start_static`]). Blocks on the disk: call it before
+/// serving, or from a blocking thread.
 pub fn static_state(config: &Config) -> Result<AppState, StaticError> {
     let generator = generator::static_generator(config.identity, &config.state_dir)?;
+    crate::mint::minter::start_write(&generator);
     Ok(AppState::new(Minter::from_generator(generator)).with_admission(admission_for(config)))
 }
 
@@ -82,7 +86,17 @@ pub async fn serve(
         ),
         None => None,
     };
-    let minter = start_minter(&config)?;
+    let minter = match config.identity_source() {
+        // The static source touches the disk (lock, mark, start write):
+        // not on an async worker.
+        IdentitySource::Static(_) | IdentitySource::FromHostname => {
+            let config = config.clone();
+            tokio::task::spawn_blocking(move || start_minter(&config))
+                .await
+                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?
+        }
+        IdentitySource::Etcd => start_minter(&config)?,
+    };
     if config.announce {
         announce(&config, &listener, admin.as_ref(), &minter);
     }
@@ -322,10 +336,28 @@ async fn serve_state(
         Arc::clone(&metrics),
         until_stopped(stopped),
     );
-    tokio::join!(
+    // Renewals ahead of need and probes of an idle store, so that `/readyz`
+    // finds a store that stopped taking writes within one window.
+    let keeper = tokio::spawn({
+        let minter = Arc::clone(&minter);
         async move {
-            shutdown.await;
-            let _ = stop.send(true);
+            let mut every = tokio::time::interval(crate::mint::minter::KEEP_EVERY);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                every.tick().await;
+                minter.renew_in_background_if_due();
+            }
+        }
+    });
+    let stopping = Arc::new(std::sync::OnceLock::new());
+    tokio::join!(
+        {
+            let stopping = Arc::clone(&stopping);
+            async move {
+                shutdown.await;
+                let _ = stopping.set(Instant::now());
+                let _ = stop.send(true);
+            }
         },
         public,
         async move {
@@ -334,8 +366,27 @@ async fn serve_state(
             }
         },
     );
+    keeper.abort();
     // The mark is what keeps a restart with the clock set back from
     // reissuing: lower it to what was issued; then free a leased identity.
-    tracing::info!("stopped serving; persisting the reservation");
-    minter.shutdown().await.map_err(RunError::Persist)
+    // `--shutdown-timeout` covers this too: what is left of it, at least a
+    // second, so a stuck store cannot hold the process.
+    let spent = stopping.get().map_or(Duration::ZERO, Instant::elapsed);
+    let left = limits
+        .shutdown_timeout
+        .saturating_sub(spent)
+        .max(Duration::from_secs(1));
+    tracing::info!(deadline = ?left, "stopped serving; persisting the reservation");
+    match tokio::time::timeout(left, minter.shutdown()).await {
+        Ok(persisted) => persisted.map_err(RunError::Persist),
+        Err(_) => Err(RunError::Persist(generator::StoreError::new(
+            snowmint::StoreErrorKind::Timeout,
+            format!(
+                "the reservation store did not answer within the shutdown timeout \
+                 ({} ms left of it); the stored mark stays where it was, at or above \
+                 every issued ID",
+                left.as_millis()
+            ),
+        ))),
+    }
 }

@@ -105,8 +105,8 @@ pub use encoding::{BASE32_LEN, Base32, Binary, Encoding, HEX_LEN, Hex, UnknownEn
 pub use error::{Error, Field};
 #[cfg(feature = "std")]
 pub use generator::{
-    BuildError, DEFAULT_MAX_BORROW_MS, DEFAULT_MAX_WAIT, DEFAULT_RESERVE_WINDOW_MS, GenerateError,
-    Generator, GeneratorBuilder, GeneratorMetrics,
+    BuildError, DEFAULT_MAX_BORROW_MS, DEFAULT_MAX_WAIT, DEFAULT_RESERVE_WINDOW_MS,
+    DEFAULT_STORE_TIMEOUT, GenerateError, Generator, GeneratorBuilder, GeneratorMetrics,
 };
 pub use id::SnowflakeId;
 #[cfg(feature = "std")]

@@ -69,6 +69,10 @@ pub enum StoreErrorKind {
     /// Another process holds the identity's lock: it is minting as the same
     /// identity from the same state directory.
     InUse,
+    /// The store did not answer within the generator's
+    /// [`store_timeout`](crate::GeneratorBuilder::store_timeout) (or
+    /// answered only after it).
+    Timeout,
     /// Any other failure (a remote store's, a test store's).
     Other,
 }
@@ -187,21 +191,57 @@ impl FileStore {
         let dir = dir.as_ref();
         let name = format!("snowmint-{}-{}", identity.datacenter(), identity.worker());
         let owner = format!("{identity} is already minting from {}", dir.display());
-        FileStore::open_at(dir.join(format!("{name}.reservation")), &owner)
+        // The lock's name ends in `.lock`, which no mark's may (see
+        // `open_file`), so nothing is ever renamed over it.
+        FileStore::open_at(
+            dir.join(format!("{name}.reservation")),
+            dir.join(format!("{name}.lock")),
+            &owner,
+        )
     }
 
-    /// A store in the file at `path`, locked through the file beside it
-    /// whose extension is `lock`; otherwise as [`FileStore::open`].
+    /// A store in the file at `path`, locked through `<path>.lock` beside it
+    /// (one lock per mark file: `x` and `x.y` are two owners); otherwise as
+    /// [`FileStore::open`].
+    ///
+    /// A file name ending in `.lock` or `.tmp` is refused: those name the
+    /// lock and the temporary files, and a mark kept under such a name could
+    /// be its own lock (the first write would rename a new file over the
+    /// locked one, and a second owner could then lock the new file) or
+    /// another store's.
+    ///
+    /// ```
+    /// use snowmint::FileStore;
+    /// let dir = tempfile::tempdir()?;
+    /// let err = FileStore::open_file(dir.path().join("mark.lock")).unwrap_err();
+    /// assert!(err.to_string().starts_with(
+    ///     "reservation file name must not end in `.lock` or `.tmp` \
+    ///      (they name the lock and the temporary files), got "
+    /// ));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open_file(path: impl Into<PathBuf>) -> Result<FileStore, StoreError> {
         let path = path.into();
+        let name = path.file_name().map(|n| n.to_string_lossy());
+        if name.is_none_or(|n| n.ends_with(".lock") || n.ends_with(".tmp")) {
+            return Err(StoreError::new(
+                StoreErrorKind::Other,
+                format!(
+                    "reservation file name must not end in `.lock` or `.tmp` \
+                     (they name the lock and the temporary files), got {}",
+                    path.display()
+                ),
+            ));
+        }
         let owner = format!("{} is already in use", path.display());
-        FileStore::open_at(path, &owner)
+        let mut lock_path = path.clone().into_os_string();
+        lock_path.push(".lock");
+        FileStore::open_at(path, lock_path.into(), &owner)
     }
 
-    fn open_at(path: PathBuf, owner: &str) -> Result<FileStore, StoreError> {
+    fn open_at(path: PathBuf, lock_path: PathBuf, owner: &str) -> Result<FileStore, StoreError> {
         let dir = parent_dir(&path).to_owned();
         create_dir_durably(&dir).map_err(|e| StoreError::io("create state directory", &dir, &e))?;
-        let lock_path = path.with_extension("lock");
         let lock = fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -244,18 +284,32 @@ impl FileStore {
         format!("{name}.")
     }
 
+    /// Whether `name` is one of this store's temporary files,
+    /// `<file name>.<digits>-<digits>.tmp`, and no other store's: the part
+    /// after the prefix has no dot, so the temporary file of a store in
+    /// `<file name>.<more>` (`x.y` beside `x`) never matches.
+    fn is_own_temporary(&self, name: &str) -> bool {
+        let Some(rest) = name
+            .strip_prefix(&self.tmp_prefix())
+            .and_then(|r| r.strip_suffix(".tmp"))
+        else {
+            return false;
+        };
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        rest.split_once('-')
+            .is_some_and(|(pid, n)| digits(pid) && digits(n))
+    }
+
     /// Temporary files are only ever written by the lock's holder, so any
     /// found now are a crashed owner's leftovers. Best effort: a file that
     /// cannot be removed is harmless (it is never read).
     fn remove_stale_temporaries(&self) {
-        let prefix = self.tmp_prefix();
         let Ok(entries) = fs::read_dir(parent_dir(&self.path)) else {
             return;
         };
         for entry in entries.flatten() {
             let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if name.starts_with(&prefix) && name.ends_with(".tmp") {
+            if self.is_own_temporary(&name.to_string_lossy()) {
                 let _ = fs::remove_file(entry.path());
             }
         }
@@ -521,19 +575,92 @@ mod tests {
     fn a_crashed_owners_temporary_files_are_removed_and_never_read() {
         let dir = tempfile::tempdir().unwrap();
         let leftovers = [
-            "snowmint-0-0.reservation.tmp",
             "snowmint-0-0.reservation.4242-7.tmp",
+            "snowmint-0-0.reservation.1-0.tmp",
         ];
         for name in leftovers {
             fs::write(dir.path().join(name), "reserved_until_ms=9\n").unwrap();
         }
-        fs::write(dir.path().join("unrelated.tmp"), "").unwrap();
+        // Not this store's: other names, and other stores' temporary files.
+        let others = [
+            "unrelated.tmp",
+            "snowmint-0-0.reservation.tmp",
+            "snowmint-0-0.reservation.x-1.tmp",
+            "snowmint-0-0.reservation.old.4242-7.tmp",
+        ];
+        for name in others {
+            fs::write(dir.path().join(name), "").unwrap();
+        }
         let store = FileStore::open(dir.path(), id(0, 0)).unwrap();
         assert_eq!(store.load().unwrap(), None);
         for name in leftovers {
             assert!(!dir.path().join(name).exists(), "{name}");
         }
-        assert!(dir.path().join("unrelated.tmp").exists());
+        for name in others {
+            assert!(dir.path().join(name).exists(), "{name}");
+        }
+    }
+
+    /// A store in `x` must not take the in-flight temporary files of a store
+    /// in `x.y` for its own leftovers: deleting them made that store's write
+    /// fail.
+    #[test]
+    fn temporary_files_belong_to_exactly_one_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let neighbour = FileStore::open_file(dir.path().join("x.y")).unwrap();
+        // The neighbour's write in flight: its temporary file exists.
+        let in_flight = dir.path().join(format!("x.y.{}-0.tmp", std::process::id()));
+        fs::write(&in_flight, "reserved_until_ms=1700000000000\n").unwrap();
+        let store = FileStore::open_file(dir.path().join("x")).unwrap();
+        assert!(
+            in_flight.exists(),
+            "another store's temporary file was removed"
+        );
+        assert!(neighbour.is_own_temporary(&format!("x.y.{}-0.tmp", 7)));
+        assert!(!store.is_own_temporary("x.y.7-0.tmp"));
+        assert!(store.is_own_temporary("x.7-0.tmp"));
+        for not_own in [
+            "x.7-.tmp",
+            "x.-0.tmp",
+            "x.7-0",
+            "x.7.tmp",
+            "x.7-0-1.tmp",
+            "y.7-0.tmp",
+        ] {
+            assert!(!store.is_own_temporary(not_own), "{not_own}");
+        }
+    }
+
+    /// A mark file named like a lock was its own lock: the first write
+    /// renamed a new file over the locked one, and a second store of the
+    /// same path could then lock the new file and mint as the same owner.
+    #[test]
+    fn a_mark_can_never_be_a_lock_or_a_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for bad in ["x.lock", "x.tmp", "snowmint-0-0.lock", "x.1-2.tmp"] {
+            let err = FileStore::open_file(dir.path().join(bad)).unwrap_err();
+            assert_eq!(err.kind(), StoreErrorKind::Other, "{bad}");
+            assert!(
+                err.to_string()
+                    .ends_with(&format!("got {}", dir.path().join(bad).display())),
+                "{err}"
+            );
+        }
+        assert!(
+            FileStore::open_file(dir.path().join("..")).is_err(),
+            "no file name"
+        );
+        // Nothing was created by the refusals.
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+        // And for a name that is allowed, the lock survives the writes: a
+        // second owner stays refused after the mark was renamed over.
+        let path = dir.path().join("x.mark");
+        let store = FileStore::open_file(&path).unwrap();
+        store.store(1_700_000_000_000).unwrap();
+        store.store(1_700_000_000_001).unwrap();
+        let err = FileStore::open_file(&path).unwrap_err();
+        assert_eq!(err.kind(), StoreErrorKind::InUse);
+        assert!(err.to_string().contains("x.mark.lock"), "{err}");
     }
 
     #[test]
@@ -594,6 +721,44 @@ mod tests {
                 .starts_with("cannot create state directory "),
             "{err}"
         );
+    }
+
+    /// A store shared behind an `Arc` or a `Box` is the same store: its
+    /// mark is read (a forwarding `load` that said "no mark" would let a
+    /// restart reissue) and written through.
+    #[test]
+    fn arc_and_box_stores_forward_load_and_store() {
+        let inner = MemoryStore::with_mark(1_700_000_000_000);
+        let shared: Arc<dyn ReservationStore> = Arc::new(inner.clone());
+        let boxed: Box<dyn ReservationStore> = Box::new(inner.clone());
+        assert_eq!(shared.load(), Ok(Some(1_700_000_000_000)));
+        assert_eq!(boxed.load(), Ok(Some(1_700_000_000_000)));
+        shared.store(1_700_000_000_001).unwrap();
+        assert_eq!(inner.mark(), Some(1_700_000_000_001));
+        boxed.store(1_700_000_000_002).unwrap();
+        assert_eq!(inner.mark(), Some(1_700_000_000_002));
+        inner.fail(true);
+        assert!(shared.store(1).is_err() && boxed.store(1).is_err());
+        assert!(shared.load().is_err() && boxed.load().is_err());
+        // And a generator over them starts above the mark.
+        inner.fail(false);
+        let g = crate::Generator::builder(0, 0)
+            .store(Arc::new(inner.clone()))
+            .build()
+            .unwrap();
+        assert!(g.last_issued_ms() >= 1_700_000_000_002);
+        let g = crate::Generator::builder(0, 0)
+            .store(Box::new(inner.clone()) as Box<dyn ReservationStore>)
+            .build()
+            .unwrap();
+        assert!(g.last_issued_ms() >= 1_700_000_000_002);
+    }
+
+    #[test]
+    fn a_bare_file_name_is_in_the_current_directory() {
+        assert_eq!(parent_dir(Path::new("x")), Path::new("."));
+        assert_eq!(parent_dir(Path::new("d/x")), Path::new("d"));
+        assert_eq!(parent_dir(Path::new("/x")), Path::new("/"));
     }
 
     #[test]

@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
-use crate::support::{Response, Serve, command, header, ids_in, served_binary};
+use crate::support::{
+    MINT_BOUND, NOT_HELD_UP, Response, Serve, command, header, ids_in, served_binary,
+};
 
 /// Starts `serve` with `args` on a free port, its state in `state_dir`,
 /// under an open-file limit of `nofile` if given.
@@ -161,7 +163,7 @@ async fn slow_headers_are_cut_at_the_header_timeout_while_others_are_served() {
     for _ in 0..10 {
         let (response, took) = timed(addr, "GET", "/healthz").await;
         assert_eq!(response.status, 200);
-        assert!(took < Duration::from_millis(50), "/healthz took {took:?}");
+        assert!(took < NOT_HELD_UP, "/healthz took {took:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     for client in slow {
@@ -329,12 +331,11 @@ async fn a_flood_of_large_mints_keeps_health_fast_and_never_duplicates() {
         latencies.len()
     );
     assert!(ok > 0);
-    assert!(p99 < Duration::from_millis(50), "/healthz p99 {p99:?}");
-    // The wait bound is 1 s (plus the time to write 4096 IDs out).
-    assert!(
-        slowest < Duration::from_millis(1500),
-        "a mint took {slowest:?}"
-    );
+    // What the design promises: health never waits behind the flood, and
+    // no mint waits past its bound (the figures above are for reading; the
+    // benchmarks measure latency).
+    assert!(p99 < NOT_HELD_UP, "/healthz p99 {p99:?}");
+    assert!(slowest < MINT_BOUND, "a mint took {slowest:?}");
     let n = all.len();
     assert_eq!(n as u64, ok * 4096);
     all.sort_unstable();

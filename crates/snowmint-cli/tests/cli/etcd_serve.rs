@@ -95,12 +95,28 @@ fn serve_leases_frees_on_sigterm_and_is_taken_over_after_sigkill() {
         .max()
         .unwrap();
 
+    let b_last_ms = issued
+        .iter()
+        .filter(|id| (*id >> 12) & 0x3ff == 1)
+        .map(|&id| snowmint::SnowflakeId::new(id).unwrap().timestamp_ms())
+        .max()
+        .unwrap();
+    let b_mark: u64 = etcdctl_get(&url, "/cli/reserved/0/1").parse().unwrap();
+
     // SIGTERM: graceful; the lease is revoked before the process exits.
     stop(&mut b, "-TERM");
     assert_eq!(
         etcdctl_get(&url, "/cli/identities/0/1"),
         "",
         "b's identity is free at once"
+    );
+    // The mark in etcd is not lowered at shutdown (its writes only raise
+    // it: see EtcdStore), so it stays a window ahead of b's last ID.
+    let kept: u64 = etcdctl_get(&url, "/cli/reserved/0/1").parse().unwrap();
+    assert!(kept >= b_mark, "lowered from {b_mark} to {kept}");
+    assert!(
+        kept > b_last_ms,
+        "{kept} is not above b's last ID's ms {b_last_ms}"
     );
 
     // SIGKILL: a's identity stays held until its lease expires.

@@ -11,6 +11,8 @@ mod compose_decode;
 mod docs;
 #[cfg(feature = "etcd")]
 mod etcd_serve;
+#[cfg(target_os = "linux")]
+mod frozen;
 mod hardening;
 mod layouts;
 mod next;

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::{Serve, http, snowmint};
+use crate::support::{MINT_BOUND, NOT_HELD_UP, Serve, http, snowmint};
 
 #[test]
 fn bad_flags_exit_2_with_one_line() {
@@ -85,15 +85,9 @@ fn serves_and_persists_the_reservation_on_sigterm() {
     let last_ms = snowmint::SnowflakeId::new(*ids.last().unwrap())
         .unwrap()
         .timestamp_ms();
-    let kept: u64 = mark
-        .trim()
-        .trim_start_matches("reserved_until_ms=")
-        .parse()
-        .unwrap();
-    assert!(
-        kept >= last_ms,
-        "the mark {kept} covers the last ID's ms {last_ms}"
-    );
+    // While serving the mark is a window ahead of the IDs; at shutdown it
+    // is lowered to the last one's millisecond (and not raised again).
+    assert_eq!(mark, format!("reserved_until_ms={last_ms}\n"));
 }
 
 /// The machine restarts with its clock an hour behind the reservation mark
@@ -153,15 +147,12 @@ fn a_clock_an_hour_behind_the_mark_fails_mints_fast_and_keeps_health_fast() {
             "{}",
             response.body
         );
-        // The generator's wait bound is 1 s.
-        assert!(took < Duration::from_millis(1500), "a mint took {took:?}");
+        assert!(took < MINT_BOUND, "a mint took {took:?}");
     }
     minting.store(false, std::sync::atomic::Ordering::SeqCst);
     let slowest = health.join().unwrap();
-    assert!(
-        slowest < Duration::from_millis(50),
-        "/healthz took {slowest:?}"
-    );
+    eprintln!("slowest /healthz beside the waiting mints: {slowest:?}");
+    assert!(slowest < NOT_HELD_UP, "/healthz took {slowest:?}");
     assert_eq!(http(addr, "GET", "/readyz").status, 503);
 
     server.signal("-TERM");

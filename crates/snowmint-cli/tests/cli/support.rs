@@ -12,6 +12,21 @@ use std::time::{Duration, Instant};
 /// loaded machine, or an etcd claim).
 const START_LIMIT: Duration = Duration::from_secs(30);
 
+/// The longest a mint may take by design, with the defaults `serve` uses:
+/// waiting to enter the admission lane (`max_wait`), then for the clock
+/// (`max_wait`), then for a reservation write in flight and one of its own
+/// (a store timeout each). Tests assert this bound, not how fast this
+/// machine is; latency figures belong to the benchmarks.
+pub const MINT_BOUND: Duration = Duration::from_millis(
+    2 * snowmint::DEFAULT_MAX_WAIT.as_millis() as u64
+        + 2 * snowmint::DEFAULT_STORE_TIMEOUT.as_millis() as u64,
+);
+
+/// How long a request that does not mint (health, readiness, the page) may
+/// take while mints wait: less than one mint wait (`max_wait`), which it
+/// would take at least if it waited behind one.
+pub const NOT_HELD_UP: Duration = snowmint::DEFAULT_MAX_WAIT;
+
 /// The test build's `snowmint`, with the environment that could change its
 /// defaults removed.
 pub fn snowmint() -> Command {

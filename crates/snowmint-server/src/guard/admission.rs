@@ -14,6 +14,7 @@
 
 use std::net::IpAddr;
 use std::num::NonZeroU32;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -33,13 +34,16 @@ const FORGET_EVERY: u64 = 4096;
 /// The lane and the quotas; one per server.
 #[derive(Debug)]
 pub struct Admission {
-    /// IDs admitted to the lane and not yet minted.
-    queued: AtomicU64,
+    /// IDs admitted to the lane and not yet minted (shared with the
+    /// blocking thread, which gives them back when it ends).
+    queued: Arc<AtomicU64>,
     /// What the generator can serve within `wait`.
     budget: u64,
     /// How long a request may wait to enter the lane.
     wait: Duration,
-    lane: tokio::sync::Mutex<()>,
+    /// Held by the blocking part of a mint until it really ends, even if
+    /// the request gave up on it meanwhile.
+    lane: Arc<tokio::sync::Mutex<()>>,
     quota: Option<DefaultKeyedRateLimiter<IpAddr>>,
     checks: AtomicU64,
 }
@@ -56,10 +60,10 @@ impl Admission {
     pub fn new(wait: Duration) -> Admission {
         let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
         Admission {
-            queued: AtomicU64::new(0),
+            queued: Arc::new(AtomicU64::new(0)),
             budget: ms.saturating_mul(PER_MS),
             wait,
-            lane: tokio::sync::Mutex::new(()),
+            lane: Arc::new(tokio::sync::Mutex::new(())),
             quota: None,
             checks: AtomicU64::new(0),
         }
@@ -128,14 +132,20 @@ impl Admission {
     ) -> Result<Vec<u8>, ApiError> {
         let left = pending.left() as u64;
         let queued = self.queued.fetch_add(left, Ordering::AcqRel);
-        let _admitted = Admitted(&self.queued, left);
+        let admitted = Admitted(Arc::clone(&self.queued), left);
         if queued + left > self.budget {
             return Err(self.overloaded(metrics));
         }
-        let Ok(_lane) = tokio::time::timeout(self.wait, self.lane.lock()).await else {
+        let Ok(lane) = tokio::time::timeout(self.wait, Arc::clone(&self.lane).lock_owned()).await
+        else {
             return Err(self.overloaded(metrics));
         };
+        // The budget and the lane go with the blocking part: if the request
+        // is dropped (its timeout, a closed connection) while the generator
+        // still waits, they stay taken until that wait really ends, so the
+        // next request does not park another blocking thread beside it.
         tokio::task::spawn_blocking(move || {
+            let _held = (admitted, lane);
             pending
                 .finish(|range| write(&mut body, range))
                 .map(|()| body)
@@ -167,9 +177,9 @@ impl Admission {
 }
 
 /// Gives the admitted IDs back to the lane's budget when dropped.
-struct Admitted<'a>(&'a AtomicU64, u64);
+struct Admitted(Arc<AtomicU64>, u64);
 
-impl Drop for Admitted<'_> {
+impl Drop for Admitted {
     fn drop(&mut self) {
         self.0.fetch_sub(self.1, Ordering::AcqRel);
     }
@@ -177,8 +187,6 @@ impl Drop for Admitted<'_> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
     use crate::mint::minter::Minter;
 
@@ -238,6 +246,73 @@ mod tests {
             .await
             .unwrap();
         assert!(!body.is_empty());
+    }
+
+    /// A store whose writes park until released.
+    #[derive(Clone, Default)]
+    struct Parking(Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+
+    impl Parking {
+        fn release(&self) {
+            *self.0.0.lock().unwrap() = false;
+            self.0.1.notify_all();
+        }
+    }
+
+    impl snowmint::ReservationStore for Parking {
+        fn load(&self) -> Result<Option<u64>, snowmint::StoreError> {
+            Ok(None)
+        }
+
+        fn store(&self, _until_ms: u64) -> Result<(), snowmint::StoreError> {
+            let mut parked = self.0.0.lock().unwrap();
+            while *parked {
+                parked = self.0.1.wait(parked).unwrap();
+            }
+            Ok(())
+        }
+    }
+
+    /// A request that gives up (its timeout, a closed connection) while the
+    /// generator waits for a store write must not give the lane back: the
+    /// blocking thread is still parked, and the next request would park
+    /// another one beside it.
+    #[tokio::test]
+    async fn the_lane_stays_taken_until_the_blocking_part_ends() {
+        let store = Parking::default();
+        *store.0.0.lock().unwrap() = true;
+        let generator = snowmint::Generator::builder(0, 0)
+            .store(store.clone())
+            .store_timeout(Duration::from_secs(600))
+            .build()
+            .unwrap();
+        let minter = Minter::from_generator(generator);
+        let metrics = Metrics::new(Arc::clone(&minter));
+        let admission = Admission::new(Duration::from_millis(10));
+        // No mark yet: the mint must wait for a write.
+        let pending = minter.try_mint_ranges(100, drop).unwrap().unwrap();
+        let gave_up = tokio::time::timeout(
+            Duration::from_millis(50),
+            admission.finish(pending, Vec::new(), write, &metrics),
+        )
+        .await;
+        assert!(gave_up.is_err(), "the write is parked");
+        assert_eq!(admission.queued.load(Ordering::SeqCst), 100, "budget held");
+        assert!(admission.lane.try_lock().is_err(), "lane held");
+        // Another mint cannot enter the lane within the bound: refused.
+        let pending = minter.try_mint_ranges(1, drop).unwrap().unwrap();
+        let err = admission
+            .finish(pending, Vec::new(), write, &metrics)
+            .await
+            .unwrap_err();
+        assert_eq!(err.status(), StatusCode::SERVICE_UNAVAILABLE);
+        // The store returns: the blocking part ends and gives both back.
+        store.release();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while admission.queued.load(Ordering::SeqCst) != 0 || admission.lane.try_lock().is_err() {
+            assert!(std::time::Instant::now() < deadline, "never given back");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
 
     #[test]

@@ -28,6 +28,12 @@ use crate::mint::generator::{GenerateError, Generator, IdRange, StaticError, Sto
 
 pub use snowmint::{Identity, MAX_BATCH};
 
+/// How often [`serve`](crate::serve) asks the minter to renew or probe its
+/// reservation ([`Minter::renew_in_background_if_due`]): a quarter of the
+/// default reservation window.
+pub const KEEP_EVERY: std::time::Duration =
+    std::time::Duration::from_millis(snowmint::DEFAULT_RESERVE_WINDOW_MS / 4);
+
 /// Why a mint issued nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -162,8 +168,12 @@ pub struct Minter {
 
 impl Minter {
     /// Starts the static identity source: the generator for `identity`
-    /// is built (its mark read from `state_dir`, its lock taken) before
-    /// this returns. (`serve` starts the source its configuration asks
+    /// is built (its mark read from `state_dir`, its lock taken) and has
+    /// made its start write before this returns: readiness trusts the store
+    /// only once a write has succeeded. A start write that fails is logged,
+    /// and the minter starts not ready; renewals retry it. Blocks on the
+    /// disk (the write at most the store timeout): call it from a thread
+    /// that may block. (`serve` starts the source its configuration asks
     /// for: this one, or `leased` (feature `etcd`).)
     pub fn start_static(identity: Identity, state_dir: &Path) -> Result<Arc<Minter>, StaticError> {
         let source = static_source(identity, state_dir)?;
@@ -255,6 +265,10 @@ impl Minter {
     /// IDs being issued, or to retry a failing store), renews it on a
     /// blocking thread of the current tokio runtime, once at a time. Call
     /// it from async code after a mint and from readiness probes.
+    ///
+    /// The server also calls it every quarter window (`KEEP_EVERY`), so
+    /// an idle instance probes its store every half window and `/readyz`
+    /// finds a store that stopped taking writes within one window.
     pub fn renew_in_background_if_due(&self) {
         if let Some(generator) = self.generator().filter(|g| g.renewal_due()) {
             tokio::task::spawn_blocking(move || {
@@ -336,14 +350,30 @@ impl Minter {
         }
     }
 
-    /// The end of the lifecycle: lowers the reservation mark to the last
-    /// millisecond issued (the static file, or the leased identity's mark
-    /// while its fence is open), and, for an etcd lease, revokes it so the
-    /// identity is free at once. Call it once no mint runs any more.
+    /// The end of the lifecycle: for a static identity, lowers the
+    /// reservation file's mark to the last millisecond issued (renewals
+    /// write nothing after that); for an etcd lease, revokes it so the
+    /// identity is free at once (the mark in etcd is not lowered: see
+    /// `snowmint-etcd`'s `EtcdStore`). Call it once no mint runs any more.
+    ///
+    /// The write runs on a blocking thread and gives up after the store
+    /// timeout (twice that if a write was in flight); a caller with a
+    /// deadline of its own wraps this in `tokio::time::timeout`, as
+    /// [`serve`](crate::serve) does with `--shutdown-timeout`.
     pub async fn shutdown(&self) -> Result<(), StoreError> {
         match &self.source {
             Source::Empty => Ok(()),
-            Source::Static { generator, .. } => generator.persist_last_issued(),
+            Source::Static { generator, .. } => {
+                let generator = Arc::clone(generator);
+                tokio::task::spawn_blocking(move || generator.persist_last_issued())
+                    .await
+                    .unwrap_or_else(|e| {
+                        Err(StoreError::new(
+                            snowmint::StoreErrorKind::Other,
+                            format!("the reservation write at shutdown did not run: {e}"),
+                        ))
+                    })
+            }
             #[cfg(feature = "etcd")]
             Source::Leased(leased) => {
                 leased.shutdown().await;
@@ -353,8 +383,18 @@ impl Minter {
     }
 }
 
+/// The first write of a generator's mark, so that readiness knows whether
+/// the store takes writes before the first mint needs one. Blocks (at most
+/// the store timeout).
+pub(crate) fn start_write(generator: &Generator) {
+    if let Err(e) = generator.renew_reservation() {
+        tracing::warn!(error = %e, "the reservation store does not take writes; not ready until it does");
+    }
+}
+
 fn static_source(identity: Identity, state_dir: &Path) -> Result<Source, StaticError> {
     let generator = crate::mint::generator::static_generator(identity, state_dir)?;
+    start_write(&generator);
     Ok(Source::Static {
         identity,
         generator: Arc::new(generator),

@@ -3,7 +3,8 @@
 //! used).
 
 use std::fmt;
-use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Duration;
 
 use super::metrics::Counters;
@@ -22,6 +23,8 @@ pub const DEFAULT_MAX_BORROW_MS: u64 = 3_000;
 pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(1);
 /// Default of [`GeneratorBuilder::reserve_window_ms`].
 pub const DEFAULT_RESERVE_WINDOW_MS: u64 = 2_000;
+/// Default of [`GeneratorBuilder::store_timeout`].
+pub const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Configures a [`Generator`]; from [`Generator::builder`].
 #[must_use]
@@ -30,10 +33,11 @@ pub struct GeneratorBuilder {
     /// chain stays infallible.
     identity: Result<Identity, Error>,
     clock: Option<Box<dyn Clock>>,
-    store: Option<Box<dyn ReservationStore>>,
+    store: Option<Arc<dyn ReservationStore>>,
     max_borrow_ms: u64,
     max_wait: Duration,
     window_ms: u64,
+    store_timeout: Duration,
 }
 
 impl fmt::Debug for GeneratorBuilder {
@@ -44,6 +48,7 @@ impl fmt::Debug for GeneratorBuilder {
             .field("max_borrow_ms", &self.max_borrow_ms)
             .field("max_wait", &self.max_wait)
             .field("reserve_window_ms", &self.window_ms)
+            .field("store_timeout", &self.store_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -57,6 +62,7 @@ impl GeneratorBuilder {
             max_borrow_ms: DEFAULT_MAX_BORROW_MS,
             max_wait: DEFAULT_MAX_WAIT,
             window_ms: DEFAULT_RESERVE_WINDOW_MS,
+            store_timeout: DEFAULT_STORE_TIMEOUT,
         }
     }
 
@@ -69,7 +75,7 @@ impl GeneratorBuilder {
     /// Where to keep the "reserved until" mark; default none (no restart
     /// safety). [`build`](GeneratorBuilder::build) loads the mark.
     pub fn store(mut self, store: impl ReservationStore) -> Self {
-        self.store = Some(Box::new(store));
+        self.store = Some(Arc::new(store));
         self
     }
 
@@ -93,6 +99,18 @@ impl GeneratorBuilder {
     /// the store is written about once per half window while minting.
     pub fn reserve_window_ms(mut self, ms: u64) -> Self {
         self.window_ms = ms;
+        self
+    }
+
+    /// The longest a caller waits for one store write, default 2 s. A
+    /// write runs on a thread of its own; past this the caller gets
+    /// [`GenerateError::Reservation`](super::GenerateError::Reservation)
+    /// with [`StoreErrorKind::Timeout`], the write is *overdue* (the
+    /// generator is not [ready](Generator::check_ready), and callers fail at
+    /// once) until the store returns, and what it returns then is taken as
+    /// a failure. So a call waits at most `max_wait` plus two of these.
+    pub fn store_timeout(mut self, timeout: Duration) -> Self {
+        self.store_timeout = timeout;
         self
     }
 
@@ -149,9 +167,11 @@ impl GeneratorBuilder {
             window_ms: self.window_ms,
             renew_ahead_ms: self.window_ms / 2,
             store: self.store,
-            flight: Flight::new(),
+            flight: Flight::new(self.store_timeout),
             renewal_asked: AtomicBool::new(false),
             store_failing: AtomicBool::new(false),
+            proven_ms: AtomicU64::new(0),
+            retired: AtomicBool::new(false),
             counters: Counters::default(),
         }
     }

@@ -25,7 +25,8 @@ mod state;
 mod testing;
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::clock::Clock;
@@ -35,9 +36,10 @@ use crate::id::SnowflakeId;
 use crate::id_range::IdRange;
 use crate::identity::Identity;
 use crate::layout::{MAX_BATCH, MAX_DELTA_MS, TIMESTAMP_SHIFT, TWITTER_EPOCH_MS};
-use crate::reservation::ReservationStore;
+use crate::reservation::{ReservationStore, StoreError, StoreErrorKind};
 pub use builder::{
-    DEFAULT_MAX_BORROW_MS, DEFAULT_MAX_WAIT, DEFAULT_RESERVE_WINDOW_MS, GeneratorBuilder,
+    DEFAULT_MAX_BORROW_MS, DEFAULT_MAX_WAIT, DEFAULT_RESERVE_WINDOW_MS, DEFAULT_STORE_TIMEOUT,
+    GeneratorBuilder,
 };
 use error::timestamp_error;
 pub use error::{BuildError, GenerateError};
@@ -110,15 +112,21 @@ pub struct Generator {
     /// A mark is renewed (without blocking anyone) once an ID comes within
     /// this many ms of it, so that the blocking write is rare.
     renew_ahead_ms: u64,
-    store: Option<Box<dyn ReservationStore>>,
+    store: Option<Arc<dyn ReservationStore>>,
     /// One write of the mark at a time, its outcome shared by all waiting
-    /// for it; entered only on the slow path.
-    flight: Flight,
+    /// for it, bounded by the store timeout; entered only on the slow path.
+    flight: Arc<Flight>,
     /// A caller of [`Generator::try_next_ids`] has been told a renewal is
     /// due (by [`Generator::renewal_due`]) and the renewal has not run yet.
     renewal_asked: AtomicBool,
     /// The newest mark write failed (its error is kept by `flight`).
     store_failing: AtomicBool,
+    /// The clock (Unix ms) when a mark write last succeeded; 0 before the
+    /// first. Readiness trusts the store only while this is recent.
+    proven_ms: AtomicU64,
+    /// [`Generator::persist_last_issued`] ran: renewals and probes write
+    /// nothing from now on, so the lowered mark stays lowered.
+    retired: AtomicBool,
     counters: Counters,
 }
 
@@ -493,12 +501,19 @@ impl Generator {
     ///   `max_wait` would not bring it within `max_borrow_ms`:
     ///   [`GenerateError::ClockBehind`] (with `waited_ms` 0);
     /// - the clock is outside the format's years: [`GenerateError::Timestamp`];
-    /// - the newest reservation write failed: [`GenerateError::Reservation`]
-    ///   (until a write succeeds; [`renew_reservation`](Generator::renew_reservation)
-    ///   retries one).
+    /// - with a store, whether the next mint that needs a mark could write
+    ///   one, [`GenerateError::Reservation`] unless: a write has succeeded
+    ///   (none has yet on a fresh generator:
+    ///   [`renew_reservation`](Generator::renew_reservation) makes one),
+    ///   the newest write did not fail, no write is in flight past its
+    ///   [`store_timeout`](GeneratorBuilder::store_timeout), and the newest
+    ///   success is at most one reservation window old by the clock (an idle
+    ///   caller renews when [`renewal_due`](Generator::renewal_due) says so,
+    ///   which it does after half a window, so a store that stopped taking
+    ///   writes is found within one window).
     ///
     /// ```
-    /// use snowmint::{GenerateError, Generator, ManualClock};
+    /// use snowmint::{GenerateError, Generator, ManualClock, MemoryStore};
     /// let clock = ManualClock::new(1_700_000_000_000);
     /// let generator = Generator::builder(0, 0).clock(clock.clone()).build()?;
     /// assert_eq!(generator.check_ready(), Ok(()));
@@ -507,6 +522,13 @@ impl Generator {
     ///     generator.check_ready(),
     ///     Err(GenerateError::ClockBehind { behind_ms: 3_600_000, .. })
     /// ));
+    ///
+    /// // With a store: ready once a write has shown that it takes writes.
+    /// let store = MemoryStore::new();
+    /// let generator = Generator::builder(0, 0).store(store.clone()).build()?;
+    /// assert!(matches!(generator.check_ready(), Err(GenerateError::Reservation(_))));
+    /// generator.renew_reservation()?;
+    /// assert_eq!(generator.check_ready(), Ok(()));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn check_ready(&self) -> Result<(), GenerateError> {
@@ -525,13 +547,33 @@ impl Generator {
                 waited_ms: 0,
             });
         }
-        if !self.store_failing.load(Ordering::Relaxed) {
+        if self.store.is_none() {
             return Ok(());
         }
-        match self.flight.last_error() {
-            Some(e) => Err(GenerateError::Reservation(e)),
-            None => Ok(()),
+        if let Some(e) = self.flight.last_error() {
+            return Err(GenerateError::Reservation(e));
         }
+        match self.since_proven_ms() {
+            None => Err(GenerateError::Reservation(StoreError::new(
+                StoreErrorKind::Other,
+                "no reservation write has succeeded yet",
+            ))),
+            Some(age) if age > self.window_ms => Err(GenerateError::Reservation(StoreError::new(
+                StoreErrorKind::Timeout,
+                format!(
+                    "no reservation write has succeeded for {age} ms \
+                         (more than the {} ms window)",
+                    self.window_ms
+                ),
+            ))),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// How far past an ID's millisecond a new mark is set (ms); see
+    /// [`GeneratorBuilder::reserve_window_ms`].
+    pub fn reserve_window_ms(&self) -> u64 {
+        self.window_ms
     }
 
     /// The datacenter ID this generator mints for.
@@ -854,6 +896,14 @@ mod tests {
         let store = MemoryStore::new();
         let clock = ManualClock::new(T);
         let g = stored(&clock, &store);
+        // Nothing shows yet that the store takes writes: not ready until a
+        // write (the start write a server makes) succeeds.
+        assert!(matches!(
+            g.check_ready(),
+            Err(GenerateError::Reservation(ref e)) if e.to_string() == "no reservation write has succeeded yet"
+        ));
+        assert!(g.renewal_due(), "a probe is due");
+        g.renew_reservation().unwrap();
         assert_eq!(g.check_ready(), Ok(()));
         g.next_ids(4096).unwrap();
         // Behind by less than max_borrow + max_wait (3 s + 1 s): ready.
@@ -891,6 +941,67 @@ mod tests {
         // Past 2080 nothing can be issued.
         clock.set(MAX_TIMESTAMP_MS + 1);
         assert!(matches!(g.check_ready(), Err(GenerateError::Timestamp(_))));
+    }
+
+    /// A store that loads but refuses every write, from the start: never
+    /// ready, and a mint fails as readiness said it would.
+    #[test]
+    fn a_store_that_refuses_writes_from_the_start_is_never_ready() {
+        let store = MemoryStore::new();
+        let clock = ManualClock::new(T);
+        let g = stored(&clock, &store);
+        store.fail(true);
+        assert!(matches!(
+            g.check_ready(),
+            Err(GenerateError::Reservation(_))
+        ));
+        assert!(g.renewal_due());
+        assert!(g.renew_reservation().is_err());
+        let err = g.check_ready().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot reserve IDs ahead (no ID was issued): memory store: told to fail"
+        );
+        assert!(matches!(g.next_id(), Err(GenerateError::Reservation(_))));
+        assert!(g.renewal_due(), "retried while failing");
+    }
+
+    /// An idle generator is probed every half window; a store that stops
+    /// taking writes while idle is found within one window, even if nobody
+    /// probes.
+    #[test]
+    fn an_idle_store_is_probed_and_readiness_expires_after_a_window() {
+        let store = MemoryStore::new();
+        let clock = ManualClock::new(T);
+        let g = stored(&clock, &store);
+        g.renew_reservation().unwrap();
+        let writes = store.writes();
+        clock.advance(DEFAULT_RESERVE_WINDOW_MS / 2 - 1);
+        assert!(!g.renewal_due(), "proven less than half a window ago");
+        g.renew_reservation().unwrap();
+        assert_eq!(store.writes(), writes, "nothing to renew yet");
+        clock.advance(1);
+        assert!(g.renewal_due(), "half a window: probe");
+        g.renew_reservation().unwrap();
+        assert_eq!(store.writes(), writes + 1);
+        // The probe writes a window ahead of the clock.
+        assert_eq!(
+            store.mark(),
+            Some(clock.now_ms() + DEFAULT_RESERVE_WINDOW_MS)
+        );
+        // Nobody probes for a whole window: readiness does not vouch for a
+        // store it has not seen take a write.
+        clock.advance(DEFAULT_RESERVE_WINDOW_MS);
+        assert_eq!(g.check_ready(), Ok(()), "exactly one window: still ready");
+        clock.advance(1);
+        let err = g.check_ready().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot reserve IDs ahead (no ID was issued): no reservation write has \
+             succeeded for 2001 ms (more than the 2000 ms window)"
+        );
+        g.renew_reservation().unwrap();
+        assert_eq!(g.check_ready(), Ok(()));
     }
 
     mod properties {

@@ -3,27 +3,35 @@
 //! mark through the single flight (`flight.rs`), renews it ahead of need,
 //! and lowers it on a graceful shutdown.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::{Claim, GenerateError, Generator};
+use crate::flight::Write;
 use crate::layout::{MAX_DELTA_MS, TWITTER_EPOCH_MS};
 use crate::reservation::{ReservationStore, StoreError};
 
+type StoreResult = Result<(), StoreError>;
+
 impl Generator {
     /// The slow path: makes sure a durable mark covers `claim`, renewing it
-    /// early (without blocking) when the claim is merely close to it.
+    /// early (without waiting for a write in flight) when the claim is
+    /// merely close to it.
     #[cold]
     pub(super) fn reserve(&self, claim: Claim, reserved: u64) -> Result<(), GenerateError> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
         if claim.delta_ms <= reserved {
             // Covered; renew ahead if nobody else is writing right now. A
             // failure here is retried (and reported) when a claim needs it.
-            let _ = self.flight.try_lead(|| self.write_mark(claim.delta_ms));
+            let _ = self.flight.try_lead(self.mark_write(store, claim.delta_ms));
             return Ok(());
         }
         let covered =
             |_last_ok: bool| claim.delta_ms <= self.hot.reserved_until.load(Ordering::SeqCst);
         self.flight
-            .ensure(covered, || self.write_mark(claim.delta_ms))
+            .ensure(covered, self.mark_write(store, claim.delta_ms))
             .map_err(|e| {
                 self.burn(claim);
                 GenerateError::Reservation(e)
@@ -38,29 +46,41 @@ impl Generator {
             .fetch_add(claim.count, Ordering::Relaxed);
     }
 
-    /// Writes the mark `max(delta_ms, the state's millisecond) + window`, so
-    /// that a write covers every claim made before it started (the
-    /// single-flight argument in `flight.rs` rests on this). The caller leads
-    /// the flight.
-    fn write_mark(&self, delta_ms: u64) -> Result<(), StoreError> {
-        let Some(store) = &self.store else {
-            return Ok(());
-        };
-        let claimed = self.hot.state.load(Ordering::SeqCst).ms();
-        let mark = delta_ms
-            .max(claimed)
-            .saturating_add(self.window_ms)
-            .min(MAX_DELTA_MS);
-        self.publish_mark(store.as_ref(), mark)
+    /// The write of the mark `max(delta_ms, the state's millisecond) +
+    /// window` (read once the caller leads), so that a write covers every
+    /// claim made before it started (the single-flight argument in
+    /// `flight.rs` rests on this).
+    fn mark_write<'a>(
+        &'a self,
+        store: &'a Arc<dyn ReservationStore>,
+        delta_ms: u64,
+    ) -> Write<'a, impl FnOnce() -> u64 + 'a, impl FnOnce(u64, StoreResult) -> StoreResult + 'a>
+    {
+        Write {
+            store,
+            prepare: move || {
+                let claimed = self.hot.state.load(Ordering::SeqCst).ms();
+                let mark = delta_ms
+                    .max(claimed)
+                    .saturating_add(self.window_ms)
+                    .min(MAX_DELTA_MS);
+                mark + TWITTER_EPOCH_MS
+            },
+            publish: |mark, outcome| self.publish_mark(mark, outcome),
+        }
     }
 
-    /// Makes `mark` (ms since the epoch) durable, then publishes it to the
-    /// hot path; the caller leads the flight.
-    fn publish_mark(&self, store: &dyn ReservationStore, mark: u64) -> Result<(), StoreError> {
-        match store.store(mark + TWITTER_EPOCH_MS) {
+    /// Records the outcome of storing `mark` (Unix ms): on success it is
+    /// published to the hot path; the caller leads the flight.
+    fn publish_mark(&self, mark: u64, outcome: StoreResult) -> StoreResult {
+        match outcome {
             Ok(()) => {
-                self.hot.reserved_until.store(mark, Ordering::SeqCst);
+                self.hot
+                    .reserved_until
+                    .store(mark - TWITTER_EPOCH_MS, Ordering::SeqCst);
                 self.store_failing.store(false, Ordering::Relaxed);
+                self.proven_ms
+                    .store(self.clock.now_ms().max(1), Ordering::Relaxed);
                 self.counters
                     .reservation_writes
                     .fetch_add(1, Ordering::Relaxed);
@@ -76,34 +96,64 @@ impl Generator {
         }
     }
 
-    /// For callers of [`try_next_ids`](Generator::try_next_ids): `true` when
-    /// the mark should be renewed ahead of the IDs being issued (or the
-    /// newest write failed and should be retried), once per renewal. The caller then runs
+    /// How long ago (by the generator's clock) a mark write last
+    /// succeeded; `None` if none has yet.
+    pub(super) fn since_proven_ms(&self) -> Option<u64> {
+        match self.proven_ms.load(Ordering::Relaxed) {
+            0 => None,
+            at => Some(self.clock.now_ms().saturating_sub(at)),
+        }
+    }
+
+    /// Whether the store should be written now to find out that it still
+    /// can be (readiness): no write has succeeded yet, or the newest success
+    /// is half a window old.
+    fn probe_due(&self) -> bool {
+        self.since_proven_ms()
+            .is_none_or(|age| age >= self.renew_ahead_ms)
+    }
+
+    /// For callers of [`try_next_ids`](Generator::try_next_ids) and
+    /// readiness probes: `true` when the mark should be written now (to
+    /// renew it ahead of the IDs being issued, to retry a failing store, or
+    /// as a probe: no write has succeeded yet, or none for half a window),
+    /// once per renewal. The caller then runs
     /// [`renew_reservation`](Generator::renew_reservation) on a thread that
     /// may block; until it has, later calls answer `false`. Without a store,
+    /// or after [`persist_last_issued`](Generator::persist_last_issued),
     /// always `false`.
     pub fn renewal_due(&self) -> bool {
-        if self.store.is_none() {
+        if self.store.is_none() || self.retired.load(Ordering::Relaxed) {
             return false;
         }
         let last = self.hot.state.load(Ordering::Acquire).ms();
         (last + self.renew_ahead_ms > self.hot.reserved_until.load(Ordering::SeqCst)
-            || self.store_failing.load(Ordering::Relaxed))
+            || self.store_failing.load(Ordering::Relaxed)
+            || self.probe_due())
             && !self.renewal_asked.load(Ordering::Relaxed)
             && !self.renewal_asked.swap(true, Ordering::AcqRel)
     }
 
-    /// Writes a new mark a window ahead of the last issued millisecond (or
-    /// of the clock, if later), unless a mark far enough ahead is durable
-    /// and the last write succeeded. Shares a write in flight like
-    /// [`next_id`](Generator::next_id) does. Blocks for a store write: call
-    /// it where blocking is fine. Without a store it does nothing.
+    /// Writes a new mark a window ahead of the last issued millisecond or
+    /// of the clock, whichever is later, unless a mark far enough ahead is
+    /// durable, the last write succeeded and it is less than half a window
+    /// old. Shares a write in flight like [`next_id`](Generator::next_id)
+    /// does, and waits at most [`store_timeout`](super::GeneratorBuilder::store_timeout)
+    /// for it (twice if one was in flight). Blocks: call it where blocking is
+    /// fine. Without a store, or after
+    /// [`persist_last_issued`](Generator::persist_last_issued), it does
+    /// nothing.
     ///
-    /// After [`renewal_due`](Generator::renewal_due) said so, and to retry
-    /// a failing store (the generator is not [ready](Generator::check_ready)
-    /// until a write succeeds again).
+    /// After [`renewal_due`](Generator::renewal_due) said so, at start (the
+    /// generator is not [ready](Generator::check_ready) before a write has
+    /// succeeded), and to retry a failing store (not ready until a write
+    /// succeeds again).
     pub fn renew_reservation(&self) -> Result<(), StoreError> {
-        if self.store.is_none() {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        if self.retired.load(Ordering::Relaxed) {
+            self.renewal_asked.store(false, Ordering::Release);
             return Ok(());
         }
         let now_delta = self
@@ -113,9 +163,13 @@ impl Generator {
             .min(MAX_DELTA_MS);
         let covered = |last_ok: bool| {
             let last = self.hot.state.load(Ordering::Acquire).ms();
-            last_ok && last + self.renew_ahead_ms <= self.hot.reserved_until.load(Ordering::SeqCst)
+            last_ok
+                && !self.probe_due()
+                && last + self.renew_ahead_ms <= self.hot.reserved_until.load(Ordering::SeqCst)
         };
-        let outcome = self.flight.ensure(covered, || self.write_mark(now_delta));
+        let outcome = self
+            .flight
+            .ensure(covered, self.mark_write(store, now_delta));
         self.renewal_asked.store(false, Ordering::Release);
         outcome
     }
@@ -123,24 +177,42 @@ impl Generator {
     /// For a graceful shutdown: lowers the stored mark to the millisecond of
     /// the last issued ID, so that a restart can issue from the next
     /// millisecond on instead of from the end of the reservation window.
+    /// From then on renewals and probes write nothing
+    /// ([`renewal_due`](Generator::renewal_due) says `false`), so the mark
+    /// stays lowered; only a mint that needs a new mark writes one.
     ///
     /// Safe to call while other threads mint: IDs they take afterwards get a
-    /// new mark first. Without a store it does nothing.
+    /// new mark first. Waits for a write in flight, then for its own write,
+    /// each at most [`store_timeout`](super::GeneratorBuilder::store_timeout);
+    /// on a timeout the stored mark is left where it was (at or above every
+    /// issued ID). Without a store it does nothing.
     pub fn persist_last_issued(&self) -> Result<(), StoreError> {
         let Some(store) = &self.store else {
             return Ok(());
         };
-        self.flight.lead(|| {
-            // Make every claim from here on take the slow path (invariant
-            // 4), then read what has been claimed so far.
-            self.hot.reserved_until.store(0, Ordering::SeqCst);
-            let last = self.hot.state.load(Ordering::SeqCst).ms();
+        self.retired.store(true, Ordering::Relaxed);
+        self.flight.lead(Write {
+            store,
+            prepare: || {
+                // Make every claim from here on take the slow path (invariant
+                // 4), then read what has been claimed so far.
+                self.hot.reserved_until.store(0, Ordering::SeqCst);
+                self.hot.state.load(Ordering::SeqCst).ms() + TWITTER_EPOCH_MS
+            },
             // On failure the store may hold either mark (a rename can land
             // before its directory sync fails), so `reserved_until` stays 0:
             // the next claim writes a fresh mark covering everything issued
             // so far.
-            self.publish_mark(store.as_ref(), last)
+            publish: |mark, outcome| self.publish_mark(mark, outcome),
         })
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+impl Generator {
+    /// Whether a store call is in flight (for tests).
+    fn flight_busy(&self) -> bool {
+        self.flight.busy()
     }
 }
 
@@ -150,6 +222,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::generator::DEFAULT_RESERVE_WINDOW_MS;
     use crate::generator::testing::*;
     use crate::identity::Identity;
     use crate::reservation::StoreErrorKind;
@@ -220,6 +293,32 @@ mod tests {
         g.persist_last_issued().unwrap();
         let g = stored(&clock, &store);
         assert_eq!(parts(g.next_id().unwrap()), (T + 2, 0));
+    }
+
+    /// After the mark was lowered, renewals and probes (a background
+    /// renewal, a readiness probe) must not raise it again: only a mint
+    /// that needs a mark writes one.
+    #[test]
+    fn nothing_but_a_mint_raises_the_mark_after_it_was_lowered() {
+        let store = MemoryStore::new();
+        let clock = ManualClock::new(T);
+        let g = stored(&clock, &store);
+        g.next_id().unwrap();
+        g.persist_last_issued().unwrap();
+        assert_eq!(store.mark(), Some(T));
+        let writes = store.writes();
+        for _ in 0..3 {
+            clock.advance(DEFAULT_RESERVE_WINDOW_MS);
+            assert!(!g.renewal_due());
+            g.renew_reservation().unwrap();
+        }
+        assert_eq!((store.mark(), store.writes()), (Some(T), writes));
+        // A mint still gets its mark first.
+        let id = g.next_id().unwrap();
+        assert_eq!(
+            store.mark(),
+            Some(id.timestamp_ms() + DEFAULT_RESERVE_WINDOW_MS)
+        );
     }
 
     #[test]
@@ -347,5 +446,210 @@ mod tests {
         assert_eq!(ids.len(), 8);
         let attempts = store.attempts.load(Ordering::SeqCst);
         assert!(attempts < 8, "{attempts} writes for 8 callers");
+    }
+
+    /// A store whose writes park until the test lets them go, as a write to
+    /// a hung disk or a frozen filesystem does.
+    #[derive(Clone, Default)]
+    struct ParkingStore {
+        inner: std::sync::Arc<Parking>,
+    }
+
+    #[derive(Default)]
+    struct Parking {
+        /// (parked, calls that reached the store, mark of the last write
+        /// that returned)
+        state: std::sync::Mutex<(bool, u64, Option<u64>)>,
+        released: std::sync::Condvar,
+    }
+
+    impl ParkingStore {
+        fn park(&self, park: bool) {
+            self.inner.state.lock().unwrap().0 = park;
+            self.inner.released.notify_all();
+        }
+
+        fn calls(&self) -> u64 {
+            self.inner.state.lock().unwrap().1
+        }
+
+        fn mark(&self) -> Option<u64> {
+            self.inner.state.lock().unwrap().2
+        }
+    }
+
+    impl ReservationStore for ParkingStore {
+        fn load(&self) -> Result<Option<u64>, StoreError> {
+            Ok(None)
+        }
+
+        fn store(&self, until_ms: u64) -> Result<(), StoreError> {
+            let mut state = self.inner.state.lock().unwrap();
+            state.1 += 1;
+            while state.0 {
+                state = self.inner.released.wait(state).unwrap();
+            }
+            state.2 = Some(until_ms);
+            Ok(())
+        }
+    }
+
+    /// A store that never returns while parked: every caller gets a
+    /// timeout error after at most its deadline, readiness says so, the
+    /// lowering at shutdown gives up too, and nothing the late write
+    /// returns is believed.
+    #[test]
+    fn a_store_that_never_returns_holds_nobody_past_the_deadline() {
+        let timeout = Duration::from_millis(50);
+        let store = ParkingStore::default();
+        let clock = ManualClock::new(T);
+        let g = std::sync::Arc::new(built_before(
+            &clock,
+            Generator::builder(0, 0)
+                .store(store.clone())
+                .store_timeout(timeout),
+        ));
+        g.renew_reservation().unwrap();
+        assert_eq!(g.check_ready(), Ok(()));
+        let mark = g.reserved_until_ms();
+        assert_eq!(store.calls(), 1);
+        store.park(true);
+        clock.advance(DEFAULT_RESERVE_WINDOW_MS + 1);
+
+        // The leader of the write: answered at its deadline, the write
+        // still parked.
+        let began = std::time::Instant::now();
+        let err = g.next_id().unwrap_err();
+        assert!(began.elapsed() >= timeout);
+        let GenerateError::Reservation(e) = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(e.kind(), StoreErrorKind::Timeout);
+        assert!(
+            e.to_string()
+                .starts_with("the reservation store did not answer within 50 ms"),
+            "{e}"
+        );
+        assert_eq!(store.calls(), 2);
+        // Not ready while the write is overdue.
+        assert!(matches!(
+            g.check_ready(),
+            Err(GenerateError::Reservation(ref e)) if e.kind() == StoreErrorKind::Timeout
+        ));
+        // Other callers fail at once (the write is past its deadline), and
+        // no second write starts beside the parked one.
+        let others: Vec<_> = (0..4)
+            .map(|_| {
+                let g = g.clone();
+                std::thread::spawn(move || g.next_ids(10))
+            })
+            .collect();
+        for other in others {
+            let err = other.join().unwrap().unwrap_err();
+            assert!(
+                matches!(err, GenerateError::Reservation(ref e) if e.kind() == StoreErrorKind::Timeout),
+                "{err:?}"
+            );
+        }
+        assert!(g.renew_reservation().is_err());
+        let err = g.persist_last_issued().unwrap_err();
+        assert_eq!(err.kind(), StoreErrorKind::Timeout);
+        assert_eq!(store.calls(), 2, "one write in flight, never two");
+        assert_eq!(g.reserved_until_ms(), mark, "nothing published");
+        assert_eq!(g.metrics().ids_issued, 0);
+
+        // The store comes back: the late write is taken as a failure (it
+        // is not published), and the next write is a fresh one.
+        store.park(false);
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while g.flight_busy() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the late write never ended"
+            );
+            std::thread::yield_now();
+        }
+        assert_eq!(
+            g.reserved_until_ms(),
+            mark,
+            "the late write was not published"
+        );
+        let id = g.next_id().unwrap();
+        assert_eq!(store.calls(), 3);
+        assert_eq!(
+            store.mark(),
+            Some(id.timestamp_ms() + DEFAULT_RESERVE_WINDOW_MS)
+        );
+        assert_eq!(g.check_ready(), Ok(()));
+    }
+
+    /// A write in flight within its deadline leaves the generator ready
+    /// (the store is merely slow); past its deadline it is not, even while
+    /// the newest success is recent; and a late answer is not believed.
+    #[test]
+    fn readiness_tells_a_write_in_flight_from_an_overdue_one() {
+        let build = |timeout| {
+            let store = ParkingStore::default();
+            let clock = ManualClock::new(T);
+            let g = std::sync::Arc::new(built_before(
+                &clock,
+                Generator::builder(0, 0)
+                    .store(store.clone())
+                    .store_timeout(timeout),
+            ));
+            g.renew_reservation().unwrap();
+            store.park(true);
+            // A probe is due; the newest success is still within the window.
+            clock.advance(DEFAULT_RESERVE_WINDOW_MS / 2);
+            (g, store)
+        };
+
+        // In flight, far from its deadline: ready.
+        let (g, store) = build(Duration::from_secs(600));
+        let probe = {
+            let g = g.clone();
+            std::thread::spawn(move || g.renew_reservation())
+        };
+        while store.calls() < 2 {
+            std::thread::yield_now();
+        }
+        assert_eq!(g.check_ready(), Ok(()));
+        store.park(false);
+        probe.join().unwrap().unwrap();
+        assert_eq!(g.check_ready(), Ok(()));
+
+        // Past its deadline: not ready, and saying why.
+        let (g, store) = build(Duration::from_millis(50));
+        let err = g.renew_reservation().unwrap_err();
+        assert_eq!(err.kind(), StoreErrorKind::Timeout);
+        let GenerateError::Reservation(e) = g.check_ready().unwrap_err() else {
+            panic!("not a reservation error");
+        };
+        assert!(
+            e.to_string()
+                .starts_with("the reservation store did not answer within 50 ms"),
+            "{e}"
+        );
+        // The store answers late: still not ready (a late success is taken
+        // as a failure), until a write succeeds in time.
+        store.park(false);
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while g.flight_busy() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the late write never ended"
+            );
+            std::thread::yield_now();
+        }
+        let GenerateError::Reservation(e) = g.check_ready().unwrap_err() else {
+            panic!("not a reservation error");
+        };
+        assert!(
+            e.to_string()
+                .starts_with("the reservation store answered only after "),
+            "{e}"
+        );
+        g.renew_reservation().unwrap();
+        assert_eq!(g.check_ready(), Ok(()));
     }
 }
