@@ -61,6 +61,12 @@ impl From<snowmint::Error> for CliError {
     }
 }
 
+impl From<snowmint::sql::SqlError> for CliError {
+    fn from(e: snowmint::sql::SqlError) -> Self {
+        CliError::Usage(e.to_string())
+    }
+}
+
 /// A reservation store that cannot be opened (the identity is in use, the
 /// directory cannot be made) is a failure while running, not bad input.
 impl From<snowmint::StoreError> for CliError {

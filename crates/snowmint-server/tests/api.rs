@@ -467,6 +467,96 @@ async fn range_errors_name_the_field() {
     );
 }
 
+/// `GET /api/v1/sql`: the same script `snowmint sql` prints (the CLI's
+/// tests load it into real databases), as text; bad input names its
+/// parameter.
+#[tokio::test]
+async fn sql_answers_the_script_as_text() {
+    let h = harness();
+    let s = &h.state;
+    for (query, dialect, layout, prefix) in [
+        ("dialect=postgres", "postgres", "twitter", "snowflake_"),
+        (
+            "dialect=mysql&layout=instagram",
+            "mysql",
+            "instagram",
+            "snowflake_",
+        ),
+        (
+            "dialect=SQLite&layout=sonyflake&prefix=sf_",
+            "sqlite",
+            "sonyflake",
+            "sf_",
+        ),
+        (
+            "dialect=postgres&layout=&prefix=",
+            "postgres",
+            "twitter",
+            "snowflake_",
+        ),
+    ] {
+        let request = Request::get(format!("/api/v1/sql?{query}"))
+            .body(Body::empty())
+            .unwrap();
+        let response = app(s.clone()).oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{query}");
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "text/plain; charset=utf-8"
+        );
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let body = String::from_utf8(bytes.to_vec()).unwrap();
+        let want = snowmint::sql::functions(
+            dialect.parse().unwrap(),
+            &snowmint::Layout::by_name(layout).unwrap(),
+            &snowmint::sql::Options {
+                prefix,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(body, want, "{query}");
+    }
+    let bad = StatusCode::BAD_REQUEST;
+    let msg = error(s, "GET", "/api/v1/sql?dialect=oracle", bad, Some("dialect")).await;
+    assert_eq!(
+        msg,
+        r#"dialect must be postgres, mysql or sqlite, got "oracle""#
+    );
+    let msg = error(s, "GET", "/api/v1/sql", bad, Some("dialect")).await;
+    assert_eq!(msg, r#"dialect must be postgres, mysql or sqlite, got """#);
+    let msg = error(
+        s,
+        "GET",
+        "/api/v1/sql?dialect=mysql&prefix=x%27%3B%20DROP%20TABLE%20t%3B",
+        bad,
+        Some("prefix"),
+    )
+    .await;
+    assert!(
+        msg.starts_with("prefix must be a plain SQL identifier"),
+        "{msg}"
+    );
+    error(
+        s,
+        "GET",
+        "/api/v1/sql?dialect=mysql&layout=flickr",
+        bad,
+        Some("layout"),
+    )
+    .await;
+    error(
+        s,
+        "GET",
+        "/api/v1/sql?dialect=mysql&dialect=postgres",
+        bad,
+        Some("dialect"),
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn decode_in_other_layouts() {
     let h = harness();

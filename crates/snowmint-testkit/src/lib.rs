@@ -10,6 +10,9 @@
 //!   be cut (a partition) and restored.
 //! - [`pki::Pki`]: a test CA with server and client certificates, as PEM
 //!   files (HTTPS, and etcd over TLS: [`etcd::EtcdServer::start_tls`]).
+//! - [`db::Postgres`], [`db::Mariadb`], [`db::Sqlite`]: a real database for
+//!   one test, on a Unix socket in a temporary directory of its own, stopped
+//!   when dropped; driven through its command-line client.
 //! - [`clock::FakeClock`]: a process's wall clock under libfaketime, stepped
 //!   back and forward while it runs.
 //! - [`chaos`]: the randomized fault test of distributed mode (`snowmint-chaos`,
@@ -24,6 +27,7 @@
 //! - `proxy.rs`: the cuttable TCP proxy.
 //! - `pki.rs`: test certificates (rcgen).
 //! - `clock.rs`: libfaketime clock control.
+//! - `db.rs`: PostgreSQL, MariaDB and SQLite for the SQL tests.
 //! - `signal.rs`: SIGKILL/SIGSTOP/SIGCONT to a process by ID.
 //! - `chaos/`: the harness (`schedule`, `history`, `checker`, `report`, `run`).
 
@@ -31,6 +35,7 @@
 
 pub mod chaos;
 pub mod clock;
+pub mod db;
 pub mod etcd;
 pub mod pki;
 pub mod proxy;

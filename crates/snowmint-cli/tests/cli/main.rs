@@ -15,6 +15,7 @@ mod hardening;
 mod next;
 mod range;
 mod serve;
+mod sql;
 mod support;
 mod tls;
 mod worker_from_hostname;

@@ -9,6 +9,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Json, extract::Query};
 use serde::Deserialize;
+use snowmint::sql::Dialect;
 use snowmint::{Encoding, Field, Layout, SnowflakeId};
 
 use crate::mint::generator::IdRange;
@@ -278,6 +279,66 @@ pub(crate) async fn range(
     let layout = layout(q.layout.as_deref())?;
     let span = range_typed(q.from.as_deref(), q.to.as_deref(), layout, state.now_ms())?;
     Ok(Json(span).into_response())
+}
+
+/// Query of `GET /api/v1/sql`. Values are text, as typed.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SqlQuery {
+    /// The database: `postgres` (functions), `mysql` (MySQL and MariaDB
+    /// functions) or `sqlite` (expressions, as comments).
+    #[param(required = true, example = "postgres")]
+    pub dialect: Option<String>,
+    /// The IDs' layout (as for decode): `twitter` (default), `discord`, `instagram`, `sonyflake` or `mastodon`.
+    #[param(example = "twitter")]
+    pub layout: Option<String>,
+    /// Put before every function's name: a plain SQL identifier; missing or empty means `snowflake_`.
+    #[param(example = "snowflake_")]
+    pub prefix: Option<String>,
+}
+
+/// The one SQL path of the API and the page: the script of `dialect`'s
+/// functions for `layout`, with `prefix` (blank: the default).
+pub(crate) fn sql_typed(
+    dialect: Option<&str>,
+    layout: Layout,
+    prefix: Option<&str>,
+) -> Result<String, snowmint::sql::SqlError> {
+    let dialect = Dialect::parse_for("dialect", dialect.unwrap_or(""))?;
+    let prefix = prefix
+        .filter(|p| !p.is_empty())
+        .unwrap_or(snowmint::sql::DEFAULT_PREFIX);
+    let options = snowmint::sql::Options {
+        prefix,
+        ..Default::default()
+    };
+    snowmint::sql::functions(dialect, &layout, &options)
+}
+
+/// SQL functions for the IDs of a layout, as a script for the database's
+/// client: `time(id)`, `unix_ms(id)`, one per field, `min_id(ts)`,
+/// `max_id(ts)` and `compose(unix_ms, fields...)` (SQLite: the expressions).
+#[utoipa::path(
+    get,
+    path = "/api/v1/sql",
+    tag = "ids",
+    params(SqlQuery),
+    responses(
+        (status = 200, description = "The script, to pipe into psql, mysql or sqlite3", content_type = "text/plain", body = String),
+        (status = 400, description = "An unknown or missing `dialect`, an unknown `layout`, or a `prefix` that is not a plain SQL identifier of at most 40 characters", body = ErrorBody),
+    )
+)]
+pub(crate) async fn sql(ApiQuery(q): ApiQuery<SqlQuery>) -> Result<Response, ApiError> {
+    let layout = layout(q.layout.as_deref())?;
+    let script = sql_typed(q.dialect.as_deref(), layout, q.prefix.as_deref())?;
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        )],
+        script,
+    )
+        .into_response())
 }
 
 /// Query of `POST /api/v1/ids`.
