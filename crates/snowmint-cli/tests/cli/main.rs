@@ -13,6 +13,7 @@ mod docs;
 mod etcd_serve;
 mod hardening;
 mod next;
+mod operator;
 mod range;
 mod serve;
 mod sql;

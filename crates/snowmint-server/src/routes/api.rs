@@ -345,15 +345,16 @@ pub(crate) async fn sql(ApiQuery(q): ApiQuery<SqlQuery>) -> Result<Response, Api
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct MintQuery {
-    /// How many IDs, 1..=4096 (default 1).
+    /// How many IDs, 1..=4096 (default 1, also when empty).
     #[param(example = 3)]
     pub count: Option<String>,
 }
 
-/// Reads `count`.
+/// Reads `count`: missing or empty is 1; anything else must be an integer
+/// in range, so whitespace alone (`count=%0D`) is refused naming `count`
+/// rather than read as "no count".
 pub(crate) fn count(input: Option<&str>) -> Result<usize, ApiError> {
-    // Missing or empty means the default, like `timestamp` and `from`.
-    let Some(text) = input.filter(|t| !t.trim().is_empty()) else {
+    let Some(text) = input.filter(|t| !t.is_empty()) else {
         return Ok(1);
     };
     // At most one millisecond's IDs: the core's range for a count.
@@ -502,19 +503,31 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, Ap
     }
 }
 
-/// Prometheus metrics.
+/// Prometheus metrics, in the format `Accept` asks for.
 #[utoipa::path(get, path = "/metrics", tag = "operations", responses(
-    (status = 200, description = "OpenMetrics text", content_type = "application/openmetrics-text", body = String),
+    (status = 200, description = "The metrics: OpenMetrics 1.0.0 when `Accept` ranks `application/openmetrics-text` first (as Prometheus does), else the Prometheus text format 0.0.4", content(
+        (String = "text/plain"),
+        (String = "application/openmetrics-text"),
+    )),
     (status = 401, description = "The server requires a token (`--api-token-file`) and the request has no `Authorization: Bearer` with it", body = ErrorBody,
         headers(("WWW-Authenticate" = String, description = "`Bearer`, with `error=\"invalid_token\"` when a wrong token was sent"))),
 ))]
-pub(crate) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+pub(crate) async fn metrics(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+) -> impl IntoResponse {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let format = super::metrics::Format::negotiate(accept);
     (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
-        )],
-        state.metrics.render(),
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(format.content_type()),
+            ),
+            // The body depends on Accept: a cache must keep them apart.
+            (header::VARY, HeaderValue::from_static("accept")),
+        ],
+        state.metrics.render(format),
     )
 }
 
