@@ -82,8 +82,21 @@
     $("lang-switch").href = doc.getElementById("lang-switch").getAttribute("href");
     history.replaceState(null, "", qs ? "/?" + qs : "/");
     for (const button of $("result").querySelectorAll("[data-copy]")) button.hidden = false;
+    localTime();
     if (refocus && $(refocus)) $(refocus).focus();
   }
+
+  // The decoded time in the reader's own zone, beside the server's UTC.
+  function localTime() {
+    const dd = $("time-local");
+    if (!dd) return;
+    const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    const when = new Date(Number(dd.dataset.ms)).toLocaleString(document.documentElement.lang,
+      { dateStyle: "long", timeStyle: "long" });
+    dd.textContent = !zone || when.includes(zone) ? when : when + " (" + zone + ")";
+    for (const el of $("result").querySelectorAll(".js-only")) el.hidden = false;
+  }
+  localTime();
 
   function schedule(form) {
     clearTimeout(timer);

@@ -1112,3 +1112,231 @@ async fn list_range_and_repeated_parameters_without_javascript() {
     );
     s.close().await;
 }
+
+/// A Chrome DevTools Protocol command, sent through chromedriver's
+/// `goog/cdp/execute` (emulation WebDriver itself has no command for).
+#[derive(Debug)]
+struct Cdp {
+    cmd: &'static str,
+    params: serde_json::Value,
+}
+
+impl fantoccini::wd::WebDriverCompatibleCommand for Cdp {
+    fn endpoint(
+        &self,
+        base_url: &reqwest::Url,
+        session_id: Option<&str>,
+    ) -> Result<reqwest::Url, <reqwest::Url as std::str::FromStr>::Err> {
+        base_url.join(&format!(
+            "session/{}/goog/cdp/execute",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _: &reqwest::Url) -> (axum::http::Method, Option<String>) {
+        let body = json!({ "cmd": self.cmd, "params": self.params });
+        (axum::http::Method::POST, Some(body.to_string()))
+    }
+}
+
+impl Session {
+    async fn cdp(&self, cmd: &'static str, params: serde_json::Value) {
+        self.client
+            .issue_cmd(Cdp { cmd, params })
+            .await
+            .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    }
+
+    /// Emulates `prefers-color-scheme` (`"dark"` or `"light"`).
+    async fn color_scheme(&self, scheme: &str) {
+        self.cdp(
+            "Emulation.setEmulatedMedia",
+            json!({ "features": [{ "name": "prefers-color-scheme", "value": scheme }] }),
+        )
+        .await;
+    }
+
+    /// A computed style property of the element `css`.
+    async fn style(&self, css: &str, property: &str) -> String {
+        let v = self
+            .client
+            .execute(
+                "return getComputedStyle(document.querySelector(arguments[0]))[arguments[1]]",
+                vec![json!(css), json!(property)],
+            )
+            .await
+            .unwrap();
+        v.as_str().unwrap_or_default().to_owned()
+    }
+
+    /// Asserts that nothing on the page reaches past the viewport's right
+    /// edge and that the page does not scroll sideways. What a scrolling
+    /// box (the bits, a table, the formula) clips is inside that box, so
+    /// only the box itself is measured.
+    async fn assert_fits(&self, what: &str) {
+        let v = self
+            .client
+            .execute(
+                r#"const width = document.documentElement.clientWidth;
+                const clipped = (el) => {
+                  for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+                    if (getComputedStyle(p).overflowX !== "visible") return true;
+                  }
+                  return false;
+                };
+                const wide = [];
+                for (const el of document.body.querySelectorAll("*")) {
+                  const r = el.getBoundingClientRect();
+                  if (r.width === 0 && r.height === 0) continue;
+                  if (r.right > width + 0.5 && !clipped(el)) {
+                    wide.push(`${el.tagName.toLowerCase()}#${el.id}.${el.className} right ${r.right}`);
+                  }
+                }
+                return { width, scroll: document.documentElement.scrollWidth, wide };"#,
+                vec![],
+            )
+            .await
+            .unwrap();
+        let width = v["width"].as_f64().unwrap();
+        let scroll = v["scroll"].as_f64().unwrap();
+        // The window is 360 px; a classic scroll bar may take some of it.
+        assert!((300.0..=360.0).contains(&width), "{what}: viewport {width}");
+        assert!(
+            v["wide"].as_array().unwrap().is_empty(),
+            "{what}: wider than the {width} px screen: {}",
+            v["wide"]
+        );
+        assert!(
+            scroll <= width,
+            "{what}: scrollWidth {scroll} > clientWidth {width}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn nothing_is_wider_than_a_360_px_screen_in_both_languages() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(s) = Session::start_live().await else {
+        return;
+    };
+    s.client.set_window_size(360, 1400).await.unwrap();
+    s.wait_text("#bits-scroll", |t| t.starts_with("Scroll"))
+        .await;
+    s.assert_fits("the page").await;
+    // A decoded ID, typed by keyboard, in Discord's layout.
+    s.tab_to("id").await;
+    s.type_active("175928847299117063").await;
+    s.tab_to("layout").await;
+    s.press(Key::Down).await;
+    s.wait_text("#layout-value", |t| t == "Discord").await;
+    s.assert_fits("a decoded ID").await;
+    // A range, the panel whose date pickers overflowed.
+    s.tab_to("range_from").await;
+    s.type_active("2024-01-01T00:00:00Z").await;
+    s.press(Key::Enter).await;
+    s.wait_text("#range-min", |t| !t.is_empty()).await;
+    s.assert_fits("a range").await;
+    s.switch_language("ID-ene i et tidsrom").await;
+    s.assert_fits("the range in Bokmål").await;
+    s.goto("/?id=175928847299117063&layout=discord&lang=nb")
+        .await;
+    s.wait_text("#layout-value", |t| t == "Discord").await;
+    s.assert_fits("a decoded ID in Bokmål").await;
+    s.screenshot("explorer-360px-nb.png").await;
+    s.close().await;
+}
+
+#[tokio::test]
+async fn dark_scheme_discord_markup_and_local_time_in_both_languages() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(s) = Session::start_live().await else {
+        return;
+    };
+    let light = (
+        s.style("body", "backgroundColor").await,
+        s.style(".card", "backgroundColor").await,
+    );
+    s.color_scheme("dark").await;
+    let dark = (
+        s.style("body", "backgroundColor").await,
+        s.style(".card", "backgroundColor").await,
+    );
+    assert_ne!(light.0, dark.0, "the body's background");
+    assert_ne!(light.1, dark.1, "a card's background");
+    assert_ne!(
+        s.style(".seg-timestamp", "backgroundColor").await,
+        "",
+        "the timestamp segment has a colour"
+    );
+    s.screenshot("explorer-dark.png").await;
+
+    // Oslo: the reader's zone is two hours ahead of UTC on 30 April 2016.
+    s.cdp(
+        "Emulation.setTimezoneOverride",
+        json!({ "timezoneId": "Europe/Oslo" }),
+    )
+    .await;
+    s.tab_to("id").await;
+    s.type_active("175928847299117063").await;
+    s.tab_to("layout").await;
+    s.press(Key::Down).await;
+    s.wait_text("#time-value", |t| t == "2016-04-30T11:18:25.796Z")
+        .await;
+    assert_eq!(s.text("#discord-full").await, "<t:1462015105:F>");
+    assert_eq!(s.text("#discord-relative").await, "<t:1462015105:R>");
+    let local = s.wait_text("#time-local", |t| !t.is_empty()).await;
+    assert!(
+        local.contains("1:18:25 PM") && local.ends_with("(Europe/Oslo)"),
+        "{local}"
+    );
+    s.tab_to("copy-discord-relative").await;
+    s.press(Key::Enter).await;
+    s.wait_text("#copy-discord-status", |t| t == "Copied").await;
+
+    s.switch_language("ID-ene i et tidsrom").await;
+    // The dark scheme and the zone stay on the new page.
+    assert_eq!(s.style("body", "backgroundColor").await, dark.0);
+    let local = s.wait_text("#time-local", |t| !t.is_empty()).await;
+    assert!(
+        local.contains("13:18:25") && local.ends_with("(Europe/Oslo)"),
+        "{local}"
+    );
+    assert_eq!(s.text("#discord-full").await, "<t:1462015105:F>");
+    s.tab_to("copy-discord-full").await;
+    s.press(Key::Enter).await;
+    s.wait_text("#copy-discord-status", |t| t == "Kopiert")
+        .await;
+    s.screenshot("explorer-dark-nb.png").await;
+    s.close().await;
+}
+
+#[tokio::test]
+async fn discord_markup_and_utc_alone_without_javascript() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(s) = Session::start(false).await else {
+        return;
+    };
+    for lang in ["en", "nb"] {
+        s.goto(&format!(
+            "/?id=175928847299117063&layout=discord&lang={lang}"
+        ))
+        .await;
+        assert_eq!(s.text("#time-value").await, "2016-04-30T11:18:25.796Z");
+        assert_eq!(s.text("#discord-full").await, "<t:1462015105:F>");
+        let local = s.client.find(Locator::Id("time-local")).await.unwrap();
+        assert!(
+            !local.is_displayed().await.unwrap(),
+            "{lang}: no local time"
+        );
+        let copy = s
+            .client
+            .find(Locator::Id("copy-discord-full"))
+            .await
+            .unwrap();
+        assert!(
+            !copy.is_displayed().await.unwrap(),
+            "{lang}: no copy button"
+        );
+    }
+    s.close().await;
+}

@@ -14,7 +14,8 @@
 //! - [`form`]: the labelled field with hint and inline error the forms
 //!   share; [`link`]: the page's own URLs;
 //! - [`facts`]: every number the page states about the format, derived
-//!   from the core's layout; [`assets`]: the embedded CSS, JS and icons.
+//!   from the core's layout; [`assets`]: the embedded CSS, JS and icons;
+//!   [`social`]: Discord's markup, the local time and Open Graph tags.
 //!
 //! HTML is written with maud templates, which escape every value; nothing
 //! here writes unescaped text.
@@ -33,6 +34,7 @@ mod list;
 mod live;
 mod range;
 mod result;
+mod social;
 #[cfg(test)]
 mod tests;
 
@@ -343,6 +345,7 @@ fn frame(page: &Page) -> Markup {
                 meta name="color-scheme" content="light dark";
                 title { (t.title) }
                 meta name="description" content=(t.description);
+                (social::og_tags(page))
                 link rel="icon" href="/favicon.ico" sizes="32x32";
                 link rel="icon" href="/assets/favicon.svg" type="image/svg+xml";
                 link rel="stylesheet" href="/assets/app.css";

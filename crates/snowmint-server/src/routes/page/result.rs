@@ -44,6 +44,7 @@ fn breakdown(page: &Page, b: &Breakdown, layout: Layout) -> Markup {
         }
         dl.facts {
             dt { (t.time_utc) } dd #time-value { (b.time) }
+            (super::social::time_rows(page, b))
             dt { (t.unix_ms) } dd { (b.timestamp_ms) }
             dt { (t.hex) } dd { code { (id.hex()) } }
             dt { (t.base32) } dd { code { (id.base32()) } }

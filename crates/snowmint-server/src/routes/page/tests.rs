@@ -375,3 +375,75 @@ async fn the_picker_and_the_timestamp_fill_each_other() {
     let page = get("/?datacenter=1").await;
     assert!(page.text().contains(r#"name="timestamp" value="""#));
 }
+
+/// The `content` of the `<meta property="PROPERTY">` tags, in order.
+fn og(html: &str, property: &str) -> Vec<String> {
+    let open = format!(r#"<meta property="{property}" content=""#);
+    html.split(&open)
+        .skip(1)
+        .map(|rest| rest.split_once('"').unwrap().0.to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_result_url_carries_open_graph_tags_in_its_language() {
+    let page = get("/?id=175928847299117063&layout=discord&lang=en").await;
+    let html = page.text();
+    assert_eq!(
+        og(html, "og:title"),
+        ["Snowflake ID 175928847299117063: 2016-04-30T11:18:25.796Z"]
+    );
+    let description = og(html, "og:description");
+    assert_eq!(description.len(), 1);
+    assert!(description[0].contains("Discord layout"), "{description:?}");
+    assert_eq!(og(html, "og:type"), ["website"]);
+    assert_eq!(og(html, "og:locale"), ["en_US"]);
+    // The page cannot know its public address (Host is the client's to
+    // choose) and a relative og:url is invalid: none is given.
+    assert!(og(html, "og:url").is_empty());
+    // The tags are in the head.
+    let head = html.split_once("</head>").unwrap().0;
+    assert!(head.contains(r#"<meta property="og:title""#));
+
+    let page = get("/?id=175928847299117063&layout=discord&lang=nb").await;
+    let html = page.text();
+    assert_eq!(
+        og(html, "og:title"),
+        ["Snowflake-ID 175928847299117063: 2016-04-30T11:18:25.796Z"]
+    );
+    assert!(og(html, "og:description")[0].contains("Discord-oppsettet"));
+    assert_eq!(og(html, "og:locale"), ["nb_NO"]);
+
+    // A composed result is a result too; an attribute value is escaped.
+    let page = get("/?timestamp=1288834975657&datacenter=1&worker=1&sequence=0").await;
+    assert_eq!(
+        og(page.text(), "og:title"),
+        ["Snowflake ID 4194439168: 2010-11-04T01:42:55.657Z"]
+    );
+    // A first visit shows now's ID, no result to share; a bad ID and a
+    // range have no ID to title.
+    for uri in ["/", "/?lang=nb", "/?id=abc", "/?range_from=2024-01-01"] {
+        let page = get(uri).await;
+        assert_eq!(page.status, StatusCode::OK, "{uri}");
+        assert!(og(page.text(), "og:title").is_empty(), "{uri}");
+    }
+}
+
+#[tokio::test]
+async fn a_decoded_time_has_discord_markup_and_a_local_time_row() {
+    let page = get("/?id=175928847299117063&layout=discord").await;
+    let html = page.text();
+    assert_eq!(by_id(html, "discord-full"), "&lt;t:1462015105:F&gt;");
+    assert_eq!(by_id(html, "discord-relative"), "&lt;t:1462015105:R&gt;");
+    assert!(html.contains(r#"data-copy="&lt;t:1462015105:R&gt;""#));
+    // Hidden until the script fills it in: UTC alone without JavaScript.
+    assert!(
+        html.contains(r#"<dd class="js-only" id="time-local" hidden data-ms="1462015105796">"#)
+    );
+    let nb = get("/?id=175928847299117063&layout=discord&lang=nb").await;
+    assert!(nb.text().contains("<dt>Discord-tidsstempel</dt>"));
+    assert!(
+        nb.text()
+            .contains("<dt class=\"js-only\" hidden>Tid (din tidssone)</dt>")
+    );
+}

@@ -82,6 +82,17 @@ pub(super) static TEXT: Text = Text {
     copied: "Copied",
     time_utc: "Time (UTC)",
     unix_ms: "Unix ms",
+    time_local: "Time (your time zone)",
+    discord_markup: "Discord timestamp",
+    discord_markup_hint: "Paste into a Discord message: <t:…:F> shows the date and time, <t:…:R> how long ago, each in the reader's own time zone.",
+    copy_discord_full: "Copy the date and time markup",
+    copy_discord_relative: "Copy the relative time markup",
+    og_title: |id, time| format!("Snowflake ID {id}: {time}"),
+    og_description: |layout| {
+        format!(
+            "The Snowflake ID read in the {layout} layout: its time, its 64 bits and the formula, in the snowmint explorer."
+        )
+    },
     language: "Language",
     share: "Share",
     share_link: "link to this result",

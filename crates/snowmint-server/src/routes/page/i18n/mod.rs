@@ -278,6 +278,20 @@ pub(crate) struct Text {
     pub copied: &'static str,
     pub time_utc: &'static str,
     pub unix_ms: &'static str,
+    /// The result's row of the time in the reader's own zone (filled in
+    /// by the script; absent without it).
+    pub time_local: &'static str,
+    /// The result's row of Discord's timestamp markup.
+    pub discord_markup: &'static str,
+    /// What the two markups show in a Discord message.
+    pub discord_markup_hint: &'static str,
+    /// The copy buttons of the two markups (their accessible names).
+    pub copy_discord_full: &'static str,
+    pub copy_discord_relative: &'static str,
+    /// Open Graph title of a decoded ID: (the ID, its time in UTC).
+    pub og_title: fn(&str, &str) -> String,
+    /// Open Graph description of a decoded ID: (the layout's name).
+    pub og_description: fn(&str) -> String,
     pub language: &'static str,
     pub share: &'static str,
     pub share_link: &'static str,

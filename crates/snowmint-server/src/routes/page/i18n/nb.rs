@@ -82,6 +82,17 @@ pub(super) static TEXT: Text = Text {
     copied: "Kopiert",
     time_utc: "Tid (UTC)",
     unix_ms: "Unix-ms",
+    time_local: "Tid (din tidssone)",
+    discord_markup: "Discord-tidsstempel",
+    discord_markup_hint: "Lim inn i en Discord-melding: <t:…:F> viser dato og klokkeslett, <t:…:R> hvor lenge siden, begge i leserens egen tidssone.",
+    copy_discord_full: "Kopier markeringen for dato og klokkeslett",
+    copy_discord_relative: "Kopier markeringen for relativ tid",
+    og_title: |id, time| format!("Snowflake-ID {id}: {time}"),
+    og_description: |layout| {
+        format!(
+            "Snowflake-ID-en lest i {layout}-oppsettet: tiden, de 64 bitene og formelen, i snowmint-utforskeren."
+        )
+    },
     language: "Språk",
     share: "Del",
     share_link: "lenke til dette resultatet",
