@@ -65,7 +65,7 @@ pub(super) fn og_tags(page: &Page) -> Markup {
         meta property="og:site_name" content="snowmint";
         meta property="og:locale" content=(locale);
         meta property="og:title" content=((t.og_title)(&b.id.to_string(), &b.time.to_string()));
-        meta property="og:description" content=((t.og_description)(&display_name(*layout)));
+        meta property="og:description" content=((t.og_description)(&display_name(*layout, t)));
     }
 }
 
