@@ -66,18 +66,18 @@ pub struct ServeArgs {
     pub max_connections: Option<u64>,
     /// A request head must arrive in full within this time.
     #[arg(long, env = "SNOWMINT_HEADER_TIMEOUT", value_name = "SECONDS",
-          default_value_t = snowmint_server::http::DEFAULT_HEADER_TIMEOUT.as_secs(),
+          default_value_t = snowmint_server::DEFAULT_HEADER_TIMEOUT.as_secs(),
           allow_negative_numbers = true, value_parser = whole("header-timeout", 1, 3600, "seconds"))]
     pub header_timeout: u64,
     /// A keep-alive connection with no request for this long is closed.
     #[arg(long, env = "SNOWMINT_IDLE_TIMEOUT", value_name = "SECONDS",
-          default_value_t = snowmint_server::http::DEFAULT_IDLE_TIMEOUT.as_secs(),
+          default_value_t = snowmint_server::DEFAULT_IDLE_TIMEOUT.as_secs(),
           allow_negative_numbers = true, value_parser = whole("idle-timeout", 1, 86_400, "seconds"))]
     pub idle_timeout: u64,
     /// On SIGTERM, requests in progress get this long to finish; then the
     /// rest are closed, the reservation is saved and the process exits 0.
     #[arg(long, env = "SNOWMINT_SHUTDOWN_TIMEOUT", value_name = "SECONDS",
-          default_value_t = snowmint_server::http::DEFAULT_SHUTDOWN_TIMEOUT.as_secs(),
+          default_value_t = snowmint_server::DEFAULT_SHUTDOWN_TIMEOUT.as_secs(),
           allow_negative_numbers = true, value_parser = whole("shutdown-timeout", 0, 3600, "seconds"))]
     pub shutdown_timeout: u64,
     /// Most IDs per second one client IP may mint (429 with Retry-After

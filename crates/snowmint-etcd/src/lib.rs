@@ -83,3 +83,8 @@ pub use store::EtcdStore;
 
 #[cfg(test)]
 mod tests;
+
+/// Compiles the crate README's example as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctest;

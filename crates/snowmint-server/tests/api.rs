@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use serde_json::{Value, json};
-use snowmint_server::generator::Generator;
+use snowmint::Generator;
 use snowmint_server::{AppState, Config, Minter, app, static_state};
 use tower::ServiceExt;
 

@@ -128,7 +128,7 @@ pub fn parse_timestamp(input: &str, now_ms: u64) -> Result<u64, Error> {
     Layout::TWITTER.parse_timestamp(input, now_ms)
 }
 
-/// Compiles the README's examples as doctests.
-#[doc = include_str!("../../../README.md")]
+/// Compiles the crate README's examples as doctests.
+#[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctest;

@@ -8,6 +8,7 @@
 
 mod abuse;
 mod compose_decode;
+mod docs;
 #[cfg(feature = "etcd")]
 mod etcd_serve;
 mod hardening;

@@ -1,0 +1,255 @@
+//! The settings of `snowmint serve`: [`Config`], its defaults, and the
+//! checks [`serve`](crate::serve) and the binary run before anything starts.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::guard::origin::{OriginError, Origins};
+use crate::guard::token::{ApiToken, TokenError};
+use crate::mint::generator::StaticError;
+use crate::mint::hostname::{self, HostnameError};
+use crate::mint::identity::IdentitySource;
+use crate::mint::minter::Identity;
+use crate::net::accept::Limits;
+use crate::net::tls::{TlsError, TlsFiles};
+
+/// Options of `snowmint serve`.
+///
+/// `#[non_exhaustive]`: build it with [`Config::default`] and set fields, so
+/// new options (etcd TLS, ...) do not break callers.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// A second listener for `/healthz`, `/readyz` and `/metrics` (which
+    /// then leaves the public one); `None`: all on `listen`.
+    pub admin_listen: Option<SocketAddr>,
+    /// The file holding the bearer token minting and `/metrics` need;
+    /// `None`: no token (a trusted network).
+    pub api_token_file: Option<PathBuf>,
+    /// Origins (`https://app.example.com`) whose pages may mint from their
+    /// visitors' browsers; every other cross-site mint is refused (403).
+    pub cors_origins: Vec<String>,
+    /// The static identity (ignored when `etcd_endpoints` is set or
+    /// `worker_from_hostname` is).
+    pub identity: Identity,
+    /// Where the static identity's reservation file is kept.
+    pub state_dir: PathBuf,
+    /// etcd endpoints; empty means the static identity.
+    pub etcd_endpoints: Vec<String>,
+    /// TTL of an etcd identity lease.
+    pub lease_ttl: Duration,
+    /// Key prefix of the identities in etcd (several clusters can share one etcd).
+    pub etcd_prefix: String,
+    /// Connection limit and timeouts.
+    pub limits: Limits,
+    /// Most IDs per second one client IP may mint; `None`: no quota.
+    pub client_quota: Option<std::num::NonZeroU32>,
+    /// The static identity from the StatefulSet ordinal in the hostname
+    /// instead of `identity`.
+    pub worker_from_hostname: bool,
+    /// [`serve`](crate::serve) prints one line to stderr once the identity source has
+    /// started: `snowmint: serving the explorer on http://ADDR/ (...)`
+    /// (`https://` with `tls`; the `snowmint` binary's; scripts and tests
+    /// read it).
+    pub announce: bool,
+    /// Serve HTTPS with this certificate and key (`--tls-cert`,
+    /// `--tls-key`); `None`: plain HTTP.
+    pub tls: Option<TlsFiles>,
+    /// TLS to etcd: the CA that signed etcd's certificate (`--etcd-ca`);
+    /// the endpoints must then be `https://` URLs.
+    pub etcd_ca: Option<std::path::PathBuf>,
+    /// TLS to etcd: this instance's client certificate and key
+    /// (`--etcd-cert`, `--etcd-key`), for an etcd with `--client-cert-auth`.
+    pub etcd_client_cert: Option<TlsFiles>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            listen: DEFAULT_LISTEN,
+            admin_listen: None,
+            api_token_file: None,
+            cors_origins: Vec::new(),
+            identity: Identity::default(),
+            state_dir: default_state_dir(),
+            etcd_endpoints: Vec::new(),
+            lease_ttl: DEFAULT_LEASE_TTL,
+            etcd_prefix: DEFAULT_ETCD_PREFIX.to_owned(),
+            limits: Limits::default(),
+            client_quota: None,
+            worker_from_hostname: false,
+            announce: false,
+            tls: None,
+            etcd_ca: None,
+            etcd_client_cert: None,
+        }
+    }
+}
+
+/// The etcd lease's TTL unless told otherwise: snowmint-etcd's own
+/// [`DEFAULT_LEASE_TTL`](snowmint_etcd::DEFAULT_LEASE_TTL) (feature `etcd`).
+#[cfg(feature = "etcd")]
+pub const DEFAULT_LEASE_TTL: Duration = snowmint_etcd::DEFAULT_LEASE_TTL;
+/// The etcd lease's TTL unless told otherwise. This build has no `etcd`
+/// feature, so it cannot lease and does not link snowmint-etcd; the value
+/// repeats that crate's for `--help`.
+#[cfg(not(feature = "etcd"))]
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
+/// The etcd key prefix unless told otherwise; see [`DEFAULT_LEASE_TTL`].
+#[cfg(feature = "etcd")]
+pub const DEFAULT_ETCD_PREFIX: &str = snowmint_etcd::DEFAULT_PREFIX;
+/// The etcd key prefix unless told otherwise; see [`DEFAULT_LEASE_TTL`].
+#[cfg(not(feature = "etcd"))]
+pub const DEFAULT_ETCD_PREFIX: &str = "/snowmint";
+
+/// Where `snowmint serve` listens unless told otherwise: 127.0.0.1:8080.
+pub const DEFAULT_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+    std::net::Ipv4Addr::LOCALHOST,
+    8080,
+));
+
+impl Config {
+    /// The identity source this configuration asks for: etcd when endpoints
+    /// are given, else the hostname's ordinal when asked, else the static
+    /// `identity`.
+    pub fn identity_source(&self) -> IdentitySource {
+        if !self.etcd_endpoints.is_empty() {
+            IdentitySource::Etcd
+        } else if self.worker_from_hostname {
+            IdentitySource::FromHostname
+        } else {
+            IdentitySource::Static(self.identity)
+        }
+    }
+
+    /// The settings' own faults, found without touching anything but the
+    /// files they name (no state directory, no etcd, no socket): a hostname
+    /// without an ordinal, an invalid etcd setting (TLS files included),
+    /// `--etcd` in a build without the `etcd` feature, HTTPS files that
+    /// cannot be used, a token file that cannot be read or is empty, a
+    /// `--cors-origin` that is not an origin, the admin listener on the
+    /// public address. [`serve`](crate::serve) checks again; a binary calls it first so
+    /// that a bad flag is reported before it binds its listener.
+    pub fn check(&self) -> Result<(), StartError> {
+        if let Some(tls) = &self.tls {
+            tls.server_config()?;
+        }
+        if let Some(path) = &self.api_token_file {
+            ApiToken::load(path)?;
+        }
+        Origins::new(&self.cors_origins)?;
+        if self.admin_listen == Some(self.listen) && self.listen.port() != 0 {
+            return Err(StartError::AdminSameAsListen(self.listen));
+        }
+        match self.identity_source() {
+            IdentitySource::Static(_) => Ok(()),
+            IdentitySource::FromHostname => {
+                hostname::identity_from_hostname()?;
+                Ok(())
+            }
+            #[cfg(feature = "etcd")]
+            IdentitySource::Etcd => self
+                .etcd_config()
+                .validate()
+                .map_err(|e| StartError::Etcd(e.into())),
+            #[cfg(not(feature = "etcd"))]
+            IdentitySource::Etcd => Err(StartError::EtcdNotBuilt),
+        }
+    }
+
+    /// The lease settings: endpoints, prefix, lease TTL, and TLS
+    /// (CA, client certificate).
+    #[cfg(feature = "etcd")]
+    pub(crate) fn etcd_config(&self) -> snowmint_etcd::EtcdConfig {
+        let mut etcd = snowmint_etcd::EtcdConfig::new(self.etcd_endpoints.iter().cloned())
+            .prefix(self.etcd_prefix.clone())
+            .lease_ttl(self.lease_ttl);
+        if let Some(ca) = &self.etcd_ca {
+            etcd = etcd.ca_cert(ca);
+        }
+        if let Some(client) = &self.etcd_client_cert {
+            etcd = etcd.client_cert(&client.cert, &client.key);
+        }
+        etcd
+    }
+}
+
+/// `$XDG_STATE_HOME/snowmint`, else `~/.local/state/snowmint`, else
+/// `./.snowmint-state`.
+pub fn default_state_dir() -> PathBuf {
+    let non_empty = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = non_empty("XDG_STATE_HOME") {
+        PathBuf::from(dir).join("snowmint")
+    } else if let Some(home) = non_empty("HOME") {
+        PathBuf::from(home).join(".local/state/snowmint")
+    } else {
+        PathBuf::from(".snowmint-state")
+    }
+}
+
+/// Why [`serve`](crate::serve) could not start: a setting, the identity
+/// source, or the admin listener. [`is_usage`](StartError::is_usage) tells
+/// a bad setting from a failure of the machine.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The hostname gives no identity.
+    #[error(transparent)]
+    Hostname(#[from] HostnameError),
+    /// The static identity's state directory, lock or mark.
+    #[error(transparent)]
+    Static(#[from] StaticError),
+    /// An invalid etcd setting, or the lease session's threads.
+    #[cfg(feature = "etcd")]
+    #[error(transparent)]
+    Etcd(#[from] snowmint_etcd::EtcdError),
+    /// The HTTPS certificate or key cannot be used.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// `--etcd` given to a build without the `etcd` feature.
+    #[error(
+        "--etcd needs a snowmint built with `--features etcd` \
+         (cargo run --release --features etcd -- serve --etcd URL)"
+    )]
+    EtcdNotBuilt,
+    /// `--api-token-file` cannot be read, is empty or holds more than a token.
+    #[error(transparent)]
+    Token(#[from] TokenError),
+    /// A `--cors-origin` that is not an origin.
+    #[error(transparent)]
+    CorsOrigin(#[from] OriginError),
+    /// `--admin-listen` is the public listener's address.
+    #[error(
+        "admin-listen must differ from listen (both {0}): the admin listener is a second socket"
+    )]
+    AdminSameAsListen(std::net::SocketAddr),
+    /// The admin listener cannot be bound.
+    #[error("cannot listen on {addr} (admin-listen): {source}")]
+    AdminListen {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl StartError {
+    /// Whether the configuration is at fault (a flag to fix: exit status 2)
+    /// rather than the machine.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            StartError::Hostname(_)
+            | StartError::EtcdNotBuilt
+            | StartError::Tls(_)
+            | StartError::Token(_)
+            | StartError::CorsOrigin(_)
+            | StartError::AdminSameAsListen(_) => true,
+            #[cfg(feature = "etcd")]
+            StartError::Etcd(snowmint_etcd::EtcdError::Config(_)) => true,
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! What a request passes before a route answers it.
+
+pub(crate) mod admission;
+pub(crate) mod edge;
+pub(crate) mod origin;
+pub(crate) mod token;

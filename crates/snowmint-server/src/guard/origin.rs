@@ -1,0 +1,290 @@
+//! Cross-site requests: a browser on another origin may not make its
+//! visitors mint (403), unless `--cors-origin` allows that origin, which
+//! then also gets the CORS preflight and headers.
+//!
+//! A plain cross-site `POST` needs no preflight, so CORS alone does not
+//! stop one; the check is the one Go's `net/http.CrossOriginProtection`
+//! makes, for requests whose method is not safe (not GET, HEAD, OPTIONS):
+//!
+//! 1. `Sec-Fetch-Site` (set by every current browser, never by a page's
+//!    script) is trusted when present: `same-origin` and `none` (typed in
+//!    the address bar) pass, anything else (`same-site`, `cross-site`) is
+//!    refused unless `Origin` is allowed;
+//! 2. without it, a request without `Origin` is not from a browser and
+//!    passes; an `Origin` whose host and port are the request's `Host`
+//!    passes; any other (including `null`) must be allowed.
+//!
+//! Behind a proxy that rewrites `Host`, older browsers (without
+//! `Sec-Fetch-Site`) need the public origin in `--cors-origin`.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+use crate::routes::error::ApiError;
+
+/// The origins `--cors-origin` allows: exact `scheme://host[:port]`.
+#[derive(Debug, Clone, Default)]
+pub struct Origins(Vec<HeaderValue>);
+
+/// An `--cors-origin` value that is not an origin.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "cors-origin must be an origin like https://app.example.com or http://127.0.0.1:8080 \
+     (scheme, host and optional port; no path), got {0:?}"
+)]
+pub struct OriginError(String);
+
+impl Origins {
+    /// Checks each origin; the first bad one is the error.
+    pub fn new<I, S>(origins: I) -> Result<Origins, OriginError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        origins
+            .into_iter()
+            .map(|o| {
+                let o = o.as_ref().trim();
+                parse(o.as_bytes())
+                    .and_then(|_| HeaderValue::from_str(o).ok())
+                    .ok_or_else(|| OriginError(o.to_owned()))
+            })
+            .collect::<Result<_, _>>()
+            .map(Origins)
+    }
+
+    /// No origin is allowed.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn allows(&self, origin: Option<&HeaderValue>) -> bool {
+        origin.is_some_and(|o| {
+            self.0
+                .iter()
+                .any(|a| a.as_bytes().eq_ignore_ascii_case(o.as_bytes()))
+        })
+    }
+
+    /// The CORS layer for the API's routes: these origins may call them
+    /// (with `Authorization`), and preflights are answered; `None` when no
+    /// origin is allowed (then `OPTIONS` is 405 like any other method).
+    pub(crate) fn cors_layer(&self) -> Option<CorsLayer> {
+        (!self.is_empty()).then(|| {
+            CorsLayer::new()
+                .allow_origin(AllowOrigin::list(self.0.iter().cloned()))
+                .allow_methods([Method::GET, Method::POST])
+                .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
+                .expose_headers([header::RETRY_AFTER, header::WWW_AUTHENTICATE])
+                .max_age(std::time::Duration::from_secs(600))
+        })
+    }
+}
+
+/// `scheme://host[:port]` -> (scheme, host, port), the port defaulted.
+fn parse(origin: &[u8]) -> Option<(&[u8], &[u8], u16)> {
+    let text = std::str::from_utf8(origin).ok()?;
+    let (scheme, authority) = text.split_once("://")?;
+    let default_port = match scheme.to_ascii_lowercase().as_str() {
+        "http" => 80,
+        "https" => 443,
+        _ => return None,
+    };
+    let (host, port) = split_host_port(authority.as_bytes(), default_port)?;
+    Some((scheme.as_bytes(), host, port))
+}
+
+/// `host[:port]` (IPv6 in brackets) -> (host, port).
+fn split_host_port(authority: &[u8], default_port: u16) -> Option<(&[u8], u16)> {
+    let valid = |b: &u8| b.is_ascii_alphanumeric() || b"-._[]:".contains(b);
+    if authority.is_empty() || !authority.iter().all(valid) {
+        return None;
+    }
+    let host_end = match authority.first() {
+        Some(b'[') => authority.iter().position(|b| *b == b']')? + 1,
+        _ => authority
+            .iter()
+            .position(|b| *b == b':')
+            .unwrap_or(authority.len()),
+    };
+    let (host, rest) = authority.split_at(host_end);
+    let port = match rest {
+        [] => default_port,
+        [b':', digits @ ..] => std::str::from_utf8(digits).ok()?.parse().ok()?,
+        _ => return None,
+    };
+    (!host.is_empty()).then_some((host, port))
+}
+
+/// Whether a request that is not safe may go on; see the [module docs](self).
+fn permitted(headers: &HeaderMap, host: Option<&[u8]>, allowed: &Origins) -> bool {
+    let origin = headers.get(header::ORIGIN);
+    if let Some(site) = headers.get("sec-fetch-site") {
+        return matches!(site.as_bytes(), b"same-origin" | b"none") || allowed.allows(origin);
+    }
+    let Some(origin) = origin else {
+        return true;
+    };
+    let same = match (parse(origin.as_bytes()), host) {
+        (Some((_, o_host, o_port)), Some(host)) => split_host_port(host, o_port)
+            .is_some_and(|(h, p)| h.eq_ignore_ascii_case(o_host) && p == o_port),
+        _ => false,
+    };
+    same || allowed.allows(Some(origin))
+}
+
+/// Router layer: refuses a cross-site request that is not safe (403, in
+/// the API's error shape).
+pub(crate) async fn refuse_cross_site(
+    State(origins): State<Arc<Origins>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    ) {
+        return next.run(request).await;
+    }
+    // HTTP/2 carries the host in the URI (`:authority`), HTTP/1.1 in `Host`.
+    let host = request
+        .uri()
+        .authority()
+        .map(|a| a.as_str().as_bytes())
+        .or_else(|| {
+            request
+                .headers()
+                .get(header::HOST)
+                .map(HeaderValue::as_bytes)
+        });
+    if permitted(request.headers(), host, &origins) {
+        return next.run(request).await;
+    }
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        None,
+        "cross-site requests may not mint: this origin is not allowed (see --cors-origin)",
+    )
+    .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        pairs
+            .iter()
+            .map(|(k, v)| {
+                (
+                    axum::http::HeaderName::from_static(k),
+                    HeaderValue::from_static(v),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn origins_must_be_scheme_host_and_port() {
+        assert!(
+            Origins::new([
+                "https://app.example.com",
+                "http://127.0.0.1:8080",
+                "http://[::1]:9"
+            ])
+            .is_ok()
+        );
+        for bad in [
+            "app.example.com",
+            "https://a.example/",
+            "ftp://a.example",
+            "https://",
+            "https://a b",
+            "https://a:x",
+            "*",
+            "null",
+        ] {
+            let e = Origins::new([bad]).unwrap_err().to_string();
+            assert!(e.starts_with("cors-origin must be an origin"), "{e}");
+            assert!(e.ends_with(&format!("got {bad:?}")), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_check_follows_sec_fetch_site_then_origin_against_host() {
+        let none = Origins::default();
+        let allowed = Origins::new(["https://app.example.com"]).unwrap();
+        let host = Some(&b"127.0.0.1:8080"[..]);
+        // Not a browser.
+        assert!(permitted(&headers(&[]), host, &none));
+        // Sec-Fetch-Site decides when present.
+        assert!(permitted(
+            &headers(&[
+                ("sec-fetch-site", "same-origin"),
+                ("origin", "https://proxy.example")
+            ]),
+            host,
+            &none
+        ));
+        assert!(permitted(
+            &headers(&[("sec-fetch-site", "none")]),
+            host,
+            &none
+        ));
+        for site in ["cross-site", "same-site"] {
+            let h = [
+                ("sec-fetch-site", site),
+                ("origin", "https://app.example.com"),
+            ];
+            assert!(!permitted(&headers(&h), host, &none), "{site}");
+            assert!(permitted(&headers(&h), host, &allowed), "{site}");
+        }
+        assert!(!permitted(
+            &headers(&[("sec-fetch-site", "cross-site")]),
+            host,
+            &allowed
+        ));
+        // Without it, Origin against Host (default ports filled in).
+        assert!(permitted(
+            &headers(&[("origin", "http://127.0.0.1:8080")]),
+            host,
+            &none
+        ));
+        assert!(permitted(
+            &headers(&[("origin", "http://snow.example")]),
+            Some(b"snow.example"),
+            &none
+        ));
+        assert!(permitted(
+            &headers(&[("origin", "https://SNOW.example")]),
+            Some(b"snow.example:443"),
+            &none
+        ));
+        assert!(!permitted(
+            &headers(&[("origin", "http://127.0.0.1:8081")]),
+            host,
+            &none
+        ));
+        assert!(!permitted(
+            &headers(&[("origin", "https://evil.example")]),
+            host,
+            &none
+        ));
+        assert!(!permitted(&headers(&[("origin", "null")]), host, &none));
+        assert!(!permitted(
+            &headers(&[("origin", "http://127.0.0.1:8080")]),
+            None,
+            &none
+        ));
+        assert!(permitted(
+            &headers(&[("origin", "https://app.example.com")]),
+            host,
+            &allowed
+        ));
+    }
+}

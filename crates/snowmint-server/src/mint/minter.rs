@@ -1,0 +1,490 @@
+//! The one thing the routes mint from, whatever the identity source.
+//!
+//! A [`Minter`] is started from the configuration's identity
+//! source and has one lifecycle: [`start_static`](Minter::start_static) or
+//! `leased` (feature `etcd`), then
+//! [`ready`](Minter::ready) / mint for as long as the server runs, then
+//! [`shutdown`](Minter::shutdown). Behind it:
+//!
+//! - **static** (`--datacenter/--worker`, or `--worker-from-hostname`): one
+//!   [`Generator`] over a reservation file in the state directory; nobody
+//!   else can hold the identity, so nothing fences it;
+//! - **etcd** (feature `etcd`): a [`snowmint_etcd::LeasedGenerator`], whose
+//!   fence, hand-over and re-claims are that crate's: the server only wires
+//!   it to the routes, `/readyz` and `/metrics`.
+//!
+//! Mints never wait on an async worker thread:
+//! [`try_mint_ranges`](Minter::try_mint_ranges) issues what it can without
+//! waiting and hands the rest over as a [`PendingMint`] for a blocking
+//! thread. [`Minter::ready`] answers whether a mint would succeed now.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use snowmint::SnowflakeId;
+
+use crate::mint::generator::{GenerateError, Generator, IdRange, StaticError, StoreError};
+
+pub use snowmint::{Identity, MAX_BATCH};
+
+/// Why a mint issued nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MintError {
+    /// No identity is held (starting up, or the lease was lost).
+    NotReady,
+    /// The identity's fence has closed: its lease may have expired.
+    Fenced,
+    /// `count` outside `1..=4096`.
+    Count(usize),
+    /// The generator refused (clock far behind, end of the timestamp range,
+    /// reservation store failure).
+    Generate(GenerateError),
+    /// The blocking part of a mint could not run (its thread panicked or
+    /// the runtime is shutting down). Nothing was issued to the client.
+    Interrupted,
+}
+
+impl MintError {
+    /// A message safe to show to a client: no paths, no internals.
+    pub fn public_message(&self) -> String {
+        match self {
+            MintError::NotReady => {
+                "this instance holds no worker identity right now; try again later".to_owned()
+            }
+            MintError::Fenced => "this instance's worker identity lease may have expired; \
+                 it issues no IDs until the lease is renewed"
+                .to_owned(),
+            MintError::Count(n) => format!("count must be 1..={MAX_BATCH}, got {n}"),
+            MintError::Interrupted => {
+                "the mint was interrupted, so no ID was issued; try again later".to_owned()
+            }
+            MintError::Generate(e) => match e {
+                // The clock's and the format's limits are worth telling.
+                GenerateError::ClockBehind { .. }
+                | GenerateError::ClockStalled { .. }
+                | GenerateError::Timestamp(_) => format!("{e}; try again later"),
+                // Store messages name paths: keep them in the log.
+                GenerateError::Reservation(_) => {
+                    "the reservation could not be saved, so no ID was issued; try again later"
+                        .to_owned()
+                }
+                _ => "the generator cannot issue IDs safely right now; try again later".to_owned(),
+            },
+        }
+    }
+}
+
+impl fmt::Display for MintError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MintError::Generate(e) => write!(f, "generator: {e}"),
+            other => f.write_str(&other.public_message()),
+        }
+    }
+}
+
+impl std::error::Error for MintError {}
+
+impl From<GenerateError> for MintError {
+    fn from(e: GenerateError) -> MintError {
+        MintError::Generate(e)
+    }
+}
+
+#[cfg(feature = "etcd")]
+impl From<snowmint_etcd::MintError> for MintError {
+    fn from(e: snowmint_etcd::MintError) -> MintError {
+        match e {
+            snowmint_etcd::MintError::Fenced => MintError::Fenced,
+            snowmint_etcd::MintError::Count(n) => MintError::Count(n),
+            snowmint_etcd::MintError::Generate(e) => MintError::Generate(e),
+            _ => MintError::NotReady,
+        }
+    }
+}
+
+/// What the minter issues from.
+#[derive(Debug)]
+enum Source {
+    /// No identity (tests of "not ready").
+    Empty,
+    /// One generator for the life of the process.
+    Static {
+        identity: Identity,
+        generator: Arc<Generator>,
+    },
+    /// An identity leased from etcd.
+    #[cfg(feature = "etcd")]
+    Leased(snowmint_etcd::LeasedGenerator),
+}
+
+/// The identity source the routes mint from: started once, then ready
+/// and minting for as long as the server runs, then shut down.
+///
+/// ```
+/// use snowmint_server::{Minter, MintError};
+///
+/// let minter = Minter::empty();
+/// assert!(!minter.is_ready());
+/// assert_eq!(minter.mint(1), Err(MintError::NotReady));
+///
+/// let minter = Minter::from_generator(snowmint::Generator::new(1, 2)?);
+/// let ids = minter.mint(3).unwrap();
+/// assert_eq!(ids.len(), 3);
+/// assert!(ids[0] < ids[1] && ids[1] < ids[2]);
+/// assert_eq!((ids[0].datacenter(), ids[0].worker()), (1, 2));
+/// # Ok::<(), snowmint::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Minter {
+    source: Source,
+}
+
+impl Minter {
+    /// Starts the static identity source: the generator for `identity`
+    /// is built (its mark read from `state_dir`, its lock taken) before
+    /// this returns. (`serve` starts the source its configuration asks
+    /// for: this one, or `leased` (feature `etcd`).)
+    pub fn start_static(identity: Identity, state_dir: &Path) -> Result<Arc<Minter>, StaticError> {
+        let source = static_source(identity, state_dir)?;
+        Ok(Arc::new(Minter { source }))
+    }
+
+    /// A minter with no identity: not ready, every mint answers
+    /// [`MintError::NotReady`].
+    pub fn empty() -> Arc<Minter> {
+        Arc::new(Minter {
+            source: Source::Empty,
+        })
+    }
+
+    /// A static minter over `generator`, as its identity.
+    pub fn from_generator(generator: Generator) -> Arc<Minter> {
+        let identity = generator.identity();
+        Arc::new(Minter {
+            source: Source::Static {
+                identity,
+                generator: Arc::new(generator),
+            },
+        })
+    }
+
+    /// A minter over a lease session started elsewhere.
+    #[cfg(feature = "etcd")]
+    pub fn leased(leased: snowmint_etcd::LeasedGenerator) -> Arc<Minter> {
+        Arc::new(Minter {
+            source: Source::Leased(leased),
+        })
+    }
+
+    /// Mints `n` (1..=4096) fresh IDs, strictly increasing.
+    pub fn mint(&self, n: usize) -> Result<Vec<SnowflakeId>, MintError> {
+        let mut ids = Vec::with_capacity(n.min(MAX_BATCH));
+        self.mint_ranges(n, |range| ids.extend(range))?;
+        Ok(ids)
+    }
+
+    /// Mints `n` (1..=4096) fresh IDs as consecutive runs, handing each run
+    /// to `sink` as it is reserved. On an error, runs already handed over
+    /// stay issued (they are never issued again) but the caller should not
+    /// use them.
+    ///
+    /// May block (for the clock, or a reservation write): not for an async
+    /// worker thread.
+    pub fn mint_ranges(&self, n: usize, mut sink: impl FnMut(IdRange)) -> Result<(), MintError> {
+        match self.try_mint_ranges(n, &mut sink)? {
+            None => Ok(()),
+            Some(pending) => pending.finish(sink),
+        }
+    }
+
+    /// As [`mint_ranges`](Minter::mint_ranges), but never waits: it issues
+    /// what it can at once and returns the rest, if any, as a
+    /// [`PendingMint`] to [`finish`](PendingMint::finish) on a thread that
+    /// may block (`tokio::task::spawn_blocking`). The rest is minted from
+    /// the same generator, so the runs stay in increasing order.
+    pub(crate) fn try_mint_ranges(
+        &self,
+        n: usize,
+        mut sink: impl FnMut(IdRange),
+    ) -> Result<Option<PendingMint>, MintError> {
+        if !(1..=MAX_BATCH).contains(&n) {
+            return Err(MintError::Count(n));
+        }
+        match &self.source {
+            Source::Empty => Err(MintError::NotReady),
+            Source::Static { generator, .. } => {
+                let mut left = n;
+                if issue(generator, &mut left, false, &mut sink)? {
+                    Ok(None)
+                } else {
+                    Ok(Some(PendingMint(Pending::Static {
+                        generator: Arc::clone(generator),
+                        left,
+                    })))
+                }
+            }
+            #[cfg(feature = "etcd")]
+            Source::Leased(leased) => Ok(leased
+                .try_mint_ranges(n, sink)?
+                .map(|p| PendingMint(Pending::Leased(p)))),
+        }
+    }
+
+    /// If the generator's reservation mark is due for renewal (ahead of the
+    /// IDs being issued, or to retry a failing store), renews it on a
+    /// blocking thread of the current tokio runtime, once at a time. Call
+    /// it from async code after a mint and from readiness probes.
+    pub fn renew_in_background_if_due(&self) {
+        if let Some(generator) = self.generator().filter(|g| g.renewal_due()) {
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = generator.renew_reservation() {
+                    tracing::warn!(error = %e, "renewing the reservation mark failed");
+                }
+            });
+        }
+    }
+
+    /// The identity held, if any (for an etcd lease: also while fenced).
+    pub fn identity(&self) -> Option<Identity> {
+        match &self.source {
+            Source::Empty => None,
+            Source::Static { identity, .. } => Some(*identity),
+            #[cfg(feature = "etcd")]
+            Source::Leased(leased) => leased.identity(),
+        }
+    }
+
+    /// The current generator, if any (for metrics and renewals).
+    pub fn generator(&self) -> Option<Arc<Generator>> {
+        match &self.source {
+            Source::Empty => None,
+            Source::Static { generator, .. } => Some(Arc::clone(generator)),
+            #[cfg(feature = "etcd")]
+            Source::Leased(leased) => leased.generator(),
+        }
+    }
+
+    /// The lease session's state and counters, in etcd mode.
+    #[cfg(feature = "etcd")]
+    pub fn lease_metrics(&self) -> Option<snowmint_etcd::LeaseMetrics> {
+        match &self.source {
+            Source::Leased(leased) => Some(leased.metrics()),
+            _ => None,
+        }
+    }
+
+    /// An identity is held and, if leased, its fence is open.
+    pub fn is_ready(&self) -> bool {
+        self.ready_identity().is_some()
+    }
+
+    /// Whether a mint would succeed now: the identity, or why not (none
+    /// held, fenced, or what the generator would answer: a clock too far
+    /// behind, a failing reservation store, the end of the format's years).
+    /// Never waits.
+    pub fn ready(&self) -> Result<Identity, MintError> {
+        match &self.source {
+            Source::Empty => Err(MintError::NotReady),
+            Source::Static {
+                identity,
+                generator,
+            } => {
+                generator.check_ready()?;
+                Ok(*identity)
+            }
+            #[cfg(feature = "etcd")]
+            Source::Leased(leased) => Ok(leased.ready()?),
+        }
+    }
+
+    /// The identity, if held and (when leased) its fence still open: one
+    /// look, so the answer never mixes two tenures.
+    pub fn ready_identity(&self) -> Option<Identity> {
+        match &self.source {
+            Source::Empty => None,
+            Source::Static { identity, .. } => Some(*identity),
+            #[cfg(feature = "etcd")]
+            Source::Leased(leased) => leased.ready_identity(),
+        }
+    }
+
+    /// The end of the lifecycle: lowers the reservation mark to the last
+    /// millisecond issued (the static file, or the leased identity's mark
+    /// while its fence is open), and, for an etcd lease, revokes it so the
+    /// identity is free at once. Call it once no mint runs any more.
+    pub async fn shutdown(&self) -> Result<(), StoreError> {
+        match &self.source {
+            Source::Empty => Ok(()),
+            Source::Static { generator, .. } => generator.persist_last_issued(),
+            #[cfg(feature = "etcd")]
+            Source::Leased(leased) => {
+                leased.shutdown().await;
+                Ok(())
+            }
+        }
+    }
+}
+
+fn static_source(identity: Identity, state_dir: &Path) -> Result<Source, StaticError> {
+    let generator = crate::mint::generator::static_generator(identity, state_dir)?;
+    Ok(Source::Static {
+        identity,
+        generator: Arc::new(generator),
+    })
+}
+
+/// Issues `left` IDs from a static generator into `sink`, counting `left`
+/// down; with `block` false, stops without waiting where the generator
+/// would wait and returns `false` (the rest is still to mint).
+fn issue(
+    generator: &Generator,
+    left: &mut usize,
+    block: bool,
+    sink: &mut impl FnMut(IdRange),
+) -> Result<bool, MintError> {
+    while *left > 0 {
+        let range = if block {
+            generator.next_ids(*left)?
+        } else {
+            match generator.try_next_ids(*left) {
+                Err(GenerateError::WouldBlock) => return Ok(false),
+                other => other?,
+            }
+        };
+        *left -= range.len().min(*left);
+        sink(range);
+    }
+    Ok(true)
+}
+
+/// The rest of a mint that [`Minter::try_mint_ranges`] could not issue
+/// without waiting.
+#[derive(Debug)]
+#[must_use = "the rest of the mint is issued only by `finish`"]
+pub struct PendingMint(Pending);
+
+#[derive(Debug)]
+enum Pending {
+    Static {
+        generator: Arc<Generator>,
+        left: usize,
+    },
+    #[cfg(feature = "etcd")]
+    Leased(snowmint_etcd::PendingMint),
+}
+
+impl PendingMint {
+    /// How many IDs are still to mint.
+    pub fn left(&self) -> usize {
+        match &self.0 {
+            Pending::Static { left, .. } => *left,
+            #[cfg(feature = "etcd")]
+            Pending::Leased(p) => p.left(),
+        }
+    }
+
+    /// Mints the rest into `sink`, waiting as the generator allows (at most
+    /// its `max_wait` plus a reservation write). Blocks: call it from a
+    /// blocking thread.
+    pub fn finish(self, mut sink: impl FnMut(IdRange)) -> Result<(), MintError> {
+        match self.0 {
+            Pending::Static {
+                generator,
+                mut left,
+            } => issue(&generator, &mut left, true, &mut sink).map(drop),
+            #[cfg(feature = "etcd")]
+            Pending::Leased(p) => Ok(p.finish(sink)?),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn static_minter() -> Arc<Minter> {
+        Minter::from_generator(Generator::new(3, 4).unwrap())
+    }
+
+    #[test]
+    fn mints_across_milliseconds_in_order() {
+        let minter = static_minter();
+        let ids = minter.mint(4096).unwrap();
+        assert_eq!(ids.len(), 4096);
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        let more = minter.mint(4096).unwrap();
+        assert!(ids[4095] < more[0]);
+        assert!(
+            ids.iter()
+                .all(|id| (id.datacenter(), id.worker()) == (3, 4))
+        );
+    }
+
+    #[test]
+    fn refuses_bad_counts_and_an_empty_source() {
+        let minter = static_minter();
+        assert_eq!(minter.mint(0), Err(MintError::Count(0)));
+        assert_eq!(minter.mint(4097), Err(MintError::Count(4097)));
+        assert!(minter.is_ready());
+        let empty = Minter::empty();
+        assert!(!empty.is_ready());
+        assert_eq!(empty.identity(), None);
+        assert_eq!(empty.mint(1), Err(MintError::NotReady));
+        assert_eq!(empty.ready(), Err(MintError::NotReady));
+    }
+
+    #[test]
+    fn try_mint_hands_the_waiting_part_over() {
+        let clock = snowmint::ManualClock::new(1_700_000_000_000);
+        let generator = Generator::builder(3, 4)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        clock.advance(1); // past the millisecond it was built in
+        let minter = Minter::from_generator(generator);
+        let mut ids = Vec::new();
+        assert!(
+            minter
+                .try_mint_ranges(100, |r| ids.extend(r))
+                .unwrap()
+                .is_none()
+        );
+        // 3996 left in this millisecond: the rest of 4096 must wait.
+        let pending = minter
+            .try_mint_ranges(4096, |r| ids.extend(r))
+            .unwrap()
+            .expect("the millisecond ran out");
+        assert_eq!(pending.left(), 100);
+        assert_eq!(ids.len(), 4096);
+        assert_eq!(clock.slept(), Duration::ZERO, "nothing waited yet");
+        pending.finish(|r| ids.extend(r)).unwrap();
+        assert_eq!(ids.len(), 4196);
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(clock.slept(), Duration::from_millis(1));
+    }
+
+    #[test]
+    fn readiness_says_why_a_mint_would_fail() {
+        let clock = snowmint::ManualClock::new(1_700_000_000_000);
+        let generator = Generator::builder(3, 4)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let minter = Minter::from_generator(generator);
+        assert_eq!(minter.ready(), Ok(Identity::new(3, 4).unwrap()));
+        clock.rewind(3_600_000);
+        let err = minter.ready().unwrap_err();
+        assert!(
+            matches!(err, MintError::Generate(GenerateError::ClockBehind { .. })),
+            "{err:?}"
+        );
+        assert!(err.public_message().contains("ms behind"), "{err}");
+        clock.advance(3_600_000);
+        assert!(minter.ready().is_ok());
+    }
+}

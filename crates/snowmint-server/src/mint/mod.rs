@@ -1,0 +1,6 @@
+//! Minting: the identity sources and the minter the routes mint from.
+
+pub(crate) mod generator;
+pub(crate) mod hostname;
+pub(crate) mod identity;
+pub(crate) mod minter;

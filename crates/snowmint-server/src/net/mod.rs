@@ -1,0 +1,4 @@
+//! Connections: the accept loop, its limits and timeouts, and TLS.
+
+pub(crate) mod accept;
+pub(crate) mod tls;

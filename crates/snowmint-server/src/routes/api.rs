@@ -1,0 +1,498 @@
+//! The JSON API: compose, decode, mint, health, readiness, metrics.
+
+use std::net::SocketAddr;
+
+use axum::Extension;
+use axum::extract::{ConnectInfo, FromRequestParts, Path, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::{Json, extract::Query};
+use serde::Deserialize;
+use snowmint::{Encoding, Field, Layout, SnowflakeId};
+
+use crate::mint::generator::IdRange;
+use crate::mint::minter::MAX_BATCH;
+use crate::routes::error::{ApiError, ErrorBody};
+use crate::routes::state::AppState;
+
+/// A query string read into `T`, whose rejection answers in the API's error
+/// shape instead of axum's plain text.
+#[derive(Debug)]
+pub(crate) struct ApiQuery<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiQuery<T>
+where
+    T: serde::de::DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(v)) => Ok(ApiQuery(v)),
+            Err(rejection) => {
+                let text = rejection.body_text();
+                // serde names a repeated parameter: say which, as the page does.
+                let repeated = text
+                    .split_once("duplicate field `")
+                    .and_then(|(_, rest)| rest.split_once('`'))
+                    .map(|(name, _)| name);
+                Err(match repeated {
+                    Some(name) => ApiError::bad_request(
+                        Some(name),
+                        format!("{name} is given more than once in the query; give it once"),
+                    ),
+                    None => ApiError::bad_request(
+                        None,
+                        format!("the query string cannot be read: {text}"),
+                    ),
+                })
+            }
+        }
+    }
+}
+
+/// Keeps echoed input short, like the core's messages do.
+pub(crate) fn echo(input: &str) -> String {
+    const MAX: usize = 40;
+    let mut out: String = input.chars().take(MAX).collect();
+    if input.chars().nth(MAX).is_some() {
+        out.push('…');
+    }
+    format!("{out:?}")
+}
+
+/// Query of `GET /api/v1/compose`. Values are text, as typed.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ComposeQuery {
+    /// Unix milliseconds, `now` or ISO-8601 (`2010-11-04T01:42:55.657Z`); missing or empty means now.
+    #[param(example = 1288834975657u64)]
+    pub timestamp: Option<String>,
+    /// Datacenter ID, 0..=31.
+    #[param(required = true, example = 1)]
+    pub datacenter: Option<String>,
+    /// Worker ID, 0..=31.
+    #[param(required = true, example = 1)]
+    pub worker: Option<String>,
+    /// Sequence, 0..=4095.
+    #[param(required = true, example = 0)]
+    pub sequence: Option<String>,
+}
+
+/// Reads the timestamp: missing, empty or `now` is `now_ms`.
+pub(crate) fn timestamp(input: Option<&str>, now_ms: u64) -> Result<u64, snowmint::Error> {
+    let text = input.filter(|t| !t.trim().is_empty()).unwrap_or("now");
+    snowmint::parse_timestamp(text, now_ms)
+}
+
+/// Validates a compose query, reporting the first bad field in form order.
+pub(crate) fn compose_query(q: &ComposeQuery, now_ms: u64) -> Result<SnowflakeId, ApiError> {
+    // A missing field is checked as empty text: an error naming it.
+    Ok(compose_typed(
+        q.timestamp.as_deref(),
+        q.datacenter.as_deref().unwrap_or(""),
+        q.worker.as_deref().unwrap_or(""),
+        q.sequence.as_deref().unwrap_or(""),
+        now_ms,
+    )?)
+}
+
+/// The one compose path of the API and the page: each value as typed,
+/// the first bad one (in form order) reported by the core.
+pub(crate) fn compose_typed(
+    timestamp_input: Option<&str>,
+    datacenter: &str,
+    worker: &str,
+    sequence: &str,
+    now_ms: u64,
+) -> Result<SnowflakeId, snowmint::Error> {
+    let layout = Layout::TWITTER;
+    let t = timestamp(timestamp_input, now_ms)?;
+    let c = layout.parse_field(Field::Datacenter, datacenter)?;
+    let m = layout.parse_field(Field::Worker, worker)?;
+    let s = layout.parse_field(Field::Sequence, sequence)?;
+    layout.compose(t, c, m, s)
+}
+
+/// Compose an ID from its four values.
+#[utoipa::path(
+    get,
+    path = "/api/v1/compose",
+    tag = "ids",
+    params(ComposeQuery),
+    responses(
+        (status = 200, description = "The ID and its breakdown", body = crate::routes::schema::BreakdownDoc),
+        (status = 400, description = "A value is out of range or not a number", body = ErrorBody),
+    )
+)]
+pub(crate) async fn compose(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<ComposeQuery>,
+) -> Result<Response, ApiError> {
+    let id = compose_query(&q, state.now_ms())?;
+    Ok(Json(id.breakdown()).into_response())
+}
+
+/// Query of `GET /api/v1/decode/{id}`.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DecodeQuery {
+    /// The form of `id`: `decimal` (default), `hex` or `base32`.
+    #[param(example = "decimal")]
+    pub from: Option<String>,
+    /// The bit layout to read `id` in: `twitter` (default), `discord`,
+    /// `instagram`, `sonyflake` or `mastodon`. The object keeps its keys:
+    /// a layout's single identity field (Instagram's shard, Sonyflake's
+    /// machine) is `worker`, Discord's worker and process are `datacenter`
+    /// and `worker`, Mastodon's 16 bits of sequence data are `sequence`;
+    /// fields a layout lacks are 0 and have no segment. `delta_ms` is
+    /// milliseconds since the layout's epoch; a segment's `value` is the
+    /// field itself (Sonyflake's timestamp counts 10 ms units). Instagram
+    /// and Mastodon have no separate sign bit: their time field's top bit
+    /// is the sign of a 64-bit integer, always 0.
+    #[param(example = "discord")]
+    pub layout: Option<String>,
+}
+
+/// Path of `GET /api/v1/decode/{id}` (for the document: the handler reads
+/// it itself, to answer bytes that are not UTF-8 in the API's shape).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+pub(crate) struct DecodePath {
+    /// The ID, 0..=9223372036854775807, in the form `from` names: decimal
+    /// (default), hexadecimal (optional `0x`) or Crockford base32 (`i`,
+    /// `l`, `o` read as 1, 1, 0).
+    #[param(example = "4194439168")]
+    id: String,
+}
+
+/// Reads the `layout` parameter: missing or empty is Twitter's.
+pub(crate) fn layout(name: Option<&str>) -> Result<Layout, ApiError> {
+    match name.map(str::trim) {
+        None | Some("") => Ok(Layout::TWITTER),
+        Some(name) => Layout::by_name(name).ok_or_else(|| {
+            ApiError::bad_request(
+                Some("layout"),
+                format!(
+                    "layout must be one of {}, got {}",
+                    Layout::PRESET_NAMES.join(", "),
+                    echo(name)
+                ),
+            )
+        }),
+    }
+}
+
+/// Reads the `from` parameter.
+pub(crate) fn encoding(from: Option<&str>) -> Result<Encoding, ApiError> {
+    match from.map(str::trim) {
+        None | Some("") => Ok(Encoding::Decimal),
+        Some(name) => name
+            .parse::<Encoding>()
+            .map_err(|e| ApiError::bad_request(Some("from"), format!("{e}, got {}", echo(name)))),
+    }
+}
+
+/// Decode an ID into its four values.
+#[utoipa::path(
+    get,
+    path = "/api/v1/decode/{id}",
+    tag = "ids",
+    params(
+        DecodePath,
+        DecodeQuery,
+    ),
+    responses(
+        (status = 200, description = "The ID's breakdown", body = crate::routes::schema::BreakdownDoc),
+        (status = 400, description = "Not an ID in the form `from` names (`field` is `id`), or an unknown `from` or `layout`", body = ErrorBody),
+        (status = 404, description = "No ID in the path", body = ErrorBody),
+    )
+)]
+pub(crate) async fn decode(
+    path: Result<Path<String>, axum::extract::rejection::PathRejection>,
+    ApiQuery(q): ApiQuery<DecodeQuery>,
+) -> Result<Response, ApiError> {
+    let encoding = encoding(q.from.as_deref())?;
+    let layout = layout(q.layout.as_deref())?;
+    // The only way a one-segment path fails to extract is bytes that are
+    // not UTF-8 once percent-decoded: let the core say what the form
+    // expects, with the replacement character for what was found.
+    let Path(id) = path.map_err(|_| match encoding.parse("\u{FFFD}") {
+        Err(e) => ApiError::from(e),
+        Ok(_) => ApiError::bad_request(Some("id"), "id is not valid UTF-8".to_owned()),
+    })?;
+    let id = encoding.parse(&id)?;
+    Ok(Json(layout.breakdown(id)).into_response())
+}
+
+/// Query of `GET /api/v1/range`. Values are text, as typed.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RangeQuery {
+    /// The first millisecond: `now`, Unix milliseconds or ISO-8601; missing or empty means now.
+    #[param(example = "2024-01-01T00:00:00Z")]
+    pub from: Option<String>,
+    /// The last millisecond, inclusive, in the same forms, at or after `from`; missing or empty means the same as `from`.
+    #[param(example = "2024-02-01T00:00:00Z")]
+    pub to: Option<String>,
+    /// The IDs' layout (as for decode): `twitter` (default), `discord`, `instagram`, `sonyflake` or `mastodon`.
+    #[param(example = "twitter")]
+    pub layout: Option<String>,
+}
+
+/// The one range path of the API and the page: both times as typed
+/// (`from` blank is now, `to` blank is `from`), checked by the core, whose
+/// errors name `from` or `to`.
+pub(crate) fn range_typed(
+    from: Option<&str>,
+    to: Option<&str>,
+    layout: Layout,
+    now_ms: u64,
+) -> Result<snowmint::IdSpan, snowmint::Error> {
+    let blank = |t: &&str| !t.trim().is_empty();
+    layout.parse_span(
+        from.filter(blank).unwrap_or("now"),
+        to.filter(blank),
+        now_ms,
+    )
+}
+
+/// The smallest and largest ID of a time span, for `WHERE id BETWEEN min AND max`.
+#[utoipa::path(
+    get,
+    path = "/api/v1/range",
+    tag = "ids",
+    params(RangeQuery),
+    responses(
+        (status = 200, description = "The span and its smallest and largest ID", body = crate::routes::schema::RangeDoc),
+        (status = 400, description = "A time is out of range or not a time (`field` is `from` or `to`), `to` is before `from` (`to`), or the layout is unknown (`layout`)", body = ErrorBody),
+    )
+)]
+pub(crate) async fn range(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<RangeQuery>,
+) -> Result<Response, ApiError> {
+    let layout = layout(q.layout.as_deref())?;
+    let span = range_typed(q.from.as_deref(), q.to.as_deref(), layout, state.now_ms())?;
+    Ok(Json(span).into_response())
+}
+
+/// Query of `POST /api/v1/ids`.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct MintQuery {
+    /// How many IDs, 1..=4096 (default 1).
+    #[param(example = 3)]
+    pub count: Option<String>,
+}
+
+/// Reads `count`.
+pub(crate) fn count(input: Option<&str>) -> Result<usize, ApiError> {
+    // Missing or empty means the default, like `timestamp` and `from`.
+    let Some(text) = input.filter(|t| !t.trim().is_empty()) else {
+        return Ok(1);
+    };
+    // At most one millisecond's IDs: the core's range for a count.
+    let n = Layout::TWITTER.parse_field(Field::Count, text)?;
+    Ok(usize::try_from(n).unwrap_or(MAX_BATCH))
+}
+
+/// Mint fresh IDs from this instance's generator.
+#[utoipa::path(
+    post,
+    path = "/api/v1/ids",
+    tag = "mint",
+    params(MintQuery),
+    responses(
+        (status = 200, description = "Fresh IDs, strictly increasing, as decimal strings", body = crate::routes::schema::IdsDoc),
+        (status = 400, description = "count out of range", body = ErrorBody),
+        (status = 401, description = "The server requires a token (`--api-token-file`) and the request has no `Authorization: Bearer` with it", body = ErrorBody,
+            headers(("WWW-Authenticate" = String, description = "`Bearer`, with `error=\"invalid_token\"` when a wrong token was sent"))),
+        (status = 403, description = "A browser request from another origin that `--cors-origin` does not allow", body = ErrorBody),
+        (status = 413, description = "A request body was sent (the API takes none)", body = ErrorBody),
+        (status = 429, description = "This client's ID quota is used up", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds until the quota allows this count"))),
+        (status = 503, description = "This instance cannot issue safely right now, or more IDs are waiting than it can issue within its wait bound", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds to wait before trying again"))),
+    )
+)]
+pub(crate) async fn mint(
+    State(state): State<AppState>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    ApiQuery(q): ApiQuery<MintQuery>,
+) -> Result<Response, ApiError> {
+    let n = count(q.count.as_deref())?;
+    let client = peer.map(|Extension(ConnectInfo(addr))| addr.ip());
+    state.admission.check_quota(client, n, &state.metrics)?;
+    // `"9223372036854775807",` is 22 bytes.
+    let mut body = Vec::with_capacity(10 + 22 * n);
+    body.extend_from_slice(b"{\"ids\":[");
+    // What can be issued without waiting is issued here; a wait (the
+    // millisecond's IDs used up, the clock behind, a mark to write) moves
+    // the rest to the admission lane's blocking thread, so this worker
+    // keeps serving others.
+    let pending = state
+        .minter
+        .try_mint_ranges(n, |range| write_range(&mut body, range))?;
+    if let Some(pending) = pending {
+        body = state
+            .admission
+            .finish(pending, body, write_range, &state.metrics)
+            .await?;
+    }
+    state.minter.renew_in_background_if_due();
+    if body.last() == Some(&b',') {
+        body.pop();
+    }
+    body.extend_from_slice(b"]}");
+    state.metrics.add_ids_issued(n as u64);
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response())
+}
+
+/// Writes `"id",` for each ID of a run of consecutive IDs: formats the first
+/// and then counts up in ASCII, so a batch of 4096 costs no allocation and
+/// almost no arithmetic per ID.
+fn write_range(out: &mut Vec<u8>, range: IdRange) {
+    let mut digits = [0u8; 20];
+    let first = range.first().get();
+    let mut start = format_u64(first, &mut digits);
+    for i in 0..range.len() {
+        if i > 0 && !increment(&mut digits[start..]) {
+            // 99..9 + 1 needs one more digit.
+            start = format_u64(first + i as u64, &mut digits);
+        }
+        out.push(b'"');
+        out.extend_from_slice(&digits[start..]);
+        out.extend_from_slice(b"\",");
+    }
+}
+
+/// Writes `v` right-aligned into `buf`; returns where the digits start.
+fn format_u64(mut v: u64, buf: &mut [u8; 20]) -> usize {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            return i;
+        }
+    }
+}
+
+/// Adds one to ASCII decimal digits in place; false if it carried out of them.
+fn increment(digits: &mut [u8]) -> bool {
+    for d in digits.iter_mut().rev() {
+        if *d == b'9' {
+            *d = b'0';
+        } else {
+            *d += 1;
+            return true;
+        }
+    }
+    false
+}
+
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "Alive", body = crate::routes::schema::StatusDoc)))]
+pub(crate) async fn healthz() -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        "{\"status\":\"ok\"}",
+    )
+}
+
+/// Readiness: a mint would succeed now.
+#[utoipa::path(get, path = "/readyz", tag = "operations", responses(
+    (status = 200, description = "Ready to mint", body = crate::routes::schema::ReadyDoc),
+    (status = 503, description = "A mint would fail now: no valid worker identity, the clock too far behind, or the reservation cannot be saved", body = ErrorBody),
+))]
+pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, ApiError> {
+    match state.minter.ready() {
+        Ok(identity) => Ok(Json(serde_json::json!({
+            "status": "ready",
+            "datacenter": identity.datacenter(),
+            "worker": identity.worker(),
+        }))
+        .into_response()),
+        Err(e) => {
+            // A failing store recovers only by a write that succeeds: try
+            // one (off this thread), so readiness comes back by itself.
+            state.minter.renew_in_background_if_due();
+            Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                format!("not ready: {}", e.public_message()),
+            ))
+        }
+    }
+}
+
+/// Prometheus metrics.
+#[utoipa::path(get, path = "/metrics", tag = "operations", responses(
+    (status = 200, description = "OpenMetrics text", content_type = "application/openmetrics-text", body = String),
+    (status = 401, description = "The server requires a token (`--api-token-file`) and the request has no `Authorization: Bearer` with it", body = ErrorBody,
+        headers(("WWW-Authenticate" = String, description = "`Bearer`, with `error=\"invalid_token\"` when a wrong token was sent"))),
+))]
+pub(crate) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+        )],
+        state.metrics.render(),
+    )
+}
+
+/// Unknown paths.
+pub(crate) async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        None,
+        format!("no such route: {}", echo(uri.path())),
+    )
+}
+
+/// Known paths, wrong method.
+pub(crate) async fn method_not_allowed(method: axum::http::Method) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        None,
+        format!(
+            "method {} is not allowed on this route",
+            echo(method.as_str()).trim_matches('"')
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ascii_counting_matches_formatting() {
+        for start in [0u64, 7, 95, 998, 9_999_999_990, 4194439168] {
+            let mut digits = [0u8; 20];
+            let mut s = format_u64(start, &mut digits);
+            for v in start..start + 30 {
+                assert_eq!(std::str::from_utf8(&digits[s..]).unwrap(), v.to_string());
+                if !increment(&mut digits[s..]) {
+                    s = format_u64(v + 1, &mut digits);
+                }
+            }
+        }
+    }
+}

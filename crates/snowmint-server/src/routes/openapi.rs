@@ -1,0 +1,52 @@
+//! The OpenAPI 3 description, generated from the handlers' annotations.
+
+use utoipa::OpenApi;
+
+pub(crate) mod params;
+
+use crate::routes::schema::{BreakdownDoc, IdsDoc, RangeDoc, ReadyDoc, SegmentDoc, StatusDoc};
+use params::StrictParams;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "snowmint",
+        description = "Twitter-layout Snowflake IDs: compose, decode (also in the Discord, Instagram, Sonyflake and Mastodon layouts), time ranges and mint. IDs travel as decimal strings. Every error answers `{\"error\": message, \"field\": name or null}`."
+    ),
+    tags(
+        (name = "ids", description = "Compose, decode and find the ID range of a time span: pure functions of their input, open to all"),
+        (name = "mint", description = "Fresh IDs from this instance's generator"),
+        (name = "operations", description = "Liveness, readiness and Prometheus metrics"),
+    ),
+    paths(
+        crate::routes::api::compose,
+        crate::routes::api::decode,
+        crate::routes::api::range,
+        crate::routes::api::mint,
+        crate::routes::api::healthz,
+        crate::routes::api::readyz,
+        crate::routes::api::metrics,
+    ),
+    modifiers(&StrictParams),
+    components(schemas(
+        crate::routes::error::ErrorBody,
+        BreakdownDoc,
+        SegmentDoc,
+        RangeDoc,
+        IdsDoc,
+        StatusDoc,
+        ReadyDoc
+    ))
+)]
+struct ApiDoc;
+
+/// The OpenAPI document as JSON.
+pub(crate) fn document() -> &'static str {
+    // Generated once: it only changes with the code.
+    static DOC: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        ApiDoc::openapi()
+            .to_pretty_json()
+            .unwrap_or_else(|_| "{}".to_owned())
+    });
+    &DOC
+}

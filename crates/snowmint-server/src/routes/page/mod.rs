@@ -1,0 +1,355 @@
+//! The explorer page: server-rendered HTML that works without JavaScript
+//! (the forms submit with GET, so every result has a URL), made live by
+//! `assets/app.js`, which fetches the same page for new input and swaps the
+//! result in. IDs are only ever strings (or `BigInt`) in the browser.
+//!
+//! # Layout
+//!
+//! - this file: the route, what the query asks for ([`Page`]) and the
+//!   frame around the panels (head, header, footer);
+//! - one file per panel, each a `panel(&Page) -> Markup`: [`compose`],
+//!   [`decode`], [`range`], [`result`], [`live`], [`limits`] and the
+//!   explanatory [`guide`]. A new panel is a new file and one line in
+//!   [`frame`]; [`list`] is the decode panel's table of many IDs;
+//! - [`form`]: the labelled field with hint and inline error the forms
+//!   share; [`link`]: the page's own URLs;
+//! - [`facts`]: every number the page states about the format, derived
+//!   from the core's layout; [`assets`]: the embedded CSS, JS and icons.
+//!
+//! HTML is written with maud templates, which escape every value; nothing
+//! here writes unescaped text.
+
+mod assets;
+mod compose;
+mod decode;
+pub(crate) mod facts;
+mod form;
+mod guide;
+pub(crate) mod i18n;
+mod limits;
+mod link;
+mod list;
+mod live;
+mod range;
+mod result;
+#[cfg(test)]
+mod tests;
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{Html, IntoResponse, Response};
+use maud::{DOCTYPE, Markup, html};
+use snowmint::{Breakdown, Field, IdSpan, Layout};
+
+pub(crate) use self::assets::{asset, favicon};
+use self::facts::{FACTS, Facts};
+use crate::routes::page::i18n::{Lang, Text};
+use crate::routes::state::AppState;
+
+/// The Content-Security-Policy of the page. Everything it needs comes from
+/// this server; no inline script or style, so a reflected value could never
+/// run.
+const CSP: &str = "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// Query of the page: the compose fields; `id` or `ids` (+ `from`,
+/// `layout`, `sort`) to decode; `range_from`, `range_to` (+ their pickers
+/// and `layout`) for an ID range. Each value as typed.
+#[derive(Debug, Default)]
+pub(crate) struct PageQuery {
+    timestamp: Option<String>,
+    at: Option<String>,
+    datacenter: Option<String>,
+    worker: Option<String>,
+    sequence: Option<String>,
+    id: Option<String>,
+    /// Many IDs, one a line (the decode panel's list).
+    ids: Option<String>,
+    from: Option<String>,
+    layout: Option<String>,
+    /// The list's order: a column key, `-` first for descending.
+    sort: Option<String>,
+    range_from: Option<String>,
+    range_from_at: Option<String>,
+    range_to: Option<String>,
+    range_to_at: Option<String>,
+    lang: Option<String>,
+}
+
+impl PageQuery {
+    /// Reads the query's pairs. A parameter the page knows that is given
+    /// more than once is not guessed at: it is returned (the first such
+    /// in query order) and the page reports it, as the API refuses it.
+    /// Unknown parameters are ignored, as the API ignores them.
+    fn from_pairs(pairs: Vec<(String, String)>) -> (PageQuery, Option<&'static str>) {
+        let mut q = PageQuery::default();
+        let mut repeated = None;
+        for (key, value) in pairs {
+            let Some((name, slot)) = q.slot(&key) else {
+                continue;
+            };
+            if slot.is_some() {
+                repeated = repeated.or(Some(name));
+            } else {
+                *slot = Some(value);
+            }
+        }
+        (q, repeated)
+    }
+
+    /// The field a query key fills, and the key's own static name.
+    fn slot(&mut self, key: &str) -> Option<(&'static str, &mut Option<String>)> {
+        Some(match key {
+            "timestamp" => ("timestamp", &mut self.timestamp),
+            "at" => ("at", &mut self.at),
+            "datacenter" => ("datacenter", &mut self.datacenter),
+            "worker" => ("worker", &mut self.worker),
+            "sequence" => ("sequence", &mut self.sequence),
+            "id" => ("id", &mut self.id),
+            "ids" => ("ids", &mut self.ids),
+            "from" => ("from", &mut self.from),
+            "layout" => ("layout", &mut self.layout),
+            "sort" => ("sort", &mut self.sort),
+            "range_from" => ("range_from", &mut self.range_from),
+            "range_from_at" => ("range_from_at", &mut self.range_from_at),
+            "range_to" => ("range_to", &mut self.range_to),
+            "range_to_at" => ("range_to_at", &mut self.range_to_at),
+            "lang" => ("lang", &mut self.lang),
+            _ => return None,
+        })
+    }
+
+    /// Every parameter that is set, in form order (for the language link).
+    fn pairs(&self) -> Vec<(&'static str, &str)> {
+        [
+            ("timestamp", &self.timestamp),
+            ("at", &self.at),
+            ("datacenter", &self.datacenter),
+            ("worker", &self.worker),
+            ("sequence", &self.sequence),
+            ("id", &self.id),
+            ("ids", &self.ids),
+            ("from", &self.from),
+            ("layout", &self.layout),
+            ("sort", &self.sort),
+            ("range_from", &self.range_from),
+            ("range_from_at", &self.range_from_at),
+            ("range_to", &self.range_to),
+            ("range_to_at", &self.range_to_at),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.as_deref().map(|v| (k, v)))
+        .collect()
+    }
+
+    /// Which form the query came from.
+    fn mode(&self) -> Mode {
+        let filled = |v: &Option<String>| v.as_deref().is_some_and(|s| !s.trim().is_empty());
+        if self.id.is_some() || filled(&self.ids) {
+            Mode::Decode
+        } else if self.range_from.is_some()
+            || self.range_to.is_some()
+            || self.range_from_at.is_some()
+            || self.range_to_at.is_some()
+        {
+            Mode::Range
+        } else {
+            Mode::Compose
+        }
+    }
+}
+
+/// What the page shows.
+enum Outcome {
+    /// One ID, read in a layout.
+    Id(Breakdown, Layout),
+    /// Many IDs (the decode panel's list), in the order asked for.
+    List(list::List),
+    /// The IDs of a time span.
+    Span(IdSpan, Layout),
+    /// The first bad field (its form-field name) and the message.
+    Invalid(&'static str, String),
+    /// A parameter given more than once (its name) and the message.
+    Repeated(&'static str, String),
+}
+
+/// Which form produced the result.
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum Mode {
+    Compose,
+    Decode,
+    Range,
+}
+
+/// One rendering of the page: the request, its outcome, and what every
+/// panel needs to draw itself.
+struct Page<'a> {
+    t: &'static Text,
+    lang: Lang,
+    /// Whether `?lang=` chose the language (links then keep it).
+    explicit_lang: bool,
+    q: &'a PageQuery,
+    mode: Mode,
+    outcome: Outcome,
+    state: &'a AppState,
+    facts: &'static Facts,
+}
+
+/// `GET /`: the explorer.
+pub(crate) async fn index(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    query: Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    // Pairs, not a struct, so a repeated parameter can be named (a struct
+    // would refuse the whole query and show a blank page).
+    let pairs = query.map(|Query(pairs)| pairs).unwrap_or_default();
+    let (q, repeated) = PageQuery::from_pairs(pairs);
+    let accept = headers
+        .get(header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok());
+    let lang = Lang::choose(q.lang.as_deref(), accept);
+    // The same test `choose` applies, so `?lang=no` is kept in links too.
+    let explicit_lang = q.lang.as_deref().and_then(Lang::from_tag).is_some();
+    let mode = q.mode();
+    let outcome = match (repeated, mode) {
+        (Some(name), _) => Outcome::Repeated(name, (lang.text().repeated)(name)),
+        (None, Mode::Decode) => decode::outcome(&q, lang),
+        (None, Mode::Compose) => compose::outcome(&q, lang, state.now_ms()),
+        (None, Mode::Range) => range::outcome(&q, lang, state.now_ms()),
+    };
+    let page = Page {
+        t: lang.text(),
+        lang,
+        explicit_lang,
+        q: &q,
+        mode,
+        outcome,
+        state: &state,
+        facts: &FACTS,
+    };
+    (
+        [
+            (header::VARY, HeaderValue::from_static("Accept-Language")),
+            (
+                header::CONTENT_LANGUAGE,
+                HeaderValue::from_static(lang.code()),
+            ),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(CSP),
+            ),
+            (
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            ),
+        ],
+        Html(frame(&page).into_string()),
+    )
+        .into_response()
+}
+
+impl Page<'_> {
+    /// The inline error of the form field `name`, if the outcome is one.
+    fn error_for(&self, name: &str) -> Option<&str> {
+        match &self.outcome {
+            Outcome::Invalid(field, msg) | Outcome::Repeated(field, msg) if *field == name => {
+                Some(msg)
+            }
+            _ => None,
+        }
+    }
+
+    /// The layout the query chose (decode and range), Twitter's when
+    /// missing or unknown: the select offers only the presets.
+    fn layout(&self) -> Layout {
+        crate::routes::api::layout(self.q.layout.as_deref()).unwrap_or(Layout::TWITTER)
+    }
+
+    /// `lang` for links: kept only when the query chose it.
+    fn lang_param(&self) -> &'static str {
+        if self.explicit_lang {
+            self.lang.code()
+        } else {
+            ""
+        }
+    }
+
+    /// A field's range as a label shows it: `0–31`.
+    fn range(&self, field: Field) -> String {
+        let (min, max) = self.facts.range(field);
+        format!("{min}–{max}")
+    }
+}
+
+/// The whole document: head, header, the panels in order, footer.
+fn frame(page: &Page) -> Markup {
+    let t = page.t;
+    let f = page.facts;
+    let l = f.layout;
+    let example = f.example();
+    let (_, max_count) = f.range(Field::Count);
+    html! {
+        (DOCTYPE)
+        html lang=(page.lang.code()) {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="color-scheme" content="light dark";
+                title { (t.title) }
+                meta name="description" content=(t.description);
+                link rel="icon" href="/favicon.ico" sizes="32x32";
+                link rel="icon" href="/assets/favicon.svg" type="image/svg+xml";
+                link rel="stylesheet" href="/assets/app.css";
+                script src="/assets/app.js" defer {}
+            }
+            // What the script needs: messages in the page's language and
+            // the layout's numbers, so that it never carries its own.
+            body data-copied=(t.copied) data-live-failed=(t.live_failed)
+                data-live-seq=(t.live_seq) data-count-error=((t.live_count_error)(f))
+                data-epoch=(l.epoch_ms()) data-timestamp-shift=(l.timestamp_shift())
+                data-max-sequence=(l.max_sequence()) data-max-count=(max_count) {
+                a.skip href="#result" { (t.skip) }
+                header.top {
+                    div { h1 { "snowmint" } p.tagline { (t.tagline) } }
+                    nav aria-label=(t.language) {
+                        a #lang-switch href=(link::switch(page)) hreflang=(page.lang.other().code())
+                            lang=(page.lang.other().code()) { (t.switch) }
+                    }
+                }
+                main {
+                    div.forms {
+                        (compose::panel(page))
+                        (decode::panel(page))
+                        (range::panel(page))
+                    }
+                    (result::panel(page))
+                    (live::panel(page))
+                    (limits::panel(page))
+                    (guide::panel(page))
+                }
+                footer {
+                    h2 { (t.api_heading) }
+                    p {
+                        (t.api_text) " "
+                        a href=(link::example(page, "/api/v1/compose", "")) {
+                            code { "GET /api/v1/compose" }
+                        }
+                        ", "
+                        a href={ "/api/v1/decode/" (example.id) } { code { "GET /api/v1/decode/{id}" } }
+                        ", "
+                        a href="/api/v1/range?from=2024-01-01T00:00:00Z&to=2024-02-01T00:00:00Z" {
+                            code { "GET /api/v1/range" }
+                        }
+                        ", " code { "POST /api/v1/ids?count=N" } ", "
+                        a href="/api/v1/openapi.json" { code { "/api/v1/openapi.json" } }
+                        @if page.state.metrics_on_public() {
+                            ", "
+                            a href="/metrics" { code { "/metrics" } }
+                        }
+                        "."
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! The page through the router, without a socket. The HTTP contract of the
+//! page (CSP, escaping of input, forms without JavaScript) is pinned by
+//! `tests/api.rs`; these pin what the page says and serves besides.
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Request, StatusCode, header};
+use tower::ServiceExt;
+
+use crate::{AppState, Minter, app};
+
+struct Answer {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn text(&self) -> &str {
+        std::str::from_utf8(&self.body).unwrap()
+    }
+}
+
+async fn get(uri: &str) -> Answer {
+    let state = AppState::new(Minter::empty());
+    let response = app(state)
+        .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap()
+        .to_vec();
+    Answer {
+        status,
+        headers,
+        body,
+    }
+}
+
+#[tokio::test]
+async fn serves_a_favicon_where_browsers_look_for_it() {
+    let ico = get("/favicon.ico").await;
+    assert_eq!(ico.status, StatusCode::OK);
+    assert_eq!(ico.headers[header::CONTENT_TYPE], "image/x-icon");
+    // An ICO directory of one image, the image a PNG.
+    assert_eq!(&ico.body[..6], &[0, 0, 1, 0, 1, 0]);
+    assert_eq!(&ico.body[22..30], b"\x89PNG\r\n\x1a\n");
+    let svg = get("/assets/favicon.svg").await;
+    assert_eq!(svg.status, StatusCode::OK);
+    assert_eq!(svg.headers[header::CONTENT_TYPE], "image/svg+xml");
+    assert!(
+        svg.text()
+            .starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\"")
+    );
+}
+
+#[tokio::test]
+async fn the_head_describes_the_page_in_its_language() {
+    let mut descriptions = Vec::new();
+    for lang in ["en", "nb"] {
+        let page = get(&format!("/?lang={lang}")).await;
+        let html = page.text();
+        let description = html
+            .split_once(r#"<meta name="description" content=""#)
+            .and_then(|(_, rest)| rest.split_once('"'))
+            .map(|(content, _)| content.to_owned())
+            .unwrap_or_else(|| panic!("no meta description in {lang}"));
+        assert!(description.len() > 50, "{lang}: {description}");
+        descriptions.push(description);
+        assert!(html.contains(r#"<link rel="icon" href="/favicon.ico" sizes="32x32">"#));
+        assert!(
+            html.contains(r#"<link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">"#)
+        );
+    }
+    assert_ne!(descriptions[0], descriptions[1]);
+    assert!(descriptions[1].contains("Snowflake-ID"));
+}
+
+/// The ids of the guide's subsections, in order.
+const TOPICS: [&str; 7] = ["what", "how", "why", "example", "uses", "minter", "history"];
+
+/// The text of the element whose opening tag ends with `open`.
+fn inner<'a>(html: &'a str, open: &str) -> &'a str {
+    let (_, rest) = html.split_once(open).unwrap_or_else(|| panic!("no {open}"));
+    let (_, rest) = rest.split_once('>').unwrap();
+    rest.split_once('<').unwrap().0
+}
+
+#[tokio::test]
+async fn the_guide_explains_the_format_in_both_languages() {
+    let en = get("/?lang=en").await;
+    let nb = get("/?lang=nb").await;
+    let headings = |html: &str| -> Vec<String> {
+        TOPICS
+            .iter()
+            .map(|key| inner(html, &format!(r#"<h3 id="guide-{key}-h""#)).to_owned())
+            .collect()
+    };
+    let (en_h, nb_h) = (headings(en.text()), headings(nb.text()));
+    assert_eq!(en_h[3], "A worked example, step by step");
+    assert_eq!(nb_h[3], "Et regneeksempel, steg for steg");
+    for (e, n) in en_h.iter().zip(&nb_h) {
+        assert!(!e.is_empty() && !n.is_empty() && e != n, "{e} / {n}");
+    }
+    assert_eq!(
+        inner(en.text(), r#"<h2 id="guide-h""#),
+        "Snowflake IDs explained"
+    );
+    assert_eq!(
+        inner(nb.text(), r#"<h2 id="guide-h""#),
+        "Snowflake-ID-er forklart"
+    );
+}
+
+#[tokio::test]
+async fn the_worked_example_shows_each_step_with_grouped_numbers() {
+    let en = get("/").await;
+    let html = en.text();
+    for step in [
+        "<code>1288834975657 − 1288834974657 = 1000</code>",
+        "<code>1000 &lt;&lt; 22 = 4,194,304,000</code>",
+        "<code>1 &lt;&lt; 17 = 131,072</code>",
+        "<code>1 &lt;&lt; 12 = 4,096</code>",
+        "4,194,304,000 | 131,072 | 4,096 | 0 = 4,194,439,168",
+        "4,194,304,000 + 131,072 + 4,096 + 0 = 4,194,439,168",
+        "multiplies it by 2^22 = 4,194,304:",
+        "so the timestamp starts at 17 + 5 = 22",
+    ] {
+        assert!(html.contains(step), "missing {step:?}");
+    }
+    // The combined row of the binary figure is the ID's own bit split.
+    assert!(html.contains(
+        "=  0 | 00000000000000000000000000000001111101000 | 00001 | 00001 | 000000000000"
+    ));
+    assert!(html.contains(
+        r##"<a id="example-link" href="/?timestamp=1288834975657&amp;datacenter=1&amp;worker=1&amp;sequence=0#compose">"##
+    ));
+
+    let nb = get("/?lang=nb").await;
+    let html = nb.text();
+    assert!(html.contains("<code>1000 &lt;&lt; 22 = 4\u{a0}194\u{a0}304\u{a0}000</code>"));
+    assert!(html.contains("= 4\u{a0}194\u{a0}439\u{a0}168"));
+    // A language chosen by the query stays chosen through the link.
+    assert!(html.contains(r##"&amp;sequence=0&amp;lang=nb#compose">Åpne eksempelet"##));
+}
+
+/// The text of the element with this id (its first text node).
+fn by_id<'a>(html: &'a str, id: &str) -> &'a str {
+    inner(html, &format!(r#" id="{id}""#))
+}
+
+#[tokio::test]
+async fn the_range_of_january_2024_without_javascript() {
+    let page = get("/?range_from=2024-01-01T00:00:00Z&range_to=2024-02-01T00:00:00Z").await;
+    assert_eq!(page.status, StatusCode::OK);
+    let html = page.text();
+    let epoch = 1288834974657u64;
+    let min = (1704067200000 - epoch) << 22;
+    let max = ((1706745600000 - epoch) << 22) | 4194303;
+    assert_eq!(by_id(html, "range-min"), min.to_string());
+    assert_eq!(by_id(html, "range-max"), max.to_string());
+    assert_eq!(
+        by_id(html, "range-slots"),
+        crate::routes::page::i18n::Lang::En.number(max - min + 1)
+    );
+    assert!(html.contains(&format!("<code>WHERE id BETWEEN {min} AND {max}</code>")));
+    assert!(html.contains(&format!(r#"data-copy="WHERE id BETWEEN {min} AND {max}""#)));
+    // The pickers show the two times; the fields keep what was typed.
+    assert!(html.contains(r#"name="range_from_at" value="2024-01-01T00:00:00.000""#));
+    assert!(html.contains(r#"name="range_to" value="2024-02-01T00:00:00Z""#));
+    // The picker alone works too, and fills the text field.
+    let picked = get("/?range_from_at=2024-01-01T00:00&range_to=1706745600000").await;
+    assert_eq!(by_id(picked.text(), "range-min"), min.to_string());
+    assert!(
+        picked
+            .text()
+            .contains(r#"name="range_from" value="1704067200000""#)
+    );
+}
+
+#[tokio::test]
+async fn range_errors_name_the_field_in_both_languages() {
+    let backwards = "/?range_from=2024-02-01T00:00:00Z&range_to=2024-01-01T00:00:00Z";
+    let en = get(backwards).await;
+    assert!(
+        by_id(en.text(), "range_to-error").starts_with("to must be at or after from 1706745600000"),
+        "{}",
+        en.text()
+    );
+    assert!(
+        en.text()
+            .contains("Fix the marked field to see the ID range.")
+    );
+    let nb = get(&format!("{backwards}&lang=nb")).await;
+    assert!(
+        by_id(nb.text(), "range_to-error")
+            .starts_with("Til-tiden må være lik eller etter fra-tiden 1706745600000"),
+        "{}",
+        nb.text()
+    );
+    let nb = get("/?range_from=soon&lang=nb").await;
+    let msg = by_id(nb.text(), "range_from-error");
+    assert!(
+        msg.starts_with("Fra-tiden må være") && msg.ends_with("fikk «soon»"),
+        "{msg}"
+    );
+    let en = get("/?range_from=1&range_to=").await;
+    let msg = by_id(en.text(), "range_from-error");
+    assert!(msg.starts_with("from must be 1288834974657..="), "{msg}");
+    // In another layout the bounds are that layout's.
+    let discord = get("/?range_from=1&layout=discord").await;
+    let msg = by_id(discord.text(), "range_from-error");
+    assert!(msg.starts_with("from must be 1420070400000..="), "{msg}");
+}
+
+#[tokio::test]
+async fn a_pasted_list_shows_a_row_per_id_and_names_a_bad_line() {
+    let page = get("/?ids=4194439168%0D%0A%0D%0A175928847299117063%0D%0A&id=").await;
+    let html = page.text();
+    assert_eq!(
+        html.matches("<tr>").count(),
+        3,
+        "a header and two rows: {html}"
+    );
+    assert!(
+        html.contains("<caption id=\"list-caption\">2 IDs, read in the Twitter layout</caption>")
+    );
+    assert!(
+        html.contains(r#"<td class="num">3</td>"#),
+        "line numbers count blank lines"
+    );
+    assert!(html.contains("2010-11-04T01:42:55.657Z"));
+    // Sorting is a button of the decode form, so it works without a script.
+    assert!(html.contains(
+        r#"<button class="sort" id="sort-time" type="submit" form="decode-form" name="sort" value="time">"#
+    ));
+    let sorted = get("/?ids=175928847299117063%0A4194439168&sort=time").await;
+    let html = sorted.text();
+    assert!(
+        html.find(">4194439168<").unwrap() < html.find(">175928847299117063<").unwrap(),
+        "sorted by time"
+    );
+    assert!(
+        html.contains(
+            r#"<th scope="col" aria-sort="ascending"><button class="sort" id="sort-time""#
+        )
+    );
+    assert!(html.contains(r#"value="-time""#), "the next press reverses");
+
+    let bad = get("/?ids=4194439168%0Azz").await;
+    assert!(
+        by_id(bad.text(), "ids-error").starts_with("line 2: id must be"),
+        "{}",
+        bad.text()
+    );
+    let bad = get("/?ids=4194439168%0Azz&lang=nb").await;
+    assert!(by_id(bad.text(), "ids-error").starts_with("linje 2: ID-en må være"));
+    let many = "1%0A".repeat(1001);
+    let long = get(&format!("/?ids={many}")).await;
+    assert_eq!(
+        by_id(long.text(), "ids-error"),
+        "at most 1,000 IDs at once, one a line; got 1,001"
+    );
+}
+
+#[tokio::test]
+async fn the_layout_select_reads_a_discord_id() {
+    let page = get("/?id=175928847299117063&layout=discord").await;
+    let html = page.text();
+    assert_eq!(by_id(html, "time-value"), "2016-04-30T11:18:25.796Z");
+    assert!(html.contains(r#"<option value="discord" selected>Discord</option>"#));
+    assert_eq!(by_id(html, "layout-value"), "Discord");
+    // The bit picture has Discord's names, in the slots' colours.
+    assert!(html.contains(r#"<div class="seg seg-datacenter">"#));
+    assert!(html.contains(r#"aria-label="Process: 00000""#), "{html}");
+    assert!(
+        html.contains(r#"aria-label="Increment: 000000000111""#),
+        "{html}"
+    );
+    // Instagram has no sign segment and no datacenter; its worker is a shard.
+    let ig = get("/?id=1&layout=instagram&lang=nb").await;
+    let html = ig.text();
+    assert!(!html.contains("seg-sign") && !html.contains("seg-datacenter"));
+    assert!(
+        html.contains(r#"aria-label="Shard: 0000000000000""#),
+        "{html}"
+    );
+    // The share link keeps the layout; composing stays Twitter's.
+    let html = page.text();
+    assert!(html.contains(r#"href="/?id=175928847299117063&amp;layout=discord">"#));
+    let composed =
+        get("/?timestamp=1288834975657&datacenter=1&worker=1&sequence=0&layout=discord").await;
+    assert_eq!(by_id(composed.text(), "id-value"), "4194439168");
+}
+
+#[tokio::test]
+async fn a_repeated_parameter_is_named_not_ignored() {
+    // 200 with the page, as for any other bad input: the error is shown
+    // where the value goes, and on top of the result.
+    let page = get("/?datacenter=1&datacenter=2").await;
+    assert_eq!(page.status, StatusCode::OK);
+    let html = page.text();
+    assert_eq!(
+        by_id(html, "datacenter-error"),
+        "datacenter is given more than once in the query; give it once"
+    );
+    assert!(html.contains(r#"id="datacenter" name="datacenter" value="1""#));
+    assert!(
+        html.contains(r#"<p class="error" id="query-error" role="alert" data-param="datacenter">"#)
+    );
+    // One without a field of its own is named above the result.
+    let page = get("/?id=1&layout=discord&layout=twitter&lang=nb").await;
+    assert_eq!(
+        by_id(page.text(), "query-error"),
+        "layout står mer enn én gang i spørringen; oppgi den én gang"
+    );
+    let page = get("/?range_from=1&range_from=2").await;
+    assert!(by_id(page.text(), "range_from-error").starts_with("range_from is given more"));
+}
+
+#[tokio::test]
+async fn the_picker_and_the_timestamp_fill_each_other() {
+    let page = get("/?timestamp=1288834975657&datacenter=1&worker=1&sequence=0").await;
+    assert!(
+        page.text()
+            .contains(r#"name="at" value="2010-11-04T01:42:55.657""#)
+    );
+    let page = get("/?at=2010-11-04T01:42:55.657&datacenter=1&worker=1&sequence=0").await;
+    assert!(
+        page.text()
+            .contains(r#"name="timestamp" value="1288834975657""#)
+    );
+    assert_eq!(by_id(page.text(), "id-value"), "4194439168");
+    // A blank timestamp means now and stays blank.
+    let page = get("/?datacenter=1").await;
+    assert!(page.text().contains(r#"name="timestamp" value="""#));
+}

@@ -1,0 +1,98 @@
+//! What every handler shares: [`AppState`].
+
+use std::sync::Arc;
+
+use crate::guard::admission::Admission;
+use crate::guard::origin::Origins;
+use crate::guard::token::ApiToken;
+use crate::mint::minter::Minter;
+use crate::routes::metrics::Metrics;
+
+/// A source of Unix milliseconds (injected so tests can fix "now").
+pub type NowFn = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    /// The slot IDs are minted from.
+    pub(crate) minter: Arc<Minter>,
+    /// Prometheus metrics.
+    pub(crate) metrics: Arc<Metrics>,
+    /// The mint lane and the client quotas.
+    pub(crate) admission: Arc<Admission>,
+    /// The bearer token minting and `/metrics` need, if any.
+    pub(crate) token: Option<ApiToken>,
+    /// Origins allowed to mint cross-site.
+    pub(crate) origins: Arc<Origins>,
+    /// Whether health, readiness and metrics have a listener of their own
+    /// (then `/metrics` is not on the public one).
+    pub(crate) admin_listener: bool,
+    now: NowFn,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("minter", &self.minter)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// State over `minter`, with the wall clock for "now".
+    pub fn new(minter: Arc<Minter>) -> AppState {
+        AppState {
+            metrics: Arc::new(Metrics::new(Arc::clone(&minter))),
+            admission: Arc::new(Admission::default()),
+            minter,
+            token: None,
+            origins: Arc::new(Origins::default()),
+            admin_listener: false,
+            now: Arc::new(snowmint::unix_now_ms),
+        }
+    }
+
+    /// Requires `token` for minting and `/metrics`.
+    #[must_use]
+    pub fn with_token(mut self, token: ApiToken) -> AppState {
+        self.token = Some(token);
+        self
+    }
+
+    /// Lets pages on these origins mint from their visitors' browsers.
+    #[must_use]
+    pub fn with_origins(mut self, origins: Origins) -> AppState {
+        self.origins = Arc::new(origins);
+        self
+    }
+
+    /// Whether minting needs a token.
+    pub fn requires_token(&self) -> bool {
+        self.token.is_some()
+    }
+
+    /// Whether the public listener serves `/metrics` (not when an admin
+    /// listener does).
+    pub fn metrics_on_public(&self) -> bool {
+        !self.admin_listener
+    }
+
+    /// Replaces the admission control (to set a client quota).
+    #[must_use]
+    pub(crate) fn with_admission(mut self, admission: Admission) -> AppState {
+        self.admission = Arc::new(admission);
+        self
+    }
+
+    /// Replaces the clock compose uses for a missing timestamp.
+    #[must_use]
+    pub fn with_now(mut self, now: NowFn) -> AppState {
+        self.now = now;
+        self
+    }
+
+    /// Unix milliseconds now.
+    pub fn now_ms(&self) -> u64 {
+        (self.now)()
+    }
+}

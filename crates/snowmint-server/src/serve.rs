@@ -1,0 +1,292 @@
+//! The lifecycle of `snowmint serve`: start the identity source, serve
+//! both listeners until shutdown, end the identity source; the SIGHUP
+//! token reload and the start-up banner.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+
+use crate::app::{admin_app, app};
+use crate::config::{Config, StartError};
+use crate::guard::admission::Admission;
+use crate::guard::origin::Origins;
+use crate::guard::token::ApiToken;
+use crate::mint::generator::{self, StaticError};
+use crate::mint::hostname;
+use crate::mint::identity::IdentitySource;
+use crate::mint::minter::Minter;
+use crate::net::accept::{self as http, Limits};
+use crate::routes::state::AppState;
+
+/// The static identity: a generator for `config.identity`
+/// with its reservation under `config.state_dir`.
+pub fn static_state(config: &Config) -> Result<AppState, StaticError> {
+    let generator = generator::static_generator(config.identity, &config.state_dir)?;
+    Ok(AppState::new(Minter::from_generator(generator)).with_admission(admission_for(config)))
+}
+
+/// The admission control `config` asks for.
+pub(crate) fn admission_for(config: &Config) -> Admission {
+    match config.client_quota {
+        Some(quota) => Admission::default().with_client_quota(quota),
+        None => Admission::default(),
+    }
+}
+
+/// Why [`serve`] or [`run`] stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The identity source could not start.
+    #[error(transparent)]
+    Start(#[from] StartError),
+    /// The reservation could not be persisted at shutdown.
+    #[error("cannot persist the reservation at shutdown: {0}")]
+    Persist(generator::StoreError),
+}
+
+/// `snowmint serve`: starts the identity source `config` asks for (see
+/// [`Config::identity_source`]), serves [`app`] on `listener` (and
+/// [`admin_app`] on `config.admin_listen`, bound here) with
+/// `config.limits` until `shutdown` resolves, then ends the identity
+/// source: the reservation mark is lowered to what was issued and an etcd
+/// lease is revoked, so the identity is free at once. In etcd mode it
+/// serves (not ready) while the lease session looks for an identity. With
+/// `config.api_token_file`, SIGHUP re-reads the token.
+pub async fn serve(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    config.check()?;
+    let tls = match &config.tls {
+        Some(files) => Some(tokio_rustls::TlsAcceptor::from(
+            files.server_config().map_err(StartError::from)?,
+        )),
+        None => None,
+    };
+    let token = config
+        .api_token_file
+        .as_ref()
+        .map(ApiToken::load)
+        .transpose()
+        .map_err(StartError::from)?;
+    let origins = Origins::new(&config.cors_origins).map_err(StartError::from)?;
+    let admin = match config.admin_listen {
+        Some(addr) => Some(
+            TcpListener::bind(addr)
+                .await
+                .map_err(|source| StartError::AdminListen { addr, source })?,
+        ),
+        None => None,
+    };
+    let minter = start_minter(&config)?;
+    if config.announce {
+        announce(&config, &listener, admin.as_ref(), &minter);
+    }
+    let mut state = AppState::new(minter)
+        .with_admission(admission_for(&config))
+        .with_origins(origins);
+    let mut reloader = None;
+    if let Some(token) = token {
+        reloader = Some(tokio::spawn(reload_on_sighup(token.clone())));
+        state = state.with_token(token);
+    }
+    let served = serve_state(
+        Listeners {
+            public: listener,
+            admin,
+        },
+        state,
+        config.limits,
+        tls,
+        shutdown,
+    )
+    .await;
+    if let Some(reloader) = reloader {
+        reloader.abort();
+    }
+    served
+}
+
+/// Re-reads the token file on every SIGHUP; a failed read keeps the token
+/// in force and says why (never what the file holds).
+async fn reload_on_sighup(token: ApiToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut hangups = match signal(SignalKind::hangup()) {
+            Ok(hangups) => hangups,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGHUP; the API token will not be re-read");
+                return;
+            }
+        };
+        while hangups.recv().await.is_some() {
+            match token.reload() {
+                Ok(()) => {
+                    tracing::info!(path = %token.path().display(), "SIGHUP: API token re-read")
+                }
+                Err(e) => tracing::warn!(error = %e, "SIGHUP: the API token in force is kept"),
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = token;
+}
+
+/// Starts the identity source `config` asks for (see
+/// [`Config::identity_source`]): the static generator is built (its mark
+/// read, its lock taken) before this returns; an etcd lease session is
+/// started and holds no identity yet (not ready until it does).
+fn start_minter(config: &Config) -> Result<Arc<Minter>, StartError> {
+    let minter = match config.identity_source() {
+        IdentitySource::Static(identity) => Minter::start_static(identity, &config.state_dir)?,
+        IdentitySource::FromHostname => {
+            Minter::start_static(hostname::identity_from_hostname()?, &config.state_dir)?
+        }
+        #[cfg(feature = "etcd")]
+        IdentitySource::Etcd => {
+            Minter::leased(snowmint_etcd::LeasedGenerator::spawn(config.etcd_config())?)
+        }
+        #[cfg(not(feature = "etcd"))]
+        IdentitySource::Etcd => return Err(StartError::EtcdNotBuilt),
+    };
+    Ok(minter)
+}
+
+/// The lines `snowmint serve` prints once its identity source has started:
+/// the admin listener's first (when there is one), then the public one's,
+/// which scripts wait for.
+fn announce(config: &Config, listener: &TcpListener, admin: Option<&TcpListener>, minter: &Minter) {
+    // With TLS both listeners speak HTTPS.
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    if let Some(admin) = admin {
+        let addr = admin
+            .local_addr()
+            .ok()
+            .or(config.admin_listen)
+            .unwrap_or(config.listen);
+        eprintln!("snowmint: admin (health, readiness, metrics) on {scheme}://{addr}/");
+    }
+    let addr = listener.local_addr().unwrap_or(config.listen);
+    match (config.identity_source(), minter.identity()) {
+        (IdentitySource::Etcd, _) => eprintln!(
+            "snowmint: serving the explorer on {scheme}://{addr}/ (identity leased from etcd {} under {}, lease TTL {} s)",
+            config.etcd_endpoints.join(","),
+            config.etcd_prefix,
+            config.lease_ttl.as_secs()
+        ),
+        (_, identity) => eprintln!(
+            "snowmint: serving the explorer on {scheme}://{addr}/ ({}, state in {})",
+            identity.unwrap_or(config.identity),
+            config.state_dir.display()
+        ),
+    }
+}
+
+/// The sockets [`run_with`] serves: the public one, and optionally one
+/// for health, readiness and metrics.
+#[derive(Debug)]
+pub struct Listeners {
+    /// The explorer, the API, and (without `admin`) `/metrics`.
+    pub public: TcpListener,
+    /// `/healthz`, `/readyz` and `/metrics` ([`admin_app`]).
+    pub admin: Option<TcpListener>,
+}
+
+impl From<TcpListener> for Listeners {
+    fn from(public: TcpListener) -> Listeners {
+        Listeners {
+            public,
+            admin: None,
+        }
+    }
+}
+
+/// Serves [`app`] on `listener` with the default [`Limits`]; see
+/// [`run_with`].
+pub async fn run(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    run_with(listener, state, Limits::default(), shutdown).await
+}
+
+/// Serves [`app`] on the public listener, and [`admin_app`] on the admin
+/// one if any, until `shutdown` resolves (with the connection limit, the
+/// timeouts and the shutdown deadline of [`Limits`], which each listener
+/// keeps), then ends the state's identity source ([`Minter::shutdown`]).
+pub async fn run_with(
+    listeners: impl Into<Listeners>,
+    state: AppState,
+    limits: Limits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    serve_state(listeners.into(), state, limits, None, shutdown).await
+}
+
+/// [`run_with`], over TLS when `tls` is given (on both listeners).
+async fn serve_state(
+    listeners: Listeners,
+    mut state: AppState,
+    limits: Limits,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    let Listeners { public, admin } = listeners;
+    state.admin_listener = admin.is_some();
+    let minter = Arc::clone(&state.minter);
+    if let Ok(addr) = public.local_addr() {
+        tracing::info!(%addr, identity = ?minter.identity(), "listening");
+    }
+    let metrics = Arc::clone(&state.metrics);
+    // One shutdown for both loops.
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = stopped.wait_for(|stop| *stop).await;
+    };
+    let admin = admin.map(|listener| {
+        if let Ok(addr) = listener.local_addr() {
+            tracing::info!(%addr, "admin listening");
+        }
+        http::serve(
+            listener,
+            admin_app(state.clone()),
+            limits,
+            tls.clone(),
+            Arc::clone(&metrics),
+            until_stopped(stopped.clone()),
+        )
+    });
+    let public = http::serve(
+        public,
+        app(state),
+        limits,
+        tls,
+        Arc::clone(&metrics),
+        until_stopped(stopped),
+    );
+    tokio::join!(
+        async move {
+            shutdown.await;
+            let _ = stop.send(true);
+        },
+        public,
+        async move {
+            if let Some(admin) = admin {
+                admin.await;
+            }
+        },
+    );
+    // The mark is what keeps a restart with the clock set back from
+    // reissuing: lower it to what was issued; then free a leased identity.
+    tracing::info!("stopped serving; persisting the reservation");
+    minter.shutdown().await.map_err(RunError::Persist)
+}
