@@ -238,7 +238,15 @@ impl Minter {
     /// blocking thread of the current tokio runtime, once at a time. Call
     /// it from async code after a mint and from readiness probes.
     pub fn renew_in_background_if_due(&self) {
-        if let Some(generator) = self.generator().filter(|g| g.renewal_due()) {
+        let generator = match &self.source {
+            // Looked at in place: most mints find nothing due, and a clone
+            // of the `Arc` would touch a count every worker shares.
+            Source::Static { generator, .. } => {
+                generator.renewal_due().then(|| Arc::clone(generator))
+            }
+            _ => self.generator().filter(|g| g.renewal_due()),
+        };
+        if let Some(generator) = generator {
             tokio::task::spawn_blocking(move || {
                 if let Err(e) = generator.renew_reservation() {
                     tracing::warn!(error = %e, "renewing the reservation mark failed");
