@@ -1,16 +1,19 @@
-"""Schemathesis hooks for scripts/schemathesis: the two rules that join
-parameters, which OpenAPI cannot state.
+"""Schemathesis hooks for scripts/schemathesis: the rules that join
+parameters, which OpenAPI cannot state, and nothing else. Every other
+request goes to the server as schemathesis generated it.
 
 - `GET /api/v1/decode/{id}` reads `id` in the form `from` names. The
   document gives `id` as `anyOf` its forms, each titled by its `from` value;
-  a request whose `id` and `from` are each valid but disagree gets `from`
-  set to a form its `id` is in.
+  a request whose `id` and `from` are each valid but disagree (an `id` that
+  is hex while `from` says decimal) gets `from` set to a form its `id` is in.
+- `GET /api/v1/range` refuses a `to` before `from`, and a missing `from` is
+  now: a request whose times are each valid but out of order gets them
+  swapped, or `from` set to `to` when `from` is missing.
 - `GET /api/v1/range` reads its times in `layout`, whose span of times the
   document gives in `x-time-span-ms` (the times' own schema is the default
-  layout's); and it refuses a `to` before `from` (a missing `from` is now).
-  A request whose times are each valid but outside its layout's span gets
-  the default layout; one whose times are out of order gets them swapped
-  (or `from` set to `to` when `from` is missing).
+  layout's): a request whose times are each valid but outside its layout's
+  span (`from=2010-11-04T01:42:54.657Z&layout=sonyflake`, before
+  Sonyflake's epoch) gets the default layout.
 
 Requests with an invalid value anywhere are left as generated, so negative
 testing is untouched. The forms' patterns are read from the document, not

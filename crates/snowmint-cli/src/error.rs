@@ -33,6 +33,9 @@ pub enum CliError {
     Usage(String),
     /// Something failed while running (exit status 1).
     Runtime(anyhow::Error),
+    /// Already said on stderr in the log's own format (`serve
+    /// --log-format json`); exits with this status and prints nothing more.
+    Reported(u8),
 }
 
 impl CliError {
@@ -41,6 +44,7 @@ impl CliError {
         match self {
             CliError::Usage(_) => ExitCode::from(2),
             CliError::Runtime(_) => ExitCode::from(1),
+            CliError::Reported(status) => ExitCode::from(*status),
         }
     }
 }
@@ -51,12 +55,19 @@ impl fmt::Display for CliError {
             CliError::Usage(msg) => f.write_str(msg),
             // `{:#}` joins the chain of causes with ": ".
             CliError::Runtime(e) => write!(f, "{e:#}"),
+            CliError::Reported(status) => write!(f, "reported (exit status {status})"),
         }
     }
 }
 
 impl From<snowmint::Error> for CliError {
     fn from(e: snowmint::Error) -> Self {
+        CliError::Usage(e.to_string())
+    }
+}
+
+impl From<snowmint::sql::SqlError> for CliError {
+    fn from(e: snowmint::sql::SqlError) -> Self {
         CliError::Usage(e.to_string())
     }
 }
@@ -79,6 +90,7 @@ impl From<anyhow::Error> for CliError {
 pub fn exit(outcome: Result<(), CliError>) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
+        Err(CliError::Reported(status)) => ExitCode::from(status),
         Err(e) => {
             eprint_line(&e.to_string());
             e.exit_code()

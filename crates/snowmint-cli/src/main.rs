@@ -16,6 +16,7 @@ mod next;
 mod range;
 mod render;
 mod serve;
+mod sql;
 
 use std::process::ExitCode;
 
@@ -30,7 +31,8 @@ use crate::render::ColorChoice;
 Examples:
   snowmint compose --timestamp 1288834975657 --datacenter 1 --worker 1 --sequence 0
   snowmint decode 4194439168 --json
-  snowmint range --from 2024-01-01T00:00:00Z --to 2024-02-01T00:00:00Z")]
+  snowmint range --from 2024-01-01T00:00:00Z --to 2024-02-01T00:00:00Z
+  snowmint sql postgres | psql mydb")]
 struct Cli {
     #[command(flatten)]
     global: GlobalArgs,
@@ -57,6 +59,8 @@ enum Command {
     Range(range::RangeArgs),
     /// Mint fresh IDs from a live generator, one a line.
     Next(next::NextArgs),
+    /// SQL functions for a layout's IDs (PostgreSQL, MySQL/MariaDB; expressions for SQLite).
+    Sql(sql::SqlArgs),
     /// Serve the explorer page and the JSON API (http://127.0.0.1:8080 by default).
     // Boxed: its flags make it much larger than the other variants.
     Serve(Box<serve::ServeArgs>),
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
         Command::Decode(args) => decode::run(args, &cli.global),
         Command::Range(args) => range::run(args, &cli.global),
         Command::Next(args) => next::run(args, &cli.global),
+        Command::Sql(args) => sql::run(args, &cli.global),
         Command::Serve(args) => serve::run_cli(*args),
     };
     error::exit(outcome)

@@ -153,6 +153,13 @@ pub struct ServeArgs {
         default_value = "text"
     )]
     pub log_format: LogFormat,
+    /// Log lines that may wait for stderr; when it falls this far behind,
+    /// new lines are dropped (counted in snowmint_log_lines_dropped_total),
+    /// never waited for.
+    #[arg(long, env = "SNOWMINT_LOG_BUFFER_LINES", value_name = "N",
+          default_value_t = snowmint_server::DEFAULT_LOG_BUFFER_LINES as u64,
+          allow_negative_numbers = true, value_parser = whole("log-buffer-lines", 1, 10_000_000, "lines"))]
+    pub log_buffer_lines: u64,
 }
 
 /// `--log-format`.
@@ -160,8 +167,18 @@ pub struct ServeArgs {
 pub enum LogFormat {
     /// Human-readable lines (coloured only on a terminal).
     Text,
-    /// One JSON object a line, the event's fields at the top level.
+    /// One JSON object a line, the event's fields at the top level; every
+    /// line on stderr, the start-up lines and errors included.
     Json,
+}
+
+impl From<LogFormat> for snowmint_server::LogFormat {
+    fn from(format: LogFormat) -> snowmint_server::LogFormat {
+        match format {
+            LogFormat::Text => snowmint_server::LogFormat::Text,
+            LogFormat::Json => snowmint_server::LogFormat::Json,
+        }
+    }
 }
 
 /// A flag that takes a whole number in `min..=max` (of `unit`): its error
@@ -241,6 +258,7 @@ impl ServeArgs {
             .and_then(std::num::NonZeroU32::new);
         config.worker_from_hostname = self.worker_from_hostname;
         config.announce = true;
+        config.log_format = self.log_format.into();
         config.tls = self
             .tls_cert
             .as_ref()
@@ -258,29 +276,44 @@ impl ServeArgs {
 
 /// Runs the service until SIGINT or SIGTERM. The identity source, its
 /// lifecycle and the shutdown order are the server library's
-/// ([`snowmint_server::serve`]); a bad setting it finds exits 2.
+/// ([`snowmint_server::serve`]); a bad setting it finds exits 2. The log
+/// writer ([`snowmint_server::init_logs`]) lives until the end and writes what is
+/// queued before the process exits; with `--log-format json` an error that
+/// ends the run is one more JSON line, not an `error:` one.
 pub fn run_cli(args: ServeArgs) -> Result<(), CliError> {
     let config = args.config();
-    config.check().map_err(|e| CliError::Usage(e.to_string()))?;
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr);
-    match args.log_format {
-        // Colour codes only on a terminal: not in files, journald or
-        // container logs.
-        LogFormat::Text => logs
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .init(),
-        LogFormat::Json => logs
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
-            .with_span_list(false)
-            .init(),
+    let mut options = snowmint_server::LogOptions::default();
+    options.format = config.log_format;
+    options.buffered_lines = usize::try_from(args.log_buffer_lines).unwrap_or(usize::MAX);
+    if let Ok(filter) = std::env::var("RUST_LOG") {
+        options.filter = filter;
     }
+    let guard = snowmint_server::init_logs(&options).map_err(|e| match e {
+        snowmint_server::LogError::Filter { .. } => CliError::Usage(format!("RUST_LOG: {e}")),
+        other => CliError::Runtime(other.into()),
+    })?;
+    let outcome = serve(config);
+    match outcome {
+        Err(e) if options.format == snowmint_server::LogFormat::Json => {
+            let status = match e {
+                CliError::Usage(_) => 2,
+                _ => 1,
+            };
+            tracing::error!(target: "snowmint", exit_status = status, "{e}");
+            // Written before the process exits.
+            drop(guard);
+            Err(CliError::Reported(status))
+        }
+        outcome => {
+            drop(guard);
+            outcome
+        }
+    }
+}
+
+/// Checks the configuration, binds, and serves until a signal.
+fn serve(config: Config) -> Result<(), CliError> {
+    config.check().map_err(|e| CliError::Usage(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

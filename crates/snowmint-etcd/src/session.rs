@@ -159,7 +159,7 @@ impl Session {
                 Err(e) => {
                     if matches!(e, EtcdError::AllTaken { .. }) {
                         let wait = backoff.step().max(self.timing.ttl);
-                        tracing::error!(error = %e, retry_in = ?wait, "no worker identity free; not ready");
+                        tracing::error!(error = %e, retry_in_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX), "no worker identity free; not ready");
                         update(&self.status, |s| {
                             s.state = LeaseState::AllTaken;
                             s.last_error = Some(e.to_string());
@@ -178,7 +178,7 @@ impl Session {
 
     async fn unreachable(&self, e: &EtcdError, backoff: &mut Backoff) {
         let wait = backoff.step();
-        tracing::warn!(error = %e, retry_in = ?wait, "no identity yet (etcd unreachable or failing); not ready");
+        tracing::warn!(error = %e, retry_in_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX), "no identity yet (etcd unreachable or failing); not ready");
         update(&self.status, |s| {
             if s.state != LeaseState::Fenced {
                 s.state = LeaseState::Connecting;
@@ -277,8 +277,8 @@ impl Session {
         tracing::info!(
             %identity,
             lease = %format_args!("{:x}", granted.id),
-            ttl = ?granted.ttl,
-            reserved_until = ?generator.reserved_until_ms(),
+            ttl_s = granted.ttl.as_secs(),
+            reserved_until_ms = generator.reserved_until_ms(),
             "holding worker identity"
         );
         let why = self.hold(conn, granted, n, generator, fence, &lost).await;
@@ -342,7 +342,7 @@ impl Session {
                     });
                     tracing::warn!(
                         %identity,
-                        silent_for = ?failing_since.map(|t| t.elapsed()),
+                        silent_for_s = failing_since.map(|t| t.elapsed().as_secs_f64()),
                         "no lease renewal in time: fenced, not issuing"
                     );
                     continue;

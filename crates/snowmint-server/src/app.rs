@@ -25,6 +25,7 @@ pub fn app(state: AppState) -> Router {
         .route("/api/v1/compose", with_cors(&state, get(api::compose)))
         .route("/api/v1/decode/{id}", with_cors(&state, get(api::decode)))
         .route("/api/v1/range", with_cors(&state, get(api::range)))
+        .route("/api/v1/sql", with_cors(&state, get(api::sql)))
         .route("/api/v1/ids", with_cors(&state, mint))
         .route(
             "/api/v1/openapi.json",

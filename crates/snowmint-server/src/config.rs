@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::guard::origin::{OriginError, Origins};
 use crate::guard::token::{ApiToken, TokenError};
+use crate::logs::LogFormat;
 use crate::mint::generator::StaticError;
 use crate::mint::hostname::{self, HostnameError};
 use crate::mint::identity::IdentitySource;
@@ -55,6 +56,11 @@ pub struct Config {
     /// (`https://` with `tls`; the `snowmint` binary's; scripts and tests
     /// read it).
     pub announce: bool,
+    /// How the log lines are written (as [`init_logs`](crate::init_logs)
+    /// was told), which the start-up lines follow: with
+    /// [`LogFormat::Json`] they are log events (target `snowmint::banner`),
+    /// one JSON object like every other line.
+    pub log_format: LogFormat,
     /// Serve HTTPS with this certificate and key (`--tls-cert`,
     /// `--tls-key`); `None`: plain HTTP.
     pub tls: Option<TlsFiles>,
@@ -82,6 +88,7 @@ impl Default for Config {
             client_quota: None,
             worker_from_hostname: false,
             announce: false,
+            log_format: LogFormat::Text,
             tls: None,
             etcd_ca: None,
             etcd_client_cert: None,

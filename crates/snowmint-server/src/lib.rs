@@ -44,6 +44,7 @@
 mod app;
 mod config;
 mod guard;
+mod logs;
 mod mint;
 mod net;
 mod routes;
@@ -56,6 +57,7 @@ pub use config::{
 pub use guard::edge::{MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_URI_BYTES, REQUEST_TIMEOUT};
 pub use guard::origin::{OriginError, Origins};
 pub use guard::token::{ApiToken, TokenError};
+pub use logs::{DEFAULT_LOG_BUFFER_LINES, LogError, LogFormat, LogGuard, LogOptions, init_logs};
 pub use mint::generator::{StaticError, StoreError};
 pub use mint::hostname::{HostnameError, identity_of_hostname};
 pub use mint::identity::IdentitySource;

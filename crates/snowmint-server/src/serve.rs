@@ -12,6 +12,7 @@ use crate::config::{Config, StartError};
 use crate::guard::admission::Admission;
 use crate::guard::origin::Origins;
 use crate::guard::token::ApiToken;
+use crate::logs::{self, LogFormat};
 use crate::mint::generator::{self, StaticError};
 use crate::mint::hostname;
 use crate::mint::identity::IdentitySource;
@@ -158,7 +159,9 @@ fn start_minter(config: &Config) -> Result<Arc<Minter>, StartError> {
 
 /// The lines `snowmint serve` prints once its identity source has started:
 /// the admin listener's first (when there is one), then the public one's,
-/// which scripts wait for.
+/// which scripts wait for. As text, `snowmint: ...` lines straight to
+/// stderr; as JSON, log events (the same words in `message`, the address
+/// and the identity as fields of their own).
 fn announce(config: &Config, listener: &TcpListener, admin: Option<&TcpListener>, minter: &Minter) {
     // With TLS both listeners speak HTTPS.
     let scheme = if config.tls.is_some() {
@@ -166,27 +169,60 @@ fn announce(config: &Config, listener: &TcpListener, admin: Option<&TcpListener>
     } else {
         "http"
     };
+    let json = config.log_format == LogFormat::Json;
     if let Some(admin) = admin {
         let addr = admin
             .local_addr()
             .ok()
             .or(config.admin_listen)
             .unwrap_or(config.listen);
-        eprintln!("snowmint: admin (health, readiness, metrics) on {scheme}://{addr}/");
+        let url = format!("{scheme}://{addr}/");
+        if json {
+            tracing::info!(target: logs::BANNER_TARGET, %url, "admin (health, readiness, metrics) on {url}");
+        } else {
+            eprintln!("snowmint: admin (health, readiness, metrics) on {url}");
+        }
     }
     let addr = listener.local_addr().unwrap_or(config.listen);
+    let url = format!("{scheme}://{addr}/");
     match (config.identity_source(), minter.identity()) {
-        (IdentitySource::Etcd, _) => eprintln!(
-            "snowmint: serving the explorer on {scheme}://{addr}/ (identity leased from etcd {} under {}, lease TTL {} s)",
-            config.etcd_endpoints.join(","),
-            config.etcd_prefix,
-            config.lease_ttl.as_secs()
-        ),
-        (_, identity) => eprintln!(
-            "snowmint: serving the explorer on {scheme}://{addr}/ ({}, state in {})",
-            identity.unwrap_or(config.identity),
-            config.state_dir.display()
-        ),
+        (IdentitySource::Etcd, _) => {
+            let endpoints = config.etcd_endpoints.join(",");
+            let ttl_s = config.lease_ttl.as_secs();
+            if json {
+                tracing::info!(
+                    target: logs::BANNER_TARGET,
+                    %url,
+                    etcd = %endpoints,
+                    prefix = %config.etcd_prefix,
+                    lease_ttl_s = ttl_s,
+                    "serving the explorer on {url} (identity leased from etcd)"
+                );
+            } else {
+                eprintln!(
+                    "snowmint: serving the explorer on {url} (identity leased from etcd {endpoints} under {}, lease TTL {ttl_s} s)",
+                    config.etcd_prefix,
+                );
+            }
+        }
+        (_, identity) => {
+            let identity = identity.unwrap_or(config.identity);
+            if json {
+                tracing::info!(
+                    target: logs::BANNER_TARGET,
+                    %url,
+                    datacenter = identity.datacenter(),
+                    worker = identity.worker(),
+                    state_dir = %config.state_dir.display(),
+                    "serving the explorer on {url}"
+                );
+            } else {
+                eprintln!(
+                    "snowmint: serving the explorer on {url} ({identity}, state in {})",
+                    config.state_dir.display()
+                );
+            }
+        }
     }
 }
 
@@ -244,7 +280,15 @@ async fn serve_state(
     state = state.with_admin_listener(admin.is_some());
     let minter = Arc::clone(&state.minter);
     if let Ok(addr) = public.local_addr() {
-        tracing::info!(%addr, identity = ?minter.identity(), "listening");
+        match minter.identity() {
+            Some(identity) => tracing::info!(
+                %addr,
+                datacenter = identity.datacenter(),
+                worker = identity.worker(),
+                "listening"
+            ),
+            None => tracing::info!(%addr, "listening; no identity held yet"),
+        }
     }
     let metrics = Arc::clone(&state.metrics);
     // One shutdown for both loops.

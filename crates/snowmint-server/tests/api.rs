@@ -467,6 +467,96 @@ async fn range_errors_name_the_field() {
     );
 }
 
+/// `GET /api/v1/sql`: the same script `snowmint sql` prints (the CLI's
+/// tests load it into real databases), as text; bad input names its
+/// parameter.
+#[tokio::test]
+async fn sql_answers_the_script_as_text() {
+    let h = harness();
+    let s = &h.state;
+    for (query, dialect, layout, prefix) in [
+        ("dialect=postgres", "postgres", "twitter", "snowflake_"),
+        (
+            "dialect=mysql&layout=instagram",
+            "mysql",
+            "instagram",
+            "snowflake_",
+        ),
+        (
+            "dialect=SQLite&layout=sonyflake&prefix=sf_",
+            "sqlite",
+            "sonyflake",
+            "sf_",
+        ),
+        (
+            "dialect=postgres&layout=&prefix=",
+            "postgres",
+            "twitter",
+            "snowflake_",
+        ),
+    ] {
+        let request = Request::get(format!("/api/v1/sql?{query}"))
+            .body(Body::empty())
+            .unwrap();
+        let response = app(s.clone()).oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{query}");
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "text/plain; charset=utf-8"
+        );
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let body = String::from_utf8(bytes.to_vec()).unwrap();
+        let want = snowmint::sql::functions(
+            dialect.parse().unwrap(),
+            &snowmint::Layout::by_name(layout).unwrap(),
+            &snowmint::sql::Options {
+                prefix,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(body, want, "{query}");
+    }
+    let bad = StatusCode::BAD_REQUEST;
+    let msg = error(s, "GET", "/api/v1/sql?dialect=oracle", bad, Some("dialect")).await;
+    assert_eq!(
+        msg,
+        r#"dialect must be postgres, mysql or sqlite, got "oracle""#
+    );
+    let msg = error(s, "GET", "/api/v1/sql", bad, Some("dialect")).await;
+    assert_eq!(msg, r#"dialect must be postgres, mysql or sqlite, got """#);
+    let msg = error(
+        s,
+        "GET",
+        "/api/v1/sql?dialect=mysql&prefix=x%27%3B%20DROP%20TABLE%20t%3B",
+        bad,
+        Some("prefix"),
+    )
+    .await;
+    assert!(
+        msg.starts_with("prefix must be a plain SQL identifier"),
+        "{msg}"
+    );
+    error(
+        s,
+        "GET",
+        "/api/v1/sql?dialect=mysql&layout=flickr",
+        bad,
+        Some("layout"),
+    )
+    .await;
+    error(
+        s,
+        "GET",
+        "/api/v1/sql?dialect=mysql&dialect=postgres",
+        bad,
+        Some("dialect"),
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn decode_in_other_layouts() {
     let h = harness();
@@ -626,6 +716,28 @@ async fn mint_errors() {
         .await,
         r#"count must be a decimal integer 1..=4096, got "lots""#
     );
+    // Whitespace is not "no count": it is not an integer (only a missing
+    // or empty count is the default).
+    for (query, shown) in [
+        ("%0D", r#""\r""#),
+        ("%20", r#"" ""#),
+        ("%09%0A", r#""\t\n""#),
+    ] {
+        assert_eq!(
+            error(
+                &h.state,
+                "POST",
+                &format!("/api/v1/ids?count={query}"),
+                bad,
+                Some("count")
+            )
+            .await,
+            format!("count must be a decimal integer 1..=4096, got {shown}")
+        );
+    }
+    let (status, one) = json(&h.state, "POST", "/api/v1/ids?count=").await;
+    assert_eq!(status, StatusCode::OK, "{one}");
+    assert_eq!(one["ids"].as_array().unwrap().len(), 1, "{one}");
     let wrong = error(
         &h.state,
         "GET",
@@ -687,10 +799,12 @@ async fn health_readiness_metrics_openapi() {
         r#"snowmint_identity{datacenter="1",worker="2"} 1"#,
         "snowmint_ready 1",
         "snowmint_generator_",
-        "# EOF",
+        "snowmint_log_lines_dropped_total 0",
     ] {
         assert!(metrics.contains(needle), "missing {needle}:\n{metrics}");
     }
+    // No Accept: the Prometheus text format, which has no `# EOF`.
+    assert!(!metrics.contains("# EOF"), "{metrics}");
     let (status, doc) = json(s, "GET", "/api/v1/openapi.json").await;
     assert_eq!(status, StatusCode::OK);
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
@@ -1919,6 +2033,14 @@ async fn over_limit_heads_and_bodies_answer_414_431_413_in_the_error_shape() {
         (404, "GET /nope HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".to_owned()),
         (405, "PUT /api/v1/ids HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned()),
         (400, "GET /assets/%FF HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".to_owned()),
+        // Past hyper's own limits, which it answers itself before the
+        // router sees the request: a 70 KB target (its limit is 65,534
+        // bytes), more than 100 header fields, a head over its buffer, a
+        // head that is not HTTP.
+        (414, format!("GET /api/v1/decode/{} HTTP/1.1\r\nHost: a\r\n\r\n", "1".repeat(70_000))),
+        (431, format!("GET /healthz HTTP/1.1\r\nHost: a\r\n{}\r\n", "x-f: 1\r\n".repeat(120))),
+        (431, format!("GET /healthz HTTP/1.1\r\nHost: a\r\nX-Big: {}\r\n\r\n", "x".repeat(500_000))),
+        (400, "GET / HTTP/1.1\r\nHost: a\r\nbad header line\r\n\r\n".to_owned()),
     ] {
         let (status, head, body) = raw_request(served.addr, &request).await;
         assert_eq!(status, expected, "{head}\n{body}");
@@ -1927,6 +2049,7 @@ async fn over_limit_heads_and_bodies_answer_414_431_413_in_the_error_shape() {
             "{expected}: {head}"
         );
         assert!(head.to_ascii_lowercase().contains("x-content-type-options: nosniff"), "{head}");
+        assert!(head.to_ascii_lowercase().contains("referrer-policy: no-referrer"), "{head}");
         let message = error_shape(&expected.to_string(), &body);
         if expected == 414 || expected == 431 {
             assert!(message.contains("at most"), "{message}");
@@ -1978,7 +2101,7 @@ async fn an_admin_listener_takes_health_readiness_and_metrics() {
     error_shape("public /metrics", &body);
     let (status, _, body) = get(admin_addr, "GET", "/metrics").await;
     assert_eq!(status, 200, "{body}");
-    assert!(body.contains("# EOF"), "{body}");
+    assert!(body.contains("# TYPE snowmint_ready gauge"), "{body}");
     // The page no longer links to it.
     let (_, _, page) = get(public_addr, "GET", "/").await;
     assert!(!page.contains("href=\"/metrics\""), "{page}");
@@ -2013,4 +2136,99 @@ async fn an_admin_listener_takes_health_readiness_and_metrics() {
         .unwrap()
         .expect("clean shutdown");
     assert!(tokio::net::TcpStream::connect(admin_addr).await.is_err());
+}
+
+/// What Prometheus 2.x sends in `Accept`.
+const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,\
+    application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
+/// `/metrics` speaks the format the client asks for: OpenMetrics to
+/// Prometheus (counters named without `_total` in HELP and TYPE, `# EOF`
+/// at the end), the text format to everyone else; and the text format
+/// passes `promtool check metrics` (Debian's `prometheus` package) with no
+/// finding, with every family that a busy instance shows (rejections,
+/// latency, connections) present.
+#[tokio::test]
+async fn metrics_follow_accept_and_pass_promtool() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::default();
+    config.state_dir = dir.path().to_owned();
+    config.client_quota = std::num::NonZeroU32::new(5);
+    let state = static_state(&config).unwrap();
+    let served = Served::start(state).await;
+    let client = reqwest::Client::new();
+    let base = format!("http://{}", served.addr);
+    for uri in [
+        "/api/v1/ids?count=3",
+        "/api/v1/ids?count=5",
+        "/api/v1/ids?count=x",
+    ] {
+        client.post(format!("{base}{uri}")).send().await.unwrap();
+    }
+    client
+        .get(format!("{base}/api/v1/decode/1"))
+        .send()
+        .await
+        .unwrap();
+    let scrape = |accept: Option<&'static str>| {
+        let mut request = client.get(format!("{base}/metrics"));
+        if let Some(accept) = accept {
+            request = request.header("accept", accept);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status(), 200);
+            let content_type = response.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .to_owned();
+            (content_type, response.text().await.unwrap())
+        }
+    };
+
+    let (content_type, openmetrics) = scrape(Some(PROMETHEUS_ACCEPT)).await;
+    assert_eq!(
+        content_type,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
+    assert!(openmetrics.ends_with("# EOF\n"), "{openmetrics}");
+    assert!(
+        openmetrics.contains("# TYPE snowmint_ids_issued counter\n"),
+        "{openmetrics}"
+    );
+
+    for accept in [
+        None,
+        Some("*/*"),
+        Some("text/plain;version=0.0.4"),
+        Some("application/json"),
+    ] {
+        let (content_type, text) = scrape(accept).await;
+        assert_eq!(
+            content_type, "text/plain; version=0.0.4; charset=utf-8",
+            "{accept:?}"
+        );
+        assert!(!text.contains("# EOF"), "{text}");
+        for needle in [
+            "# TYPE snowmint_ids_issued_total counter\nsnowmint_ids_issued_total 3\n",
+            "# TYPE snowmint_mints_rejected_total counter\n",
+            r#"snowmint_mints_rejected_total{reason="quota"} 1"#,
+            "# TYPE snowmint_http_request_duration_seconds histogram\n",
+            "# TYPE snowmint_generator_borrowed_seconds gauge\n",
+            "# TYPE snowmint_generator_last_issued_timestamp_seconds gauge\n",
+            "snowmint_layout_end_timestamp_seconds 3487858230.208\n",
+        ] {
+            assert!(text.contains(needle), "missing {needle:?}:\n{text}");
+        }
+        assert!(!text.contains("_ms "), "{text}");
+    }
+
+    let (_, text) = scrape(None).await;
+    if let Some(findings) = snowmint_testkit::prometheus::check_metrics(&text) {
+        assert!(
+            findings.is_empty(),
+            "promtool check metrics: {findings}\n{text}"
+        );
+    }
+    served.stop().await;
 }

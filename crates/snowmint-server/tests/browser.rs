@@ -770,6 +770,30 @@ async fn range_panel_by_keyboard_in_both_languages() {
     s.wait_text("#copy-sql-status", |t| t == "Copied").await;
     s.screenshot("explorer-range.png").await;
 
+    // The SQL functions follow the dialect select, live; their copy button
+    // copies the whole script.
+    s.wait_text("#sql-functions-h", |t| t == "SQL functions (PostgreSQL)")
+        .await;
+    s.select("range-dialect", "mysql").await;
+    s.wait_text("#sql-functions-h", |t| {
+        t == "SQL functions (MySQL / MariaDB)"
+    })
+    .await;
+    let script = s.content("#sql-functions").await;
+    let want = snowmint::sql::functions(
+        snowmint::sql::Dialect::Mysql,
+        &snowmint::Layout::TWITTER,
+        &snowmint::sql::Options::default(),
+    )
+    .unwrap();
+    assert_eq!(script, want);
+    let url = s.client.current_url().await.unwrap();
+    assert!(url.as_str().contains("dialect=mysql"), "{url}");
+    s.tab_to("copy-sql-functions").await;
+    s.press(Key::Enter).await;
+    s.wait_text("#copy-sql-functions-status", |t| t == "Copied")
+        .await;
+
     // Backwards: an inline error on `to`.
     s.tab_to("range_to").await;
     s.type_active(&format!("2023-12-31T00:00:00Z{}", Key::Enter))

@@ -118,6 +118,13 @@ async fn a_fenced_server_answers_503_and_exports_the_session_then_recovers() {
     ] {
         assert!(metrics.contains(line), "{line} not in {metrics}");
     }
+    // The lease session's families pass promtool too.
+    if let Some(findings) = snowmint_testkit::prometheus::check_metrics(&metrics) {
+        assert!(
+            findings.is_empty(),
+            "promtool check metrics: {findings}\n{metrics}"
+        );
+    }
 
     etcd.freeze();
     // Within the TTL of the freeze (the fence closes a margin before).

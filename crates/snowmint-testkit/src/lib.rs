@@ -10,8 +10,14 @@
 //!   be cut (a partition) and restored.
 //! - [`pki::Pki`]: a test CA with server and client certificates, as PEM
 //!   files (HTTPS, and etcd over TLS: [`etcd::EtcdServer::start_tls`]).
+//! - [`db::Postgres`], [`db::Mariadb`], [`db::Sqlite`]: a real database for
+//!   one test, on a Unix socket in a temporary directory of its own, stopped
+//!   when dropped; driven through its command-line client.
 //! - [`clock::FakeClock`]: a process's wall clock under libfaketime, stepped
 //!   back and forward while it runs.
+//! - [`prometheus::Prometheus`]: Debian's Prometheus scraping one target
+//!   with alerting rules loaded; [`prometheus::check_metrics`]: `promtool
+//!   check metrics` on an exposition.
 //! - [`chaos`]: the randomized fault test of distributed mode (`snowmint-chaos`,
 //!   run by `scripts/chaos`): load, nemesis, checker and report.
 //!
@@ -24,6 +30,8 @@
 //! - `proxy.rs`: the cuttable TCP proxy.
 //! - `pki.rs`: test certificates (rcgen).
 //! - `clock.rs`: libfaketime clock control.
+//! - `db.rs`: PostgreSQL, MariaDB and SQLite for the SQL tests.
+//! - `prometheus.rs`: Prometheus and promtool.
 //! - `signal.rs`: SIGKILL/SIGSTOP/SIGCONT to a process by ID.
 //! - `chaos/`: the harness (`schedule`, `history`, `checker`, `report`, `run`).
 
@@ -31,8 +39,10 @@
 
 pub mod chaos;
 pub mod clock;
+pub mod db;
 pub mod etcd;
 pub mod pki;
+pub mod prometheus;
 pub mod proxy;
 pub mod signal;
 
@@ -55,9 +65,3 @@ pub fn skip<T>(reason: &str) -> Option<T> {
     eprintln!("skipping: {reason} (set SNOWMINT_REQUIRE_SERVICES=1 to make this a failure)");
     None
 }
-
-/// Compiles the workspace README's Rust examples as doctests (the README is no
-/// crate's: every published crate has a README of its own).
-#[doc = include_str!("../../../README.md")]
-#[cfg(doctest)]
-pub struct WorkspaceReadmeDoctest;

@@ -25,6 +25,8 @@
 //!   or your own [`Layout::new`].
 //! - For time-range queries: [`Layout::span`] (the smallest and largest ID
 //!   of a time span), [`Layout::min_id_at`] and [`Layout::max_id_at`].
+//! - For IDs inside a database: [`sql`] (SQL functions for PostgreSQL and
+//!   MySQL, expressions for SQLite, and time partitions by ID range).
 //! - To mint IDs (feature `std`): [`Generator`], lock-free and shared by
 //!   `&self` across threads, with a [`Clock`] ([`SystemClock`], or
 //!   [`ManualClock`] in tests) and a [`ReservationStore`] ([`FileStore`]) for
@@ -83,6 +85,7 @@ mod parse;
 mod reservation;
 #[cfg(feature = "serde")]
 mod serde_impl;
+pub mod sql;
 pub mod time;
 
 pub use breakdown::{Breakdown, Segment};

@@ -31,7 +31,7 @@ impl fmt::Display for Iso8601 {
 }
 
 /// Days since 1970-01-01 of the civil date `y-m-d`.
-const fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+pub(crate) const fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
@@ -42,7 +42,7 @@ const fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 }
 
 /// The civil date of a day count since 1970-01-01.
-const fn civil_from_days(z: i64) -> (i64, i64, i64) {
+pub(crate) const fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;

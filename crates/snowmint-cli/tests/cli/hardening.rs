@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::support::{Serve, bad, header, http_with, snowmint};
+use crate::support::{Serve, bad, header, http, http_with, snowmint};
 
 fn write_token(path: &Path, token: &str) {
     std::fs::write(path, format!("{token}\n")).unwrap();
@@ -262,6 +262,8 @@ fn json_logs_parse_and_the_access_log_never_holds_the_token_or_query() {
         "127.0.0.1:0",
         "--log-format",
         "json",
+        "--admin-listen",
+        "127.0.0.1:0",
         "--api-token-file",
     ])
     .arg(&token)
@@ -269,6 +271,7 @@ fn json_logs_parse_and_the_access_log_never_holds_the_token_or_query() {
     .arg(dir.path().join("state"))
     .env("RUST_LOG", "info");
     let mut server = Serve::spawn(cmd);
+    let admin = server.admin.expect("the admin address, from its JSON line");
     let auth = [("Authorization", "Bearer log-secret-token")];
     assert_eq!(
         http_with(
@@ -286,10 +289,21 @@ fn json_logs_parse_and_the_access_log_never_holds_the_token_or_query() {
         401
     );
     assert_eq!(server.http("GET", "/api/v1/decode/4194439168").status, 200);
-    let lines = server.stop_and_read();
+    assert_eq!(http(admin, "GET", "/readyz").status, 200);
+    // A 70 KB target, refused by hyper before the router: JSON all the same.
+    let long = format!("/{}", "a".repeat(70_000));
+    assert_eq!(server.http("GET", &long).status, 414);
+    let lines = server.stop_and_read_raw();
 
+    // Every line is one JSON object: the start-up lines too, with the
+    // address and the identity as fields; nothing in Rust's Debug form.
     let mut access = Vec::new();
-    for line in lines.iter().filter(|l| !l.starts_with("snowmint: ")) {
+    let mut banners = Vec::new();
+    let mut listening = None;
+    for line in &lines {
+        for debug_form in ["Some(", "None", "Identity {", "Duration", "{ "] {
+            assert!(!line.contains(debug_form), "{debug_form:?} in {line}");
+        }
         assert!(!line.contains("log-secret-token"), "{line}");
         assert!(!line.contains("query-secret"), "{line}");
         let v: serde_json::Value =
@@ -298,10 +312,32 @@ fn json_logs_parse_and_the_access_log_never_holds_the_token_or_query() {
             v["level"].is_string() && v["timestamp"].is_string(),
             "{line}"
         );
-        if v["target"] == "snowmint::access" {
+        assert!(v.is_object() && v["message"].is_string(), "{line}");
+        if v["message"] == "listening" {
+            listening = Some(v.clone());
+        }
+        if v["target"] == "snowmint::banner" {
+            banners.push(v);
+        } else if v["target"] == "snowmint::access" {
             access.push(v);
         }
     }
+    assert_eq!(banners.len(), 2, "{banners:?}");
+    assert_eq!(banners[0]["url"], format!("http://{admin}/"), "{banners:?}");
+    let public = &banners[1];
+    assert_eq!(
+        public["url"],
+        format!("http://{}/", server.addr),
+        "{public}"
+    );
+    assert_eq!(
+        (&public["datacenter"], &public["worker"]),
+        (&0.into(), &0.into()),
+        "{public}"
+    );
+    let listening = listening.expect("a listening line");
+    assert_eq!(listening["datacenter"], 0, "{listening}");
+    assert_eq!(listening["worker"], 0, "{listening}");
     let find = |method: &str, route: &str, status: u64| {
         access
             .iter()

@@ -219,7 +219,21 @@ pub struct Serve {
     pub admin: Option<SocketAddr>,
     /// Every other line it wrote to stderr so far.
     pub said: Arc<Mutex<Vec<String>>>,
+    /// Every line it wrote to stderr so far, the address lines included,
+    /// as written.
+    pub raw: Arc<Mutex<Vec<String>>>,
     reader: Option<std::thread::JoinHandle<()>>,
+}
+
+/// A start-up line as `--log-format text` writes it (`snowmint: ...`),
+/// also when it was written as a JSON log event (target `snowmint::banner`).
+fn banner_text(line: &str) -> Option<String> {
+    if line.starts_with("snowmint: ") {
+        return Some(line.to_owned());
+    }
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    (v["target"] == "snowmint::banner")
+        .then(|| format!("snowmint: {}", v["message"].as_str().unwrap_or("")))
 }
 
 impl Serve {
@@ -249,16 +263,22 @@ impl Serve {
             .expect("spawn snowmint serve");
         let stderr = child.stderr.take().unwrap();
         let said = Arc::new(Mutex::new(Vec::new()));
+        let raw = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = mpsc::channel();
         let admin = Arc::new(Mutex::new(None));
         let reader = {
             let said = Arc::clone(&said);
+            let raw = Arc::clone(&raw);
             let admin = Arc::clone(&admin);
             std::thread::spawn(move || {
                 let mut tx = Some(tx);
                 for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    raw.lock().unwrap().push(line.clone());
+                    let banner = banner_text(&line);
                     // Printed before the public line, so known by then.
-                    if let Some(addr) = line
+                    if let Some(addr) = banner
+                        .as_deref()
+                        .unwrap_or("")
                         .strip_prefix("snowmint: admin (health, readiness, metrics) on ")
                         .and_then(|url| {
                             url.strip_prefix("http://")
@@ -270,7 +290,9 @@ impl Serve {
                         *admin.lock().unwrap() = Some(addr);
                         continue;
                     }
-                    let url = line.strip_prefix("snowmint: serving the explorer on ");
+                    let url = banner
+                        .as_deref()
+                        .and_then(|b| b.strip_prefix("snowmint: serving the explorer on "));
                     let addr = url.and_then(|url| {
                         let https = url.starts_with("https://");
                         let rest = url
@@ -298,6 +320,7 @@ impl Serve {
                 https,
                 admin: *admin.lock().unwrap(),
                 said,
+                raw,
                 reader: Some(reader),
             },
             Err(e) => {
@@ -374,13 +397,20 @@ impl Serve {
     /// Stops the process with SIGTERM and returns every line it wrote to
     /// stderr (but the address line), complete.
     pub fn stop_and_read(&mut self) -> Vec<String> {
+        self.stop_and_read_raw();
+        self.said.lock().unwrap().clone()
+    }
+
+    /// Stops the process with SIGTERM and returns every line it wrote to
+    /// stderr, the address lines included, complete.
+    pub fn stop_and_read_raw(&mut self) -> Vec<String> {
         self.signal("-TERM");
         let status = self.wait_exit(START_LIMIT);
         assert!(status.success(), "{status:?}");
         if let Some(reader) = self.reader.take() {
             reader.join().unwrap();
         }
-        self.said.lock().unwrap().clone()
+        self.raw.lock().unwrap().clone()
     }
 
     /// Waits for the process to exit, at most `limit`.

@@ -228,7 +228,7 @@ mod tests {
         );
         assert!(
             metrics
-                .render()
+                .render(crate::routes::metrics::Format::Text)
                 .contains(r#"snowmint_mints_rejected_total{reason="admission"} 2"#)
         );
         // Once the lane is free, the rest of a mint is issued there.
@@ -265,7 +265,7 @@ mod tests {
         admission.check_quota(None, 4096, &metrics).unwrap();
         assert!(
             metrics
-                .render()
+                .render(crate::routes::metrics::Format::Text)
                 .contains(r#"snowmint_mints_rejected_total{reason="quota"} 2"#)
         );
     }

@@ -40,11 +40,14 @@ pub enum StaticError {
     Build(BuildError),
 }
 
-/// A counter (only goes up) or a gauge (a current value).
+/// How one exported number is written: a counter (only goes up), or a
+/// gauge of milliseconds written in seconds (the base unit Prometheus
+/// names carry).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     Counter,
-    Gauge,
+    /// A duration or a Unix time kept in milliseconds, exported in seconds.
+    GaugeMsAsSeconds,
 }
 
 /// One exported metric: kind, name, help, value.
@@ -52,7 +55,7 @@ pub(crate) type MetricRow = (Kind, &'static str, &'static str, u64);
 
 /// The generator's counters as metrics.
 pub(crate) fn metric_rows(m: &GeneratorMetrics) -> [MetricRow; 11] {
-    use Kind::{Counter, Gauge};
+    use Kind::{Counter, GaugeMsAsSeconds};
     [
         (
             Counter,
@@ -73,20 +76,20 @@ pub(crate) fn metric_rows(m: &GeneratorMetrics) -> [MetricRow; 11] {
             m.clock_regressions,
         ),
         (
-            Gauge,
-            "generator_largest_regression_ms",
+            GaugeMsAsSeconds,
+            "generator_largest_regression_seconds",
             "Largest distance seen between a lagging clock and the last issued millisecond",
             m.largest_regression_ms,
         ),
         (
-            Gauge,
-            "generator_borrowed_ms",
+            GaugeMsAsSeconds,
+            "generator_borrowed_seconds",
             "How far the last issued millisecond is ahead of the clock now",
             m.borrowed_ms,
         ),
         (
-            Gauge,
-            "generator_largest_borrow_ms",
+            GaugeMsAsSeconds,
+            "generator_largest_borrow_seconds",
             "Furthest ahead of the clock a millisecond was borrowed",
             m.largest_borrow_ms,
         ),
@@ -109,15 +112,15 @@ pub(crate) fn metric_rows(m: &GeneratorMetrics) -> [MetricRow; 11] {
             m.reservation_failures,
         ),
         (
-            Gauge,
-            "generator_last_issued_ms",
-            "Millisecond (Unix) of the last issued ID",
+            GaugeMsAsSeconds,
+            "generator_last_issued_timestamp_seconds",
+            "Unix time of the millisecond of the last issued ID",
             m.last_issued_ms,
         ),
         (
-            Gauge,
-            "generator_reserved_until_ms",
-            "The durable reservation mark (Unix ms), 0 if none",
+            GaugeMsAsSeconds,
+            "generator_reserved_until_timestamp_seconds",
+            "Unix time of the durable reservation mark, 0 if none",
             m.reserved_until_ms.unwrap_or(0),
         ),
     ]

@@ -418,7 +418,7 @@ pub(crate) async fn serve(
     drop(listener);
     tracing::info!(
         connections = open.len(),
-        deadline = ?limits.shutdown_timeout,
+        deadline_s = limits.shutdown_timeout.as_secs_f64(),
         "stopped accepting; closing idle connections, finishing requests in progress"
     );
     open.close_all();
@@ -516,7 +516,7 @@ fn timed_out(peer: SocketAddr, event: ConnEvent, metrics: &Metrics) {
     metrics.connection_event(event);
     static THROTTLE: Throttle = Throttle::new();
     if let Some(left_out) = THROTTLE.admit() {
-        tracing::info!(%peer, ?event, not_logged_since = left_out, "connection timed out; closed");
+        tracing::info!(%peer, event = event.label(), not_logged_since = left_out, "connection timed out; closed");
     }
 }
 
@@ -547,7 +547,8 @@ async fn serve_http<I>(
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let io = TokioIo::new(io);
+    // hyper's own answers (a head it cannot read) in the error shape too.
+    let io = TokioIo::new(super::head_errors::JsonHeadErrors::new(io));
     let service = {
         let conn = Arc::clone(&conn);
         hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {

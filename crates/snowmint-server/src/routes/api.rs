@@ -9,6 +9,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Json, extract::Query};
 use serde::Deserialize;
+use snowmint::sql::Dialect;
 use snowmint::{Encoding, Field, Layout, SnowflakeId};
 
 use crate::mint::generator::IdRange;
@@ -280,19 +281,80 @@ pub(crate) async fn range(
     Ok(Json(span).into_response())
 }
 
+/// Query of `GET /api/v1/sql`. Values are text, as typed.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SqlQuery {
+    /// The database: `postgres` (functions), `mysql` (MySQL and MariaDB
+    /// functions) or `sqlite` (expressions, as comments).
+    #[param(required = true, example = "postgres")]
+    pub dialect: Option<String>,
+    /// The IDs' layout (as for decode): `twitter` (default), `discord`, `instagram`, `sonyflake` or `mastodon`.
+    #[param(example = "twitter")]
+    pub layout: Option<String>,
+    /// Put before every function's name: a plain SQL identifier; missing or empty means `snowflake_`.
+    #[param(example = "snowflake_")]
+    pub prefix: Option<String>,
+}
+
+/// The one SQL path of the API and the page: the script of `dialect`'s
+/// functions for `layout`, with `prefix` (blank: the default).
+pub(crate) fn sql_typed(
+    dialect: Option<&str>,
+    layout: Layout,
+    prefix: Option<&str>,
+) -> Result<String, snowmint::sql::SqlError> {
+    let dialect = Dialect::parse_for("dialect", dialect.unwrap_or(""))?;
+    let prefix = prefix
+        .filter(|p| !p.is_empty())
+        .unwrap_or(snowmint::sql::DEFAULT_PREFIX);
+    let options = snowmint::sql::Options {
+        prefix,
+        ..Default::default()
+    };
+    snowmint::sql::functions(dialect, &layout, &options)
+}
+
+/// SQL functions for the IDs of a layout, as a script for the database's
+/// client: `time(id)`, `unix_ms(id)`, one per field, `min_id(ts)`,
+/// `max_id(ts)` and `compose(unix_ms, fields...)` (SQLite: the expressions).
+#[utoipa::path(
+    get,
+    path = "/api/v1/sql",
+    tag = "ids",
+    params(SqlQuery),
+    responses(
+        (status = 200, description = "The script, to pipe into psql, mysql or sqlite3", content_type = "text/plain", body = String),
+        (status = 400, description = "An unknown or missing `dialect`, an unknown `layout`, or a `prefix` that is not a plain SQL identifier of at most 40 characters", body = ErrorBody),
+    )
+)]
+pub(crate) async fn sql(ApiQuery(q): ApiQuery<SqlQuery>) -> Result<Response, ApiError> {
+    let layout = layout(q.layout.as_deref())?;
+    let script = sql_typed(q.dialect.as_deref(), layout, q.prefix.as_deref())?;
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        )],
+        script,
+    )
+        .into_response())
+}
+
 /// Query of `POST /api/v1/ids`.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct MintQuery {
-    /// How many IDs, 1..=4096 (default 1).
+    /// How many IDs, 1..=4096 (default 1, also when empty).
     #[param(example = 3)]
     pub count: Option<String>,
 }
 
-/// Reads `count`.
+/// Reads `count`: missing or empty is 1; anything else must be an integer
+/// in range, so whitespace alone (`count=%0D`) is refused naming `count`
+/// rather than read as "no count".
 pub(crate) fn count(input: Option<&str>) -> Result<usize, ApiError> {
-    // Missing or empty means the default, like `timestamp` and `from`.
-    let Some(text) = input.filter(|t| !t.trim().is_empty()) else {
+    let Some(text) = input.filter(|t| !t.is_empty()) else {
         return Ok(1);
     };
     // At most one millisecond's IDs: the core's range for a count.
@@ -441,19 +503,31 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, Ap
     }
 }
 
-/// Prometheus metrics.
+/// Prometheus metrics, in the format `Accept` asks for.
 #[utoipa::path(get, path = "/metrics", tag = "operations", responses(
-    (status = 200, description = "OpenMetrics text", content_type = "application/openmetrics-text", body = String),
+    (status = 200, description = "The metrics: OpenMetrics 1.0.0 when `Accept` ranks `application/openmetrics-text` first (as Prometheus does), else the Prometheus text format 0.0.4", content(
+        (String = "text/plain"),
+        (String = "application/openmetrics-text"),
+    )),
     (status = 401, description = "The server requires a token (`--api-token-file`) and the request has no `Authorization: Bearer` with it", body = ErrorBody,
         headers(("WWW-Authenticate" = String, description = "`Bearer`, with `error=\"invalid_token\"` when a wrong token was sent"))),
 ))]
-pub(crate) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+pub(crate) async fn metrics(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+) -> impl IntoResponse {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let format = super::metrics::Format::negotiate(accept);
     (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
-        )],
-        state.metrics.render(),
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(format.content_type()),
+            ),
+            // The body depends on Accept: a cache must keep them apart.
+            (header::VARY, HeaderValue::from_static("accept")),
+        ],
+        state.metrics.render(format),
     )
 }
 

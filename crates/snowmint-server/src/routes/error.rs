@@ -76,6 +76,12 @@ impl From<snowmint::Error> for ApiError {
     }
 }
 
+impl From<snowmint::sql::SqlError> for ApiError {
+    fn from(e: snowmint::sql::SqlError) -> ApiError {
+        ApiError::bad_request(Some(e.field()), e.to_string())
+    }
+}
+
 impl From<MintError> for ApiError {
     fn from(e: MintError) -> ApiError {
         match e {

@@ -1,5 +1,14 @@
 //! Prometheus metrics: HTTP requests and latency by route, IDs issued, the
-//! generator's own counters and the worker identity, in the text format.
+//! generator's own counters, the worker identity and the log lines dropped.
+//!
+//! Names follow Prometheus' conventions, which `promtool check metrics`
+//! checks: base units (`_seconds`, Unix times as `_timestamp_seconds`),
+//! counters ending in `_total`, HELP on every family. `/metrics` answers in
+//! the format the client asks for by `Accept` (`Format::negotiate`):
+//! OpenMetrics for Prometheus, which asks for it first, and the Prometheus
+//! text format (0.0.4) otherwise, which is what `curl`, `promtool` and most
+//! other scrapers read. prometheus-client writes OpenMetrics only; the text
+//! format is made from it by `openmetrics_to_text`.
 
 #[cfg(feature = "etcd")]
 pub(crate) mod etcd;
@@ -16,7 +25,7 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use self::family::{counter, gauge};
+use self::family::{counter, gauge, seconds_gauge};
 use crate::mint::generator::Kind;
 use crate::mint::minter::Minter;
 
@@ -73,7 +82,7 @@ pub enum ConnEvent {
 }
 
 impl ConnEvent {
-    fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             ConnEvent::Accepted => "accepted",
             ConnEvent::Refused => "refused",
@@ -235,13 +244,157 @@ impl Metrics {
         self.ids_issued.inc_by(n);
     }
 
-    /// The text exposition format.
-    pub fn render(&self) -> String {
+    /// Every metric in `format`.
+    pub(crate) fn render(&self, format: Format) -> String {
         let mut out = String::with_capacity(8 * 1024);
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
-        out
+        match format {
+            Format::OpenMetrics => out,
+            Format::Text => openmetrics_to_text(&out),
+        }
     }
+}
+
+/// An exposition format `/metrics` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    /// OpenMetrics 1.0.0 (`application/openmetrics-text`), what Prometheus
+    /// asks for first.
+    OpenMetrics,
+    /// The Prometheus text format 0.0.4 (`text/plain`), for every other
+    /// client (`curl`, `promtool check metrics`, older scrapers).
+    Text,
+}
+
+impl Format {
+    /// The format an `Accept` header asks for: OpenMetrics when it ranks
+    /// `application/openmetrics-text` above `text/plain` (by `q`, wildcards
+    /// included), else the text format, which is also the answer to no
+    /// `Accept` at all and to `*/*`.
+    pub(crate) fn negotiate(accept: Option<&str>) -> Format {
+        let (mut openmetrics, mut text) = (0.0f32, 0.0f32);
+        for range in accept.unwrap_or("").split(',') {
+            let mut params = range.split(';');
+            let media = params.next().unwrap_or("").trim().to_ascii_lowercase();
+            let q = params
+                .filter_map(|p| p.split_once('='))
+                .find(|(name, _)| name.trim().eq_ignore_ascii_case("q"))
+                .map_or(Some(1.0), |(_, v)| v.trim().parse::<f32>().ok())
+                .filter(|q| (0.0..=1.0).contains(q))
+                .unwrap_or(0.0);
+            let (om, tx) = match media.as_str() {
+                "application/openmetrics-text" | "application/*" => (q, 0.0),
+                "text/plain" | "text/*" => (0.0, q),
+                "*/*" => (q, q),
+                _ => (0.0, 0.0),
+            };
+            openmetrics = openmetrics.max(om);
+            text = text.max(tx);
+        }
+        if openmetrics > text {
+            Format::OpenMetrics
+        } else {
+            Format::Text
+        }
+    }
+
+    /// The `Content-Type` of a response in this format.
+    pub(crate) fn content_type(self) -> &'static str {
+        match self {
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Format::Text => "text/plain; version=0.0.4; charset=utf-8",
+        }
+    }
+}
+
+/// Rewrites OpenMetrics text (as prometheus-client writes it) into the
+/// Prometheus text format 0.0.4:
+///
+/// - a counter family is named by its samples, `x_total`, in `# HELP` and
+///   `# TYPE` (OpenMetrics names it `x`); its `x_created` samples, which
+///   the text format has no place for, are left out;
+/// - `info` becomes a `gauge` named `x_info`, `unknown` becomes `untyped`;
+/// - `# UNIT` and `# EOF` lines, and exemplars (` # {...} v` after a
+///   sample), are left out;
+/// - `\"` in HELP text becomes `"` (the text format escapes only `\\` and
+///   `\n` there); label values are escaped alike in both;
+/// - a sample's timestamp, seconds in OpenMetrics, becomes milliseconds.
+pub(crate) fn openmetrics_to_text(openmetrics: &str) -> String {
+    // Family name -> its type, from the `# TYPE` lines (which follow the
+    // `# HELP` line they must rename).
+    let types: std::collections::HashMap<&str, &str> = openmetrics
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .filter_map(|rest| rest.split_once(' '))
+        .collect();
+    let family_name = |name: &str| -> String {
+        match types.get(name).copied() {
+            Some("counter") => format!("{name}_total"),
+            Some("info") => format!("{name}_info"),
+            _ => name.to_owned(),
+        }
+    };
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, help) = rest.split_once(' ').unwrap_or((rest, ""));
+            let help = help.replace("\\\"", "\"");
+            out.push_str(&format!("# HELP {} {help}\n", family_name(name)));
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, "unknown"));
+            let kind = match kind {
+                "counter" | "gauge" | "histogram" | "summary" => kind,
+                "info" | "stateset" => "gauge",
+                _ => "untyped",
+            };
+            out.push_str(&format!("# TYPE {} {kind}\n", family_name(name)));
+        } else if line.starts_with('#') {
+            // `# UNIT`, `# EOF`: nothing in the text format.
+        } else if let Some(sample) = text_sample(line, &types) {
+            out.push_str(&sample);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// One OpenMetrics sample line in the text format; `None` for a counter's
+/// `_created` sample.
+fn text_sample(line: &str, types: &std::collections::HashMap<&str, &str>) -> Option<String> {
+    // The name and labels end at the first space outside the label set's
+    // quoted values.
+    let mut end = line.len();
+    let (mut in_labels, mut in_quotes, mut escaped) = (false, false, false);
+    for (i, c) in line.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if in_quotes => escaped = true,
+            '"' if in_labels => in_quotes = !in_quotes,
+            '{' if !in_quotes => in_labels = true,
+            '}' if !in_quotes => in_labels = false,
+            ' ' if !in_labels => {
+                end = i;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let (series, rest) = line.split_at(end);
+    let name = series.split('{').next().unwrap_or(series);
+    if let Some(family) = name.strip_suffix("_created")
+        && types.get(family) == Some(&"counter")
+    {
+        return None;
+    }
+    // Value, then an optional timestamp, then an optional exemplar.
+    let rest = rest.split(" # ").next().unwrap_or("");
+    let mut fields = rest.split_whitespace();
+    let value = fields.next()?;
+    Some(match fields.next().and_then(|t| t.parse::<f64>().ok()) {
+        Some(seconds) => format!("{series} {value} {}", (seconds * 1000.0).round() as i64),
+        None => format!("{series} {value}"),
+    })
 }
 
 /// Reads the installed generator's counters and the identity at scrape time.
@@ -287,15 +440,74 @@ impl Collector for GeneratorCollector {
             for (kind, name, help, value) in crate::mint::generator::metric_rows(&m) {
                 match kind {
                     Kind::Counter => counter(&mut encoder, name, help, value)?,
-                    Kind::Gauge => gauge(
-                        &mut encoder,
-                        name,
-                        help,
-                        i64::try_from(value).unwrap_or(i64::MAX),
-                    )?,
+                    Kind::GaugeMsAsSeconds => seconds_gauge(&mut encoder, name, help, value)?,
                 }
             }
         }
+        seconds_gauge(
+            &mut encoder,
+            "layout_end_timestamp_seconds",
+            "Unix time of the last millisecond the ID layout's timestamp holds (July 2080)",
+            snowmint::MAX_TIMESTAMP_MS,
+        )?;
+        counter(
+            &mut encoder,
+            "log_lines_dropped",
+            "Log lines dropped because the log writer fell behind (the log is lossy, never the requests)",
+            crate::logs::dropped_lines(),
+        )?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_picks_the_format() {
+        // What Prometheus 2.x sends.
+        let prometheus = "application/openmetrics-text;version=1.0.0,\
+            application/openmetrics-text;version=0.0.1;q=0.75,\
+            text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        for (accept, format) in [
+            (Some(prometheus), Format::OpenMetrics),
+            (Some("application/openmetrics-text"), Format::OpenMetrics),
+            (Some("text/plain;q=0.2, application/*"), Format::OpenMetrics),
+            (Some("text/plain;version=0.0.4"), Format::Text),
+            (
+                Some("application/openmetrics-text;q=0.5, text/plain"),
+                Format::Text,
+            ),
+            (Some("application/openmetrics-text;q=0"), Format::Text),
+            (
+                Some("application/openmetrics-text;q=nonsense"),
+                Format::Text,
+            ),
+            (Some("*/*"), Format::Text),
+            (Some("application/json"), Format::Text),
+            (Some(""), Format::Text),
+            (None, Format::Text),
+        ] {
+            assert_eq!(Format::negotiate(accept), format, "{accept:?}");
+        }
+    }
+
+    #[test]
+    fn openmetrics_becomes_the_text_format() {
+        let om = "# HELP ids IDs issued.\n# TYPE ids counter\n# UNIT ids ids\n\
+                  ids_total{route=\"/a b\",x=\"q\\\" }\"} 3 # {trace=\"1\"} 1 1.5\n\
+                  ids_created 1700000000.5\n\
+                  # HELP up Say \\\"hi\\\".\n# TYPE up gauge\nup 1 1700000000.25\n\
+                  # HELP build Build.\n# TYPE build info\nbuild_info{v=\"1\"} 1\n\
+                  # HELP odd Odd.\n# TYPE odd unknown\nodd 2\n# EOF\n";
+        assert_eq!(
+            openmetrics_to_text(om),
+            "# HELP ids_total IDs issued.\n# TYPE ids_total counter\n\
+             ids_total{route=\"/a b\",x=\"q\\\" }\"} 3\n\
+             # HELP up Say \"hi\".\n# TYPE up gauge\nup 1 1700000000250\n\
+             # HELP build_info Build.\n# TYPE build_info gauge\nbuild_info{v=\"1\"} 1\n\
+             # HELP odd Odd.\n# TYPE odd untyped\nodd 2\n"
+        );
     }
 }

@@ -20,6 +20,7 @@ const ROUTES: &[&str] = &[
     "/api/v1/compose",
     "/api/v1/decode/{id}",
     "/api/v1/range",
+    "/api/v1/sql",
     "/api/v1/ids",
     "/api/v1/openapi.json",
     "/healthz",

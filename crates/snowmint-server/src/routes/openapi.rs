@@ -11,10 +11,10 @@ use params::StrictParams;
 #[openapi(
     info(
         title = "snowmint",
-        description = "Twitter-layout Snowflake IDs: compose, decode (also in the Discord, Instagram, Sonyflake and Mastodon layouts), time ranges and mint. IDs travel as decimal strings. Every error answers `{\"error\": message, \"field\": name or null}`."
+        description = "Twitter-layout Snowflake IDs: compose, decode (also in the Discord, Instagram, Sonyflake and Mastodon layouts), time ranges, SQL functions and mint. IDs travel as decimal strings. Every error answers `{\"error\": message, \"field\": name or null}`."
     ),
     tags(
-        (name = "ids", description = "Compose, decode and find the ID range of a time span: pure functions of their input, open to all"),
+        (name = "ids", description = "Compose, decode, find the ID range of a time span and get SQL functions: pure functions of their input, open to all"),
         (name = "mint", description = "Fresh IDs from this instance's generator"),
         (name = "operations", description = "Liveness, readiness and Prometheus metrics"),
     ),
@@ -22,6 +22,7 @@ use params::StrictParams;
         crate::routes::api::compose,
         crate::routes::api::decode,
         crate::routes::api::range,
+        crate::routes::api::sql,
         crate::routes::api::mint,
         crate::routes::api::healthz,
         crate::routes::api::readyz,

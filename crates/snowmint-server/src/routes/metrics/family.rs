@@ -28,3 +28,15 @@ pub(crate) fn gauge(
     let e = encoder.encode_descriptor(name, help, None, g.metric_type())?;
     g.encode(e)
 }
+
+/// Writes one constant gauge of milliseconds, in seconds.
+pub(crate) fn seconds_gauge(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    ms: u64,
+) -> Result<(), std::fmt::Error> {
+    let g = ConstGauge::new(ms as f64 / 1000.0);
+    let e = encoder.encode_descriptor(name, help, None, g.metric_type())?;
+    g.encode(e)
+}

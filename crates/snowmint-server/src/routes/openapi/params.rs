@@ -70,6 +70,10 @@ fn schema(path: &str, name: &str) -> Option<RefOr<Schema>> {
         ("/api/v1/decode/{id}", "id") => id(),
         ("/api/v1/decode/{id}", "from") => encoding(),
         (_, "layout") => layout(),
+        ("/api/v1/sql", "dialect") => names(&snowmint::sql::Dialect::NAMES, None),
+        ("/api/v1/sql", "prefix") => {
+            identifier(snowmint::sql::MAX_PREFIX_LEN, snowmint::sql::DEFAULT_PREFIX)
+        }
         (_, "datacenter") => integer(Field::Datacenter).into(),
         (_, "worker") => integer(Field::Worker).into(),
         (_, "sequence") => integer(Field::Sequence).into(),
@@ -162,6 +166,31 @@ fn iso8601_pattern(span: (u64, u64)) -> String {
         "^({})-({date})([Tt ]{hh_mm}(:[0-5][0-9]([.,][0-9]{{1,9}})?)?([Zz]|[+-]{hh_mm})?)?$",
         years.join("|")
     )
+}
+
+/// One of `names`.
+fn names(names: &[&str], default: Option<&str>) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(names.iter().copied()))
+        .default(default.map(Into::into))
+        .build()
+        .into()
+}
+
+/// A plain SQL identifier of at most `max_len` characters (what
+/// [`snowmint::sql::check_identifier`] takes).
+fn identifier(max_len: usize, default: &str) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(format!(
+            "^[A-Za-z_][A-Za-z0-9_]{{0,{}}}$",
+            max_len - 1
+        )))
+        .max_length(Some(max_len))
+        .default(Some(default.into()))
+        .build()
+        .into()
 }
 
 /// `from` of decode: the names of [`Encoding::ALL`].

@@ -3,6 +3,7 @@
 
 use maud::{Markup, html};
 use snowmint::Layout;
+use snowmint::sql::Dialect;
 
 use super::Page;
 
@@ -107,6 +108,35 @@ pub(super) fn layout_select(page: &Page, id: &str) -> Markup {
             }
             p.hint id=(hint_id) { (t.layout_hint) }
         }
+    }
+}
+
+/// The SQL dialect select of the range form: PostgreSQL (the default),
+/// MySQL / MariaDB, SQLite.
+pub(super) fn dialect_select(page: &Page) -> Markup {
+    let t = page.t;
+    let chosen = page.dialect();
+    html! {
+        div.field {
+            label for="range-dialect" { (t.dialect_label) }
+            select id="range-dialect" name="dialect" aria-describedby="range-dialect-hint" {
+                @for dialect in Dialect::ALL {
+                    option value=(dialect.name()) selected[dialect == chosen] {
+                        (dialect_name(dialect))
+                    }
+                }
+            }
+            p.hint id="range-dialect-hint" { (t.dialect_hint) }
+        }
+    }
+}
+
+/// A dialect's name as people write it.
+pub(super) fn dialect_name(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Postgres => "PostgreSQL",
+        Dialect::Mysql => "MySQL / MariaDB",
+        Dialect::Sqlite => "SQLite",
     }
 }
 

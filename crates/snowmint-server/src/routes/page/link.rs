@@ -90,7 +90,27 @@ pub(super) fn span(page: &Page, span: &IdSpan, layout: Layout) -> String {
             ("range_from", &span.from_ms.to_string()),
             ("range_to", &span.to_ms.to_string()),
             ("layout", layout_param(layout)),
+            ("dialect", dialect_param(page)),
             ("lang", page.lang_param()),
+        ],
+    )
+}
+
+/// `dialect` for a link: empty (left out) when it is the default.
+fn dialect_param(page: &Page) -> &'static str {
+    match page.dialect() {
+        snowmint::sql::Dialect::Postgres => "",
+        other => other.name(),
+    }
+}
+
+/// `GET /api/v1/sql` for the page's dialect and `layout`.
+pub(super) fn sql_api(page: &Page, layout: Layout) -> String {
+    to(
+        "/api/v1/sql",
+        &[
+            ("dialect", page.dialect().name()),
+            ("layout", layout_param(layout)),
         ],
     )
 }

@@ -72,6 +72,8 @@ pub(crate) struct PageQuery {
     range_from_at: Option<String>,
     range_to: Option<String>,
     range_to_at: Option<String>,
+    /// The range panel's SQL dialect.
+    dialect: Option<String>,
     lang: Option<String>,
 }
 
@@ -113,6 +115,7 @@ impl PageQuery {
             "range_from_at" => ("range_from_at", &mut self.range_from_at),
             "range_to" => ("range_to", &mut self.range_to),
             "range_to_at" => ("range_to_at", &mut self.range_to_at),
+            "dialect" => ("dialect", &mut self.dialect),
             "lang" => ("lang", &mut self.lang),
             _ => return None,
         })
@@ -135,6 +138,7 @@ impl PageQuery {
             ("range_from_at", &self.range_from_at),
             ("range_to", &self.range_to),
             ("range_to_at", &self.range_to_at),
+            ("dialect", &self.dialect),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.as_deref().map(|v| (k, v)))
@@ -263,6 +267,16 @@ impl Page<'_> {
     /// missing or unknown: the select offers only the presets.
     fn layout(&self) -> Layout {
         crate::routes::api::layout(self.q.layout.as_deref()).unwrap_or(Layout::TWITTER)
+    }
+
+    /// The SQL dialect the range form chose, PostgreSQL's when missing or
+    /// unknown: the select offers only the dialects.
+    fn dialect(&self) -> snowmint::sql::Dialect {
+        self.q
+            .dialect
+            .as_deref()
+            .and_then(|d| d.parse().ok())
+            .unwrap_or(snowmint::sql::Dialect::Postgres)
     }
 
     /// `lang` for links: kept only when the query chose it.

@@ -5,7 +5,9 @@ use maud::{Markup, html};
 use snowmint::time::Iso8601;
 use snowmint::{Field, IdSpan, Layout};
 
-use super::form::{TextField, lang_hidden, layout_select, local, picker};
+use super::form::{
+    TextField, dialect_name, dialect_select, lang_hidden, layout_select, local, picker,
+};
 use super::{Mode, Outcome, Page, PageQuery, link};
 use crate::routes::api;
 use crate::routes::page::i18n::Lang;
@@ -113,6 +115,7 @@ pub(super) fn panel(page: &Page) -> Markup {
                     }
                 }
                 (layout_select(page, "range-layout"))
+                (dialect_select(page))
                 button type="submit" { (t.range_submit) }
             }
         }
@@ -150,6 +153,30 @@ pub(super) fn result(page: &Page, span: &IdSpan, layout: Layout) -> Markup {
                 (t.copy)
             }
             span #copy-sql-status role="status" {}
+        }
+        (functions(page, layout))
+    }
+}
+
+/// The SQL functions of the layout in the form's dialect (what `GET
+/// /api/v1/sql` answers), with a copy button.
+fn functions(page: &Page, layout: Layout) -> Markup {
+    let t = page.t;
+    let dialect = page.dialect();
+    // The presets' scripts always exist; nothing to show otherwise.
+    let Ok(script) = api::sql_typed(Some(dialect.name()), layout, None) else {
+        return html! {};
+    };
+    html! {
+        h3 #sql-functions-h { (t.sql_functions) " (" (dialect_name(dialect)) ")" }
+        p.hint { (t.sql_functions_hint) " " a #sql-api href=(link::sql_api(page, layout)) { (t.sql_api_link) } }
+        div.id-row {
+            pre.formula.script #sql-functions tabindex="0" { code { (script) } }
+            button #copy-sql-functions .secondary type="button" data-copy=(script)
+                data-status="copy-sql-functions-status" hidden {
+                (t.copy)
+            }
+            span #copy-sql-functions-status role="status" {}
         }
     }
 }

@@ -180,6 +180,44 @@ async fn the_range_of_january_2024_without_javascript() {
     );
 }
 
+/// The range result shows the SQL functions of the chosen dialect and
+/// layout (PostgreSQL's by default), the same text as `GET /api/v1/sql`,
+/// escaped, with a copy button; the form's select keeps the choice.
+#[tokio::test]
+async fn the_range_shows_the_dialects_sql_functions() {
+    use snowmint::sql::{Dialect, Options, functions};
+    let script = |d, l| functions(d, &l, &Options::default()).unwrap();
+    let escaped = |s: String| maud::html! { (s) }.into_string();
+    let page = get("/?range_from=2024-01-01T00:00:00Z").await;
+    let html = page.text();
+    let pg = escaped(script(Dialect::Postgres, snowmint::Layout::TWITTER));
+    assert!(html.contains(&format!("<code>{pg}</code>")), "{html}");
+    assert!(html.contains(&format!(r#"data-copy="{pg}""#)));
+    assert!(html.contains(r#"<option value="postgres" selected>PostgreSQL</option>"#));
+    assert!(
+        html.contains(r#"href="/api/v1/sql?dialect=postgres""#),
+        "{html}"
+    );
+    let page =
+        get("/?range_from=2024-01-01T00:00:00Z&dialect=mysql&layout=instagram&lang=nb").await;
+    let html = page.text();
+    let my = escaped(script(Dialect::Mysql, snowmint::Layout::INSTAGRAM));
+    assert!(html.contains(&format!("<code>{my}</code>")));
+    assert!(html.contains("SQL-funksjoner (MySQL / MariaDB)"), "{html}");
+    assert!(html.contains(r#"<option value="mysql" selected>"#));
+    assert!(
+        html.contains(r#"href="/api/v1/sql?dialect=mysql&amp;layout=instagram""#),
+        "{html}"
+    );
+    // The share link keeps the dialect.
+    let share = html.split(r#"id="share" href=""#).nth(1).unwrap();
+    let share = &share[..share.find('"').unwrap()];
+    assert!(share.contains("&amp;dialect=mysql"), "{share}");
+    // An unknown dialect (an edited URL) is the default, as for layouts.
+    let page = get("/?range_from=2024-01-01T00:00:00Z&dialect=oracle").await;
+    assert!(page.text().contains("SQL functions (PostgreSQL)"));
+}
+
 #[tokio::test]
 async fn range_errors_name_the_field_in_both_languages() {
     let backwards = "/?range_from=2024-02-01T00:00:00Z&range_to=2024-01-01T00:00:00Z";

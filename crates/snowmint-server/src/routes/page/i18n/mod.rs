@@ -223,6 +223,14 @@ pub(crate) struct Text {
     /// What the count of slots means.
     pub range_slots_hint: &'static str,
     pub range_sql: &'static str,
+    /// The dialect select of the range form.
+    pub dialect_label: &'static str,
+    pub dialect_hint: &'static str,
+    /// Heading of the SQL functions (the dialect's name follows).
+    pub sql_functions: &'static str,
+    pub sql_functions_hint: &'static str,
+    /// The link to the same script from the API.
+    pub sql_api_link: &'static str,
     pub range_span: &'static str,
     pub result_heading: &'static str,
     pub result_id: &'static str,

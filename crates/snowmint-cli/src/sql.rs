@@ -1,0 +1,116 @@
+//! `snowmint sql`: SQL functions (PostgreSQL, MySQL/MariaDB) or
+//! expressions (SQLite) for a layout's IDs, as a script to pipe into the
+//! database's client.
+
+use clap::Args;
+use snowmint::Layout;
+use snowmint::sql::{self, DEFAULT_PREFIX, Dialect, Options, Period};
+
+use crate::GlobalArgs;
+use crate::error::{CliError, FlagError};
+use crate::render;
+
+/// The SQL functions of a layout's IDs: time, unix_ms, one per field,
+/// min_id, max_id and compose.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  snowmint sql postgres | psql mydb
+  snowmint sql mysql --layout discord | mariadb mydb
+  snowmint sql sqlite --table events | sqlite3 app.db
+
+Every function is IMMUTABLE (PostgreSQL) / DETERMINISTIC (MySQL) and gives
+NULL for input out of range. SQLite has no CREATE FUNCTION: its script lists
+the expressions, and with --table defines a view <table>_decoded over them.")]
+pub struct SqlArgs {
+    /// The database
+    #[arg(value_name = "DIALECT", value_parser = dialect_parser("dialect"))]
+    pub dialect: Dialect,
+    /// The bit layout of the IDs
+    #[arg(long, value_name = "NAME", default_value = "twitter", value_parser = render::layout_parser(), ignore_case = true)]
+    pub layout: Layout,
+    /// Put before every function's name
+    #[arg(long, value_name = "PREFIX", default_value = DEFAULT_PREFIX, value_parser = identifier("prefix"))]
+    pub prefix: String,
+    /// SQLite: define a view <TABLE>_decoded over this table
+    #[arg(long, value_name = "TABLE", value_parser = identifier("table"))]
+    pub table: Option<String>,
+    /// SQLite: the ID column of the table [default: id]
+    #[arg(long, value_name = "COLUMN", value_parser = identifier("column"))]
+    pub column: Option<String>,
+}
+
+/// Runs `snowmint sql`.
+pub fn run(args: SqlArgs, _global: &GlobalArgs) -> Result<(), CliError> {
+    let options = Options {
+        prefix: &args.prefix,
+        table: args.table.as_deref(),
+        column: args.column.as_deref(),
+    };
+    let script = sql::functions(args.dialect, &args.layout, &options)?;
+    render::print(&script)
+}
+
+/// A value of a closed set (a dialect, a partition period), read by the
+/// core so that a refusal is the core's message naming `field`; `--help`
+/// lists the names.
+#[derive(Clone)]
+pub struct NameParser<T> {
+    field: &'static str,
+    names: &'static [&'static str],
+    parse: fn(&'static str, &str) -> Result<T, snowmint::sql::SqlError>,
+}
+
+impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for NameParser<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        let text = value.to_string_lossy();
+        (self.parse)(self.field, &text).map_err(|e| {
+            clap::Error::raw(clap::error::ErrorKind::ValueValidation, e.to_string()).with_cmd(cmd)
+        })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            self.names
+                .iter()
+                .map(|n| clap::builder::PossibleValue::new(*n)),
+        ))
+    }
+}
+
+/// A dialect's name, refused naming `field` (`dialect`, or `sql` for `--sql`).
+pub fn dialect_parser(field: &'static str) -> NameParser<Dialect> {
+    NameParser {
+        field,
+        names: &Dialect::NAMES,
+        parse: Dialect::parse_for,
+    }
+}
+
+/// A partition period's name.
+pub fn period_parser() -> NameParser<Period> {
+    NameParser {
+        field: "partition",
+        names: &Period::NAMES,
+        parse: |_, s| s.parse(),
+    }
+}
+
+/// A name that goes into SQL text: a plain identifier, or the core's
+/// message naming `field`.
+pub fn identifier(field: &'static str) -> impl Fn(&str) -> Result<String, FlagError> + Clone {
+    move |s: &str| {
+        sql::check_identifier(field, s)
+            .map(|()| s.to_owned())
+            .map_err(|e| FlagError(e.to_string()))
+    }
+}
