@@ -50,11 +50,11 @@ mod net;
 mod routes;
 mod serve;
 
-pub use app::{MAX_BODY_BYTES, REQUEST_TIMEOUT, admin_app, app};
+pub use app::{admin_app, app};
 pub use config::{
     Config, DEFAULT_ETCD_PREFIX, DEFAULT_LEASE_TTL, DEFAULT_LISTEN, StartError, default_state_dir,
 };
-pub use guard::edge::{MAX_HEADER_BYTES, MAX_URI_BYTES};
+pub use guard::edge::{MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_URI_BYTES, REQUEST_TIMEOUT};
 pub use guard::origin::{OriginError, Origins};
 pub use guard::token::{ApiToken, TokenError};
 pub use logs::{DEFAULT_LOG_BUFFER_LINES, LogError, LogFormat, LogGuard, LogOptions, init_logs};

@@ -296,7 +296,7 @@ async fn serve_state(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
     let Listeners { public, admin } = listeners;
-    state.admin_listener = admin.is_some();
+    state = state.with_admin_listener(admin.is_some());
     let minter = Arc::clone(&state.minter);
     if let Ok(addr) = public.local_addr() {
         match minter.identity() {

@@ -1,33 +1,57 @@
-//! What every response of both listeners passes through last: the limits
-//! on the request head, the security headers, the error shape, and the
-//! access log.
+//! The one layer every request of both listeners passes, outermost: the
+//! limits on the request, the request timeout, panics, the security
+//! headers, the error shape, the request metrics and the access log.
 //!
 //! - A request target over [`MAX_URI_BYTES`] is answered 414 and headers
 //!   over [`MAX_HEADER_BYTES`] 431, in the API's error shape. hyper has
 //!   limits of its own (a 64 KiB target, about 400 KiB of head, 100
 //!   headers) past which it answers with an empty body; these lower ones
-//!   come first, so a client almost always gets JSON.
+//!   come first, so a client almost always gets JSON. A declared body over
+//!   [`MAX_BODY_BYTES`] is answered 413 (the API takes none).
+//! - A request still unanswered after [`REQUEST_TIMEOUT`] is answered 503.
+//!   The timer is armed only once a request has to wait: one that is
+//!   answered when first polled (health, the page, a mint that needs no
+//!   wait) costs no timer at all.
+//! - A panic in a route is answered 500 `internal error`, never with its
+//!   message.
 //! - `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`
 //!   on every response (the page adds its Content-Security-Policy).
 //! - An error that some layer answered in plain text (an extractor's
 //!   rejection, such as a path that is not UTF-8) is rewritten into
 //!   `{"error", "field": null}` with the same status and headers.
-//! - One access-log line per request, at info level with target
+//! - Each answer is counted by route pattern, method and status, and timed;
+//!   and one access-log line per request, at info level with target
 //!   `snowmint::access`: method, route pattern (never the raw path, which
 //!   may hold IDs, nor the query string), status and latency. Nothing of
 //!   the headers is logged, so neither is a token. With `RUST_LOG=warn`
 //!   (or `snowmint::access=warn`) the event is switched off at its call
-//!   site and costs next to nothing.
+//!   site and costs next to nothing. At debug level each request also gets
+//!   a span (method, URI, version) and a line when it starts and ends.
+//!
+//! It is one layer, not one per concern, because every layer the router
+//! nests costs each request a clone of the routes below it, a boxed future
+//! and its own reading of the clock; here the clock is read once when the
+//! request arrives and once when it is answered, and the labels are looked
+//! up once.
 
-use std::time::Instant;
+use std::convert::Infallible;
+use std::future::{Future, poll_fn};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::{Pin, pin};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use tower::{Layer, Service};
+use tracing::Instrument;
 
 use crate::routes::error::ApiError;
+use crate::routes::metrics::Metrics;
+use crate::routes::{method_label, route_label};
 
 /// Longest request target (path and query) answered; longer is 414.
 pub const MAX_URI_BYTES: usize = 8 * 1024;
@@ -36,45 +60,149 @@ pub const MAX_URI_BYTES: usize = 8 * 1024;
 /// `: ` and CRLF) answered; more is 431.
 pub const MAX_HEADER_BYTES: usize = 16 * 1024;
 
+/// The API takes no request body; anything longer is refused (413).
+pub const MAX_BODY_BYTES: u64 = 1024;
+
+/// A request still unanswered after this long is answered 503 (every
+/// route's own waits are bounded well below it; this is the backstop).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Longest plain-text error body rewritten into the error shape (longer
 /// ones keep a generic message).
 const MAX_TEXT_ERROR_BYTES: usize = 1024;
 
 /// The layer; see the [module docs](self).
-pub(crate) async fn edge(request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let route = crate::routes::route_label(&request);
-    let method = crate::routes::method_label(request.method());
-    let mut response = match head_too_large(&request) {
-        Some(refusal) => refusal.into_response(),
-        None => next.run(request).await,
-    };
-    let status = response.status();
-    if (status.is_client_error() || status.is_server_error()) && !is_json(&response) {
-        response = as_error_shape(response).await;
-    }
-    let headers = response.headers_mut();
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    headers.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    tracing::info!(
-        target: "snowmint::access",
-        %method,
-        %route,
-        status = status.as_u16(),
-        latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
-        "request"
-    );
-    response
+#[derive(Debug, Clone)]
+pub(crate) struct EdgeLayer {
+    metrics: Arc<Metrics>,
 }
 
-/// 414 or 431 for a request head over this server's limits.
-fn head_too_large(request: &Request) -> Option<ApiError> {
+impl EdgeLayer {
+    pub(crate) fn new(metrics: Arc<Metrics>) -> EdgeLayer {
+        EdgeLayer { metrics }
+    }
+}
+
+impl<S> Layer<S> for EdgeLayer {
+    type Service = Edge<S>;
+
+    fn layer(&self, inner: S) -> Edge<S> {
+        Edge {
+            inner,
+            metrics: Arc::clone(&self.metrics),
+        }
+    }
+}
+
+/// The service [`EdgeLayer`] wraps the routes in.
+#[derive(Debug, Clone)]
+pub(crate) struct Edge<S> {
+    inner: S,
+    metrics: Arc<Metrics>,
+}
+
+impl<S> Service<Request> for Edge<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let started = Instant::now();
+        let route = route_label(&request);
+        let method = method_label(request.method());
+        // `Span::none()` unless debug is on for this target: then nothing
+        // below formats the URI.
+        let span = tracing::debug_span!(
+            "request",
+            method = %request.method(),
+            uri = %request.uri(),
+            version = ?request.version(),
+        );
+        let answer = match refusal(&request) {
+            Some(refusal) => Err(refusal),
+            // A panic in the call itself, as in its future, is a 500.
+            None => Ok(catch_unwind(AssertUnwindSafe(|| self.inner.call(request)))),
+        };
+        let metrics = Arc::clone(&self.metrics);
+        Box::pin(
+            async move {
+                tracing::debug!("started processing request");
+                let mut response = match answer {
+                    Err(refusal) => refusal.into_response(),
+                    Ok(Ok(future)) => within_timeout(future, started).await,
+                    Ok(Err(_panic)) => panicked(),
+                };
+                let status = response.status();
+                if (status.is_client_error() || status.is_server_error()) && !is_json(&response) {
+                    response = as_error_shape(response).await;
+                }
+                let headers = response.headers_mut();
+                headers.insert(
+                    header::X_CONTENT_TYPE_OPTIONS,
+                    HeaderValue::from_static("nosniff"),
+                );
+                headers.insert(
+                    header::REFERRER_POLICY,
+                    HeaderValue::from_static("no-referrer"),
+                );
+                let elapsed = started.elapsed();
+                metrics.observe_request(route, method, status.as_u16(), elapsed);
+                let latency_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+                tracing::debug!(
+                    latency_us,
+                    status = status.as_u16(),
+                    "finished processing request"
+                );
+                tracing::info!(
+                    target: "snowmint::access",
+                    %method,
+                    %route,
+                    status = status.as_u16(),
+                    latency_us,
+                    "request"
+                );
+                Ok(response)
+            }
+            .instrument(span),
+        )
+    }
+}
+
+/// Polls the route's future, catching a panic; once it has to wait, arms
+/// the request timeout (counted from `started`).
+async fn within_timeout<F>(future: F, started: Instant) -> Response
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    let mut future = pin!(future);
+    let mut timer: Option<Pin<Box<tokio::time::Sleep>>> = None;
+    poll_fn(|cx| {
+        match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(Poll::Ready(Ok(response))) => return Poll::Ready(response),
+            Ok(Poll::Ready(Err(never))) => match never {},
+            Err(_panic) => return Poll::Ready(panicked()),
+            Ok(Poll::Pending) => {}
+        }
+        let timer = timer.get_or_insert_with(|| {
+            Box::pin(tokio::time::sleep_until(
+                tokio::time::Instant::from_std(started) + REQUEST_TIMEOUT,
+            ))
+        });
+        timer.as_mut().poll(cx).map(|()| timed_out())
+    })
+    .await
+}
+
+/// 414, 431 or 413 for a request over this server's limits.
+fn refusal(request: &Request) -> Option<ApiError> {
     let target = request
         .uri()
         .path_and_query()
@@ -91,15 +219,53 @@ fn head_too_large(request: &Request) -> Option<ApiError> {
         .iter()
         .map(|(name, value)| name.as_str().len() + value.len() + 4)
         .sum();
-    (headers > MAX_HEADER_BYTES).then(|| {
-        ApiError::new(
+    if headers > MAX_HEADER_BYTES {
+        return Some(ApiError::new(
             StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             None,
             format!(
                 "the request headers are {headers} bytes; at most {MAX_HEADER_BYTES} are accepted"
             ),
-        )
-    })
+        ));
+    }
+    match body_length(request) {
+        Some(n) if n > MAX_BODY_BYTES => Some(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            None,
+            format!(
+                "request bodies are limited to {MAX_BODY_BYTES} bytes (the API takes none), got {n}"
+            ),
+        )),
+        _ => None,
+    }
+}
+
+/// The declared `Content-Length`, if any.
+fn body_length(request: &Request) -> Option<u64> {
+    request
+        .headers()
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
+fn timed_out() -> Response {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        None,
+        format!(
+            "the request was not answered within {} s; try again",
+            REQUEST_TIMEOUT.as_secs()
+        ),
+    )
+    .retry_after(1)
+    .into_response()
+}
+
+fn panicked() -> Response {
+    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, None, "internal error").into_response()
 }
 
 fn is_json(response: &Response) -> bool {

@@ -19,12 +19,12 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
+use crate::guard::check::Rule;
 use crate::routes::error::ApiError;
 
 /// The origins `--cors-origin` allows: exact `scheme://host[:port]`.
@@ -138,39 +138,42 @@ fn permitted(headers: &HeaderMap, host: Option<&[u8]>, allowed: &Origins) -> boo
     same || allowed.allows(Some(origin))
 }
 
-/// Router layer: refuses a cross-site request that is not safe (403, in
-/// the API's error shape).
-pub(crate) async fn refuse_cross_site(
-    State(origins): State<Arc<Origins>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    if matches!(
-        *request.method(),
-        Method::GET | Method::HEAD | Method::OPTIONS
-    ) {
-        return next.run(request).await;
+/// The public router's layer: refuses a cross-site request that is not
+/// safe (403, in the API's error shape).
+#[derive(Debug, Clone)]
+pub(crate) struct RefuseCrossSite(pub(crate) Arc<Origins>);
+
+impl Rule for RefuseCrossSite {
+    fn refuse(&self, request: &Request) -> Option<Response> {
+        if matches!(
+            *request.method(),
+            Method::GET | Method::HEAD | Method::OPTIONS
+        ) {
+            return None;
+        }
+        // HTTP/2 carries the host in the URI (`:authority`), HTTP/1.1 in `Host`.
+        let host = request
+            .uri()
+            .authority()
+            .map(|a| a.as_str().as_bytes())
+            .or_else(|| {
+                request
+                    .headers()
+                    .get(header::HOST)
+                    .map(HeaderValue::as_bytes)
+            });
+        if permitted(request.headers(), host, &self.0) {
+            return None;
+        }
+        Some(
+            ApiError::new(
+                StatusCode::FORBIDDEN,
+                None,
+                "cross-site requests may not mint: this origin is not allowed (see --cors-origin)",
+            )
+            .into_response(),
+        )
     }
-    // HTTP/2 carries the host in the URI (`:authority`), HTTP/1.1 in `Host`.
-    let host = request
-        .uri()
-        .authority()
-        .map(|a| a.as_str().as_bytes())
-        .or_else(|| {
-            request
-                .headers()
-                .get(header::HOST)
-                .map(HeaderValue::as_bytes)
-        });
-    if permitted(request.headers(), host, &origins) {
-        return next.run(request).await;
-    }
-    ApiError::new(
-        StatusCode::FORBIDDEN,
-        None,
-        "cross-site requests may not mint: this origin is not allowed (see --cors-origin)",
-    )
-    .into_response()
 }
 
 #[cfg(test)]

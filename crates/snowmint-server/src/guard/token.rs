@@ -12,12 +12,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
+use crate::guard::check::Rule;
 use crate::routes::error::ApiError;
 
 /// Why the token file cannot be used. Each message names the flag and the
@@ -130,39 +130,38 @@ fn read(path: &Path) -> Result<Vec<u8>, TokenError> {
     Ok(token.to_vec())
 }
 
-/// Route layer of `POST /api/v1/ids` and `/metrics`: when a token is
-/// configured, a request without it is answered 401 with
-/// `WWW-Authenticate: Bearer`.
-pub(crate) async fn require_token(
-    State(token): State<Option<ApiToken>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let Some(token) = &token else {
-        return next.run(request).await;
-    };
-    let authorization = request.headers().get(header::AUTHORIZATION);
-    if token.verify(authorization) {
-        return next.run(request).await;
+/// The route layer of `POST /api/v1/ids` and `/metrics` when a token is
+/// configured: a request without it is answered 401 with
+/// `WWW-Authenticate: Bearer`. Without a token the routes get no layer at
+/// all.
+#[derive(Debug, Clone)]
+pub(crate) struct RequireToken(pub(crate) ApiToken);
+
+impl Rule for RequireToken {
+    fn refuse(&self, request: &Request) -> Option<Response> {
+        let authorization = request.headers().get(header::AUTHORIZATION);
+        if self.0.verify(authorization) {
+            return None;
+        }
+        // RFC 6750 section 3: no credentials get a bare challenge; wrong ones
+        // `invalid_token`.
+        let (challenge, message) = match authorization {
+            None => (
+                "Bearer",
+                "this route needs an API token: send `Authorization: Bearer <token>`",
+            ),
+            Some(_) => (
+                "Bearer error=\"invalid_token\"",
+                "the API token is not valid; send `Authorization: Bearer <token>`",
+            ),
+        };
+        let mut response = ApiError::new(StatusCode::UNAUTHORIZED, None, message).into_response();
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(challenge),
+        );
+        Some(response)
     }
-    // RFC 6750 section 3: no credentials get a bare challenge; wrong ones
-    // `invalid_token`.
-    let (challenge, message) = match authorization {
-        None => (
-            "Bearer",
-            "this route needs an API token: send `Authorization: Bearer <token>`",
-        ),
-        Some(_) => (
-            "Bearer error=\"invalid_token\"",
-            "the API token is not valid; send `Authorization: Bearer <token>`",
-        ),
-    };
-    let mut response = ApiError::new(StatusCode::UNAUTHORIZED, None, message).into_response();
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static(challenge),
-    );
-    response
 }
 
 #[cfg(test)]

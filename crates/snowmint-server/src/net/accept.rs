@@ -568,50 +568,74 @@ async fn serve_http<I>(
     };
     let connection = builder.serve_connection(io, service);
     let mut connection = std::pin::pin!(connection);
-    let mut graceful = false;
     // A deadline that arises later (a request ends, a new head starts to
     // arrive) is at least this far from when it arises: waking at least
     // this often never misses one.
     let horizon = limits.header_timeout.min(limits.idle_timeout);
-    loop {
-        let sleep_for = conn
-            .deadline(&limits)
+    let next_look = |conn: &Conn| {
+        conn.deadline(&limits)
             .map_or(horizon, |(at, _)| {
                 Duration::from_millis(at.saturating_sub(now_ms()))
             })
-            .min(horizon);
-        tokio::select! {
-            served = connection.as_mut() => {
+            .min(horizon)
+    };
+    // The watchdog is one timer for the connection, set again for the next
+    // deadline whenever it fires, and the accept loop's close requests. It
+    // is looked at when the task wakes, after the connection: a request
+    // costs it one poll of the timer. A close request sets `conn.close` and
+    // then notifies `asked`, which holds this task's waker from its first
+    // poll (a task's waker stays the same), so `asked` (a lock in `Notify`)
+    // is polled again only once the flag is set.
+    let timer = tokio::time::sleep(next_look(&conn));
+    let mut timer = std::pin::pin!(timer);
+    let asked = conn.wake.notified();
+    let mut asked = std::pin::pin!(asked);
+    let mut listening = false;
+    let mut graceful = false;
+    std::future::poll_fn(|cx| {
+        loop {
+            if let Poll::Ready(served) = connection.as_mut().poll(cx) {
                 if let Err(e) = served {
                     tracing::debug!(%peer, error = %e, "connection ended with an error");
                 }
-                return;
+                return Poll::Ready(());
             }
-            () = conn.wake.notified() => {}
-            () = tokio::time::sleep(sleep_for) => {
+            if timer.as_mut().poll(cx).is_ready() {
                 // Activity may have moved the deadline: look again.
                 if let Some((at, event)) = conn.deadline(&limits)
                     && now_ms() >= at
                 {
                     timed_out(peer, event, &metrics);
-                    return;
+                    return Poll::Ready(());
                 }
+                let at = tokio::time::Instant::now() + next_look(&conn);
+                timer.as_mut().reset(at);
+                // Poll it again: that arms it.
+                continue;
             }
-        }
-        match conn.close.load(Ordering::Acquire) {
-            0 => {}
-            why if !conn.busy() => {
-                // Nothing in progress: close now.
-                closed(peer, why, &metrics);
-                return;
+            let why = conn.close.load(Ordering::Acquire);
+            if !listening || why != 0 {
+                // Take a notification already given, and listen for the next.
+                while asked.as_mut().poll(cx).is_ready() {
+                    asked.set(conn.wake.notified());
+                }
+                listening = true;
             }
-            _ => {
-                // Finish the request in progress, then close.
-                if !graceful {
+            match why {
+                0 => return Poll::Pending,
+                why if !conn.busy() => {
+                    // Nothing in progress: close now.
+                    closed(peer, why, &metrics);
+                    return Poll::Ready(());
+                }
+                _ if !graceful => {
+                    // Finish the request in progress, then close.
                     graceful = true;
                     connection.as_mut().graceful_shutdown();
                 }
+                _ => return Poll::Pending,
             }
         }
-    }
+    })
+    .await;
 }

@@ -12,8 +12,16 @@ use crate::routes::metrics::Metrics;
 pub type NowFn = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 /// What every handler shares.
+///
+/// One `Arc`: a handler that takes the state, and the router for each
+/// request, clone it, and one shared count is all such a clone touches.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+/// What [`AppState`] holds (public only so that `AppState` can deref to it;
+/// nothing outside the crate can name it or reach its fields).
+#[derive(Clone)]
+pub struct Shared {
     /// The slot IDs are minted from.
     pub(crate) minter: Arc<Minter>,
     /// Prometheus metrics.
@@ -30,6 +38,15 @@ pub struct AppState {
     now: NowFn,
 }
 
+#[doc(hidden)]
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
 impl std::fmt::Debug for AppState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AppState")
@@ -41,7 +58,7 @@ impl std::fmt::Debug for AppState {
 impl AppState {
     /// State over `minter`, with the wall clock for "now".
     pub fn new(minter: Arc<Minter>) -> AppState {
-        AppState {
+        AppState(Arc::new(Shared {
             metrics: Arc::new(Metrics::new(Arc::clone(&minter))),
             admission: Arc::new(Admission::default()),
             minter,
@@ -49,20 +66,25 @@ impl AppState {
             origins: Arc::new(Origins::default()),
             admin_listener: false,
             now: Arc::new(snowmint::unix_now_ms),
-        }
+        }))
+    }
+
+    /// The state to change (copied first if another clone shares it).
+    fn edit(&mut self) -> &mut Shared {
+        Arc::make_mut(&mut self.0)
     }
 
     /// Requires `token` for minting and `/metrics`.
     #[must_use]
     pub fn with_token(mut self, token: ApiToken) -> AppState {
-        self.token = Some(token);
+        self.edit().token = Some(token);
         self
     }
 
     /// Lets pages on these origins mint from their visitors' browsers.
     #[must_use]
     pub fn with_origins(mut self, origins: Origins) -> AppState {
-        self.origins = Arc::new(origins);
+        self.edit().origins = Arc::new(origins);
         self
     }
 
@@ -80,14 +102,22 @@ impl AppState {
     /// Replaces the admission control (to set a client quota).
     #[must_use]
     pub(crate) fn with_admission(mut self, admission: Admission) -> AppState {
-        self.admission = Arc::new(admission);
+        self.edit().admission = Arc::new(admission);
         self
     }
 
     /// Replaces the clock compose uses for a missing timestamp.
     #[must_use]
     pub fn with_now(mut self, now: NowFn) -> AppState {
-        self.now = now;
+        self.edit().now = now;
+        self
+    }
+
+    /// Says whether health, readiness and metrics have a listener of their
+    /// own (then `/metrics` is not on the public one).
+    #[must_use]
+    pub(crate) fn with_admin_listener(mut self, admin_listener: bool) -> AppState {
+        self.edit().admin_listener = admin_listener;
         self
     }
 
