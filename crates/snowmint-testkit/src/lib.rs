@@ -73,3 +73,9 @@ pub fn skip<T>(reason: &str) -> Option<T> {
     eprintln!("skipping: {reason} (set SNOWMINT_REQUIRE_SERVICES=1 to make this a failure)");
     None
 }
+
+/// Compiles the workspace README's Rust examples as doctests (the README is no
+/// crate's: every published crate has a README of its own).
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct WorkspaceReadmeDoctest;
