@@ -4,8 +4,10 @@
 //!    not use (with fewer than 1024) held by one filler lease, so the pool
 //!    is exactly `identities` wide; then that many `LeasedGenerator`s
 //!    started at once. `claim_all_s`: until every one holds an identity;
-//!    `claim_txns`: the `Txn` requests etcd answered meanwhile (nothing
-//!    mints yet, so every one is a claim).
+//!    `claim_txns`: the `Txn` requests etcd answered meanwhile, less the
+//!    mark writes the generators made (nothing mints yet, but each new
+//!    holder writes its mark once at start, so that readiness knows the
+//!    store takes writes; every other `Txn` is a claim).
 //! 2. **Steady state.** Every generator mints a batch every `mint_every`
 //!    (each batch past its reservation writes a mark); etcd's requests per
 //!    second over `steady` (`etcd_requests_per_s_steady`): keep-alives,
@@ -121,6 +123,20 @@ impl Fleet {
             .filter(|(i, _)| i % MINT_LANES == lane)
             .filter_map(|(_, g)| g.clone())
             .collect()
+    }
+
+    /// Mark writes (a `Txn` each, succeeded or failed) the live generators
+    /// have made.
+    fn mark_writes(&self) -> u64 {
+        self.lock()
+            .iter()
+            .flatten()
+            .filter_map(|g| g.generator())
+            .map(|g| {
+                let m = g.metrics();
+                m.reservation_writes + m.reservation_failures
+            })
+            .sum()
     }
 
     /// Identities held now with an open fence, and how many of them two
@@ -414,7 +430,7 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
         .await
         .map(|t| t - claim_start);
     let claimed = fleet.held().0;
-    let claim_txns = (scraper.total().await? - before).txns;
+    let claim_txns = (scraper.total().await? - before).txns - fleet.mark_writes() as f64;
     phases.push(Phase {
         name: "claim",
         from: claim_start,
