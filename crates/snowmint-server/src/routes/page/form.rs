@@ -10,7 +10,7 @@ use super::Page;
 /// A labelled text input.
 pub(super) struct TextField<'a> {
     /// The input's `id` and `name` (and the prefix of its hint and error).
-    pub name: &'static str,
+    pub name: &'a str,
     pub label: &'a str,
     pub value: &'a str,
     pub hint: Option<&'a str>,
@@ -120,10 +120,13 @@ pub(super) fn layout_select(page: &Page, id: &str) -> Markup {
     } else {
         Default::default()
     };
-    // Both forms have a layout: the error goes to the one submitted.
-    let error = page
-        .error_for("layout")
-        .filter(|_| (id == "range-layout") == (page.mode == super::Mode::Range));
+    // Every form has a layout: the error goes to the one submitted.
+    let form = match id {
+        "compose-layout" => super::Mode::Compose,
+        "range-layout" => super::Mode::Range,
+        _ => super::Mode::Decode,
+    };
+    let error = page.error_for("layout").filter(|_| page.mode == form);
     let error_id = format!("{id}-error");
     let part = |suffix: &str,
                 name: &'static str,
