@@ -655,3 +655,27 @@ async fn a_decoded_time_has_discord_markup_and_a_local_time_row() {
             .contains("<dt class=\"js-only\" hidden>Tid (din tidssone)</dt>")
     );
 }
+
+#[test]
+fn a_layouts_field_may_not_take_a_parameter_of_the_pages_own() {
+    // Every parameter the page reads is reserved, but the compose form's
+    // time and Twitter's three fields.
+    let composed = ["timestamp", "datacenter", "worker", "sequence"];
+    let every: Vec<(String, String)> = composed
+        .iter()
+        .chain(super::RESERVED.iter())
+        .map(|name| (name.to_string(), "1".to_owned()))
+        .collect();
+    let (q, repeated) = super::PageQuery::from_pairs(every);
+    assert_eq!(repeated, None);
+    assert!(q.extra.is_empty(), "{:?}", q.extra);
+    for (name, _) in q.pairs() {
+        assert!(
+            composed.contains(&name) || super::RESERVED.contains(&name),
+            "{name}"
+        );
+    }
+    // And a name the page does not read is kept for the compose form.
+    let (q, _) = super::PageQuery::from_pairs(vec![("process".into(), "3".into())]);
+    assert_eq!(q.field_value("process"), Ok(Some("3")));
+}
