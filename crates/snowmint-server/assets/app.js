@@ -18,8 +18,8 @@
 
   const FORMS = ["compose-form", "decode-form", "range-form"].map($);
 
-  // A layout select's custom parts show only while Custom… is chosen
-  // (without this script they always show, so the form still works).
+  // A layout select's custom parts show only while Custom… is chosen (the
+  // server renders them so; without this script noscript.css shows them).
   for (const select of document.querySelectorAll("select[name=layout]")) {
     const custom = $(select.id + "-custom");
     if (!custom) continue;

@@ -160,7 +160,9 @@ pub(super) fn layout_select(page: &Page, id: &str) -> Markup {
             }
             p.hint id=(hint_id) { (t.layout_hint) }
         }
-        fieldset.custom-layout id={ (id) "-custom" } {
+        // Hidden unless Custom… is chosen; shown always without JavaScript
+        // (assets/noscript.css), so the form still works.
+        fieldset.custom-layout id={ (id) "-custom" } hidden[!custom] {
             legend { (t.custom_legend) }
             p.hint { (t.custom_hint) }
             (part("epoch", "layout_epoch", t.custom_epoch, t.custom_epoch_hint, &epoch, "2020-01-01"))

@@ -405,6 +405,8 @@ fn frame(page: &Page) -> Markup {
                 link rel="icon" href="/favicon.ico" sizes="32x32";
                 link rel="icon" href="/assets/favicon.svg" type="image/svg+xml";
                 link rel="stylesheet" href="/assets/app.css";
+                // What the script would show or hide, for a browser without it.
+                noscript { link rel="stylesheet" href="/assets/noscript.css"; }
                 script src="/assets/app.js" defer {}
             }
             // What the script needs: messages in the page's language and

@@ -679,3 +679,39 @@ fn a_layouts_field_may_not_take_a_parameter_of_the_pages_own() {
     let (q, _) = super::PageQuery::from_pairs(vec![("process".into(), "3".into())]);
     assert_eq!(q.field_value("process"), Ok(Some("3")));
 }
+
+#[tokio::test]
+async fn the_custom_inputs_are_hidden_unless_chosen_and_shown_without_javascript() {
+    let html = get("/").await;
+    let html = html.text();
+    for id in [
+        "compose-layout-custom",
+        "layout-custom",
+        "range-layout-custom",
+    ] {
+        assert!(
+            html.contains(&format!(
+                r#"<fieldset class="custom-layout" id="{id}" hidden>"#
+            )),
+            "{id}"
+        );
+    }
+    assert!(
+        html.contains(
+            r#"<noscript><link rel="stylesheet" href="/assets/noscript.css"></noscript>"#
+        )
+    );
+    let custom = get("/?layout=custom&layout_epoch=0&layout_fields=timestamp%3A41&id=1").await;
+    assert!(
+        custom
+            .text()
+            .contains(r#"<fieldset class="custom-layout" id="layout-custom">"#)
+    );
+    let css = get("/assets/noscript.css").await;
+    assert_eq!(css.status, StatusCode::OK);
+    assert_eq!(css.headers[header::CONTENT_TYPE], "text/css; charset=utf-8");
+    assert!(
+        css.text()
+            .contains(".custom-layout[hidden] { display: block !important; }")
+    );
+}
