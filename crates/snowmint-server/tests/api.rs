@@ -778,6 +778,11 @@ async fn bad_specs_are_400_naming_layout() {
             "the field name \"Bad\" must be",
         ),
         ("flickr", "\"flickr\" is neither a preset"),
+        // Whitespace is not "no layout" (only a missing or empty one is
+        // the default), as for `count`.
+        ("%20", "empty: give a preset"),
+        ("%0A", "empty: give a preset"),
+        ("%09%0D", "empty: give a preset"),
     ];
     for (spec, want) in cases {
         for uri in [
@@ -786,6 +791,7 @@ async fn bad_specs_are_400_naming_layout() {
             format!("/api/v1/compose?layout={spec}&worker=1"),
             format!("/api/v1/layout?layout={spec}"),
             format!("/api/v1/detect?ids=5&layout={spec}"),
+            format!("/api/v1/sql?dialect=postgres&layout={spec}"),
         ] {
             let msg = error(
                 &h.state,
@@ -1404,12 +1410,55 @@ mod openapi_patterns {
             prop_assert!(encoding.parse(&text).is_ok(), "{:?} {}", encoding, text);
         }
 
+        /// Every spec the `layout` pattern admits holds every time a
+        /// range admits and every ID a decode admits.
+        #[test]
+        fn generated_specs_take_every_admitted_time_and_id(
+            text in string_regex(&unanchored(&layout_spec_pattern())).unwrap()
+        ) {
+            let layout = snowmint::Layout::parse(&text);
+            prop_assert!(layout.is_ok(), "{}", text);
+            let layout = layout.unwrap();
+            let twitter = snowmint::Layout::TWITTER;
+            prop_assert_eq!(
+                layout.range(snowmint::Field::Timestamp),
+                twitter.range(snowmint::Field::Timestamp)
+            );
+            prop_assert!(layout.check_id(SnowflakeId::MAX).is_ok(), "{}", text);
+        }
+
         #[test]
         fn generated_times_are_in_range(
             text in string_regex(&unanchored(&pattern(COMPOSE, "timestamp", 2))).unwrap()
         ) {
             prop_assert!(snowmint::parse_timestamp(&text, 0).is_ok(), "{}", text);
         }
+    }
+
+    /// The pattern of `layout`'s spec form (the same on every route).
+    fn layout_spec_pattern() -> String {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let doc = rt.block_on(async {
+            let h = super::harness();
+            super::json(&h.state, "GET", "/api/v1/openapi.json").await.1
+        });
+        let mut patterns = std::collections::BTreeSet::new();
+        for (_, item) in doc["paths"].as_object().unwrap() {
+            for (_, operation) in item.as_object().unwrap() {
+                for p in operation["parameters"].as_array().into_iter().flatten() {
+                    if p["name"] == "layout" {
+                        let spec = &p["schema"]["anyOf"][1];
+                        assert_eq!(spec["title"], "spec");
+                        patterns.insert(spec["pattern"].as_str().unwrap().to_owned());
+                    }
+                }
+            }
+        }
+        assert_eq!(patterns.len(), 1, "{patterns:?}");
+        patterns.pop_first().unwrap()
     }
 
     fn unanchored_id(i: usize) -> String {

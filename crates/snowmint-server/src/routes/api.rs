@@ -219,9 +219,11 @@ pub(crate) struct DecodePath {
 }
 
 /// Reads the `layout` parameter, a preset or a spec: missing or empty is
-/// Twitter's. A bad one is refused naming `layout`, saying what is wrong.
+/// Twitter's. A bad one is refused naming `layout`, saying what is wrong;
+/// so is whitespace alone (`layout=%0A`), as for `count`, rather than read
+/// as "no layout".
 pub(crate) fn layout(name: Option<&str>) -> Result<Layout, ApiError> {
-    match name.map(str::trim) {
+    match name {
         None | Some("") => Ok(Layout::TWITTER),
         Some(text) => {
             Layout::parse(text).map_err(|e| ApiError::bad_request(Some("layout"), e.to_string()))
@@ -477,7 +479,7 @@ pub(crate) async fn detect(
 ) -> Result<Response, ApiError> {
     let ids = detect_ids(q.ids.as_deref().unwrap_or(""))?;
     let mut layouts = Layout::PRESETS.to_vec();
-    if q.layout.as_deref().is_some_and(|l| !l.trim().is_empty()) {
+    if q.layout.as_deref().is_some_and(|l| !l.is_empty()) {
         let extra = layout(q.layout.as_deref())?;
         if !layouts.contains(&extra) {
             layouts.push(extra);
