@@ -454,6 +454,29 @@ async fn range_errors_name_the_field() {
     )
     .await;
     assert!(msg.starts_with("to must be"), "{msg}");
+    // Whitespace is not "no time" (only a missing or empty one is the
+    // default), as for `count`; in any layout, for compose as well.
+    for (uri, field) in [
+        ("/api/v1/range?to=%0D", "to"),
+        ("/api/v1/range?from=%20&to=now", "from"),
+        ("/api/v1/range?from=%09%0A&layout=sonyflake", "from"),
+        (
+            "/api/v1/compose?timestamp=%20&datacenter=1&worker=1&sequence=0",
+            "timestamp",
+        ),
+        (
+            "/api/v1/compose?layout=discord&timestamp=%0D&worker=1&process=0&increment=7",
+            "timestamp",
+        ),
+    ] {
+        let msg = error(s, "GET", uri, bad, Some(field)).await;
+        assert!(
+            msg.starts_with(&format!(
+                "{field} must be Unix milliseconds or an ISO-8601 time"
+            )),
+            "{uri}: {msg}"
+        );
+    }
     let msg = error(
         s,
         "GET",

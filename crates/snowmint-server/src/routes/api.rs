@@ -91,9 +91,7 @@ pub(crate) fn compose_in(
     pairs: &[(String, String)],
     now_ms: u64,
 ) -> Result<SnowflakeId, ApiError> {
-    let text = timestamp_input
-        .filter(|t| !t.trim().is_empty())
-        .unwrap_or("now");
+    let text = timestamp_input.filter(|t| !t.is_empty()).unwrap_or("now");
     let t = layout.parse_timestamp(text, now_ms)?;
     let fields: Vec<(&str, &str)> = pairs
         .iter()
@@ -103,9 +101,10 @@ pub(crate) fn compose_in(
     Ok(layout.parse_fields(t, &fields)?)
 }
 
-/// Reads the timestamp: missing, empty or `now` is `now_ms`.
+/// Reads the timestamp: missing, empty or `now` is `now_ms`. Whitespace
+/// alone is not "no timestamp" (as for `count`): the core refuses it.
 pub(crate) fn timestamp(input: Option<&str>, now_ms: u64) -> Result<u64, snowmint::Error> {
-    let text = input.filter(|t| !t.trim().is_empty()).unwrap_or("now");
+    let text = input.filter(|t| !t.is_empty()).unwrap_or("now");
     snowmint::parse_timestamp(text, now_ms)
 }
 
@@ -289,7 +288,8 @@ pub struct RangeQuery {
 }
 
 /// The one range path of the API and the page: both times as typed
-/// (`from` blank is now, `to` blank is `from`), checked by the core, whose
+/// (`from` missing or empty is now, `to` missing or empty is `from`;
+/// whitespace alone is no time and refused), checked by the core, whose
 /// errors name `from` or `to`.
 pub(crate) fn range_typed(
     from: Option<&str>,
@@ -297,7 +297,7 @@ pub(crate) fn range_typed(
     layout: Layout,
     now_ms: u64,
 ) -> Result<snowmint::IdSpan, snowmint::Error> {
-    let blank = |t: &&str| !t.trim().is_empty();
+    let blank = |t: &&str| !t.is_empty();
     layout.parse_span(
         from.filter(blank).unwrap_or("now"),
         to.filter(blank),
