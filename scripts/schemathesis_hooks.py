@@ -17,9 +17,13 @@ request goes to the server as schemathesis generated it.
   epoch) gets the default layout. This one is a third rule, kept because
   OpenAPI cannot state it either: scripts/schemathesis says why.
 
-Requests with an invalid value anywhere are left as generated, so negative
-testing is untouched. The forms' patterns are read from the document, not
-copied here.
+A spec `layout` needs no hook: the document's pattern admits only specs
+valid with every time and ID it admits.
+
+Negative cases (schemathesis's own mode) are left as generated, so negative
+testing is untouched, and a rule fires only when the values it joins are
+each valid. The forms' patterns, the times' bounds and the presets' spans
+are read from the document, not copied here.
 """
 
 import datetime
@@ -64,6 +68,9 @@ def after_load_schema(context, schema):
 
 @schemathesis.hook
 def map_case(context, case):
+    meta = getattr(case, "meta", None)
+    if meta is not None and meta.generation.mode.is_negative:
+        return case
     if case.path == DECODE:
         _decode(case)
     elif case.path == RANGE:

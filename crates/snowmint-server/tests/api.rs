@@ -350,6 +350,16 @@ async fn decode_errors() {
         error(s, "GET", "/api/v1/decode/1?from=octal", bad, Some("from")).await,
         r#"encoding must be one of decimal, hex, base32, got "octal""#
     );
+    // Whitespace is not "no form" (only a missing or empty one is
+    // decimal); around a name it is forgiven.
+    assert_eq!(
+        error(s, "GET", "/api/v1/decode/1?from=%20", bad, Some("from")).await,
+        r#"encoding must be one of decimal, hex, base32, got " ""#
+    );
+    assert_eq!(
+        json(s, "GET", "/api/v1/decode/f?from=%20hex%20").await.0,
+        StatusCode::OK
+    );
     error(s, "GET", "/api/v1/decode/", StatusCode::NOT_FOUND, None).await;
 }
 

@@ -230,11 +230,13 @@ pub(crate) fn layout(name: Option<&str>) -> Result<Layout, ApiError> {
     }
 }
 
-/// Reads the `from` parameter.
+/// Reads the `from` parameter: missing or empty is decimal; whitespace
+/// alone is refused (as for `count`), not read as "no form".
 pub(crate) fn encoding(from: Option<&str>) -> Result<Encoding, ApiError> {
-    match from.map(str::trim) {
+    match from {
         None | Some("") => Ok(Encoding::Decimal),
         Some(name) => name
+            .trim()
             .parse::<Encoding>()
             .map_err(|e| ApiError::bad_request(Some("from"), format!("{e}, got {}", echo(name)))),
     }
