@@ -279,12 +279,14 @@ pub(crate) async fn decode(
 #[into_params(parameter_in = Query)]
 pub struct RangeQuery {
     /// The first millisecond: `now`, Unix milliseconds or ISO-8601; missing or empty means now.
+    /// It and `to` must lie in the layout's span of times: the schema gives the default
+    /// layout's, `layout`'s `x-time-span-ms` each preset's.
     #[param(example = "2024-01-01T00:00:00Z")]
     pub from: Option<String>,
     /// The last millisecond, inclusive, in the same forms, at or after `from`; missing or empty means the same as `from`.
     #[param(example = "2024-02-01T00:00:00Z")]
     pub to: Option<String>,
-    /// The IDs' layout (as for decode): a preset, `twitter` (default), `discord`, `instagram`, `sonyflake` or `mastodon`, or a spec.
+    /// The IDs' layout (as for decode): a preset, `twitter` (default), `discord`, `instagram`, `sonyflake` or `mastodon`, or a spec; `from` and `to` must lie in its span of times.
     #[param(example = "twitter")]
     pub layout: Option<String>,
 }

@@ -17,7 +17,10 @@
 //! server takes. The decode route's `id` is `anyOf` its three forms, each
 //! titled by the `from` value that reads it. What OpenAPI cannot say is
 //! left to the descriptions: that `id` is read in the form `from` names,
-//! and that a range's `to` is at or after its `from`.
+//! that a range's `to` is at or after its `from`, and that its times lie in
+//! its layout's span (`x-time-span-ms` on `layout`). `layout`'s spec form
+//! admits only specs valid with every time and ID the document admits
+//! ([`SpecLanguage`]), so that no spec joins a third rule to these.
 
 use snowmint::time::Iso8601;
 use snowmint::{Encoding, Field, Layout, MAX_ID};
