@@ -350,6 +350,16 @@ async fn decode_errors() {
         error(s, "GET", "/api/v1/decode/1?from=octal", bad, Some("from")).await,
         r#"encoding must be one of decimal, hex, base32, got "octal""#
     );
+    // Whitespace is not "no form" (only a missing or empty one is
+    // decimal); around a name it is forgiven.
+    assert_eq!(
+        error(s, "GET", "/api/v1/decode/1?from=%20", bad, Some("from")).await,
+        r#"encoding must be one of decimal, hex, base32, got " ""#
+    );
+    assert_eq!(
+        json(s, "GET", "/api/v1/decode/f?from=%20hex%20").await.0,
+        StatusCode::OK
+    );
     error(s, "GET", "/api/v1/decode/", StatusCode::NOT_FOUND, None).await;
 }
 
@@ -454,6 +464,29 @@ async fn range_errors_name_the_field() {
     )
     .await;
     assert!(msg.starts_with("to must be"), "{msg}");
+    // Whitespace is not "no time" (only a missing or empty one is the
+    // default), as for `count`; in any layout, for compose as well.
+    for (uri, field) in [
+        ("/api/v1/range?to=%0D", "to"),
+        ("/api/v1/range?from=%20&to=now", "from"),
+        ("/api/v1/range?from=%09%0A&layout=sonyflake", "from"),
+        (
+            "/api/v1/compose?timestamp=%20&datacenter=1&worker=1&sequence=0",
+            "timestamp",
+        ),
+        (
+            "/api/v1/compose?layout=discord&timestamp=%0D&worker=1&process=0&increment=7",
+            "timestamp",
+        ),
+    ] {
+        let msg = error(s, "GET", uri, bad, Some(field)).await;
+        assert!(
+            msg.starts_with(&format!(
+                "{field} must be Unix milliseconds or an ISO-8601 time"
+            )),
+            "{uri}: {msg}"
+        );
+    }
     let msg = error(
         s,
         "GET",
@@ -778,6 +811,11 @@ async fn bad_specs_are_400_naming_layout() {
             "the field name \"Bad\" must be",
         ),
         ("flickr", "\"flickr\" is neither a preset"),
+        // Whitespace is not "no layout" (only a missing or empty one is
+        // the default), as for `count`.
+        ("%20", "empty: give a preset"),
+        ("%0A", "empty: give a preset"),
+        ("%09%0D", "empty: give a preset"),
     ];
     for (spec, want) in cases {
         for uri in [
@@ -786,6 +824,7 @@ async fn bad_specs_are_400_naming_layout() {
             format!("/api/v1/compose?layout={spec}&worker=1"),
             format!("/api/v1/layout?layout={spec}"),
             format!("/api/v1/detect?ids=5&layout={spec}"),
+            format!("/api/v1/sql?dialect=postgres&layout={spec}"),
         ] {
             let msg = error(
                 &h.state,
@@ -1404,12 +1443,55 @@ mod openapi_patterns {
             prop_assert!(encoding.parse(&text).is_ok(), "{:?} {}", encoding, text);
         }
 
+        /// Every spec the `layout` pattern admits holds every time a
+        /// range admits and every ID a decode admits.
+        #[test]
+        fn generated_specs_take_every_admitted_time_and_id(
+            text in string_regex(&unanchored(&layout_spec_pattern())).unwrap()
+        ) {
+            let layout = snowmint::Layout::parse(&text);
+            prop_assert!(layout.is_ok(), "{}", text);
+            let layout = layout.unwrap();
+            let twitter = snowmint::Layout::TWITTER;
+            prop_assert_eq!(
+                layout.range(snowmint::Field::Timestamp),
+                twitter.range(snowmint::Field::Timestamp)
+            );
+            prop_assert!(layout.check_id(SnowflakeId::MAX).is_ok(), "{}", text);
+        }
+
         #[test]
         fn generated_times_are_in_range(
             text in string_regex(&unanchored(&pattern(COMPOSE, "timestamp", 2))).unwrap()
         ) {
             prop_assert!(snowmint::parse_timestamp(&text, 0).is_ok(), "{}", text);
         }
+    }
+
+    /// The pattern of `layout`'s spec form (the same on every route).
+    fn layout_spec_pattern() -> String {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let doc = rt.block_on(async {
+            let h = super::harness();
+            super::json(&h.state, "GET", "/api/v1/openapi.json").await.1
+        });
+        let mut patterns = std::collections::BTreeSet::new();
+        for (_, item) in doc["paths"].as_object().unwrap() {
+            for (_, operation) in item.as_object().unwrap() {
+                for p in operation["parameters"].as_array().into_iter().flatten() {
+                    if p["name"] == "layout" {
+                        let spec = &p["schema"]["anyOf"][1];
+                        assert_eq!(spec["title"], "spec");
+                        patterns.insert(spec["pattern"].as_str().unwrap().to_owned());
+                    }
+                }
+            }
+        }
+        assert_eq!(patterns.len(), 1, "{patterns:?}");
+        patterns.pop_first().unwrap()
     }
 
     fn unanchored_id(i: usize) -> String {

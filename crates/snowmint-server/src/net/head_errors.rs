@@ -46,6 +46,11 @@ impl<I> JsonHeadErrors<I> {
 /// not start with one.
 fn rewrite(buf: &[u8]) -> Option<Vec<u8>> {
     let rest = buf.strip_prefix(b"HTTP/1.")?;
+    // Every write of every response passes here: anything but a 4xx head
+    // (`HTTP/1.1 4..`) is let through before the head is read.
+    if rest.get(1..3) != Some(b" 4") {
+        return None;
+    }
     let end = rest.windows(4).position(|w| w == b"\r\n\r\n")?;
     let head = std::str::from_utf8(&rest[..end]).ok()?;
     let mut lines = head.split("\r\n");
@@ -55,12 +60,13 @@ fn rewrite(buf: &[u8]) -> Option<Vec<u8>> {
     let mut date = None;
     for line in lines {
         let (name, value) = line.split_once(':')?;
-        let value = value.trim();
-        match name.trim().to_ascii_lowercase().as_str() {
-            "content-length" => empty = value == "0",
-            "x-content-type-options" => return None,
-            "date" => date = Some(value),
-            _ => {}
+        let (name, value) = (name.trim(), value.trim());
+        if name.eq_ignore_ascii_case("content-length") {
+            empty = value == "0";
+        } else if name.eq_ignore_ascii_case("x-content-type-options") {
+            return None;
+        } else if name.eq_ignore_ascii_case("date") {
+            date = Some(value);
         }
     }
     if !empty || !(400..500).contains(&status) {
@@ -196,6 +202,8 @@ mod tests {
             let hyper = format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\n\r\n");
             assert!(rewrite(hyper.as_bytes()).is_some(), "{status}");
         }
+        // Header names in any case; HTTP/1.0 too.
+        assert!(rewrite(b"HTTP/1.0 400 Bad Request\r\nContent-Length: 0\r\n\r\n").is_some());
     }
 
     #[test]
@@ -204,7 +212,10 @@ mod tests {
             // The router's own 414, with its body and headers.
             &b"HTTP/1.1 414 URI Too Long\r\ncontent-type: application/json\r\n\
                x-content-type-options: nosniff\r\ncontent-length: 0\r\n\r\n"[..],
+            b"HTTP/1.1 414 URI Too Long\r\nX-Content-Type-Options: nosniff\r\n\
+               Content-Length: 0\r\n\r\n",
             b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n",
+            b"HTTP/1.1 204 No Content\r\n\r\n",
             b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n",
             b"HTTP/1.1 400 Bad Request\r\ncontent-length: 12\r\n\r\n",
             b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n",

@@ -91,9 +91,7 @@ pub(crate) fn compose_in(
     pairs: &[(String, String)],
     now_ms: u64,
 ) -> Result<SnowflakeId, ApiError> {
-    let text = timestamp_input
-        .filter(|t| !t.trim().is_empty())
-        .unwrap_or("now");
+    let text = timestamp_input.filter(|t| !t.is_empty()).unwrap_or("now");
     let t = layout.parse_timestamp(text, now_ms)?;
     let fields: Vec<(&str, &str)> = pairs
         .iter()
@@ -103,9 +101,10 @@ pub(crate) fn compose_in(
     Ok(layout.parse_fields(t, &fields)?)
 }
 
-/// Reads the timestamp: missing, empty or `now` is `now_ms`.
+/// Reads the timestamp: missing, empty or `now` is `now_ms`. Whitespace
+/// alone is not "no timestamp" (as for `count`): the core refuses it.
 pub(crate) fn timestamp(input: Option<&str>, now_ms: u64) -> Result<u64, snowmint::Error> {
-    let text = input.filter(|t| !t.trim().is_empty()).unwrap_or("now");
+    let text = input.filter(|t| !t.is_empty()).unwrap_or("now");
     snowmint::parse_timestamp(text, now_ms)
 }
 
@@ -219,9 +218,11 @@ pub(crate) struct DecodePath {
 }
 
 /// Reads the `layout` parameter, a preset or a spec: missing or empty is
-/// Twitter's. A bad one is refused naming `layout`, saying what is wrong.
+/// Twitter's. A bad one is refused naming `layout`, saying what is wrong;
+/// so is whitespace alone (`layout=%0A`), as for `count`, rather than read
+/// as "no layout".
 pub(crate) fn layout(name: Option<&str>) -> Result<Layout, ApiError> {
-    match name.map(str::trim) {
+    match name {
         None | Some("") => Ok(Layout::TWITTER),
         Some(text) => {
             Layout::parse(text).map_err(|e| ApiError::bad_request(Some("layout"), e.to_string()))
@@ -229,11 +230,13 @@ pub(crate) fn layout(name: Option<&str>) -> Result<Layout, ApiError> {
     }
 }
 
-/// Reads the `from` parameter.
+/// Reads the `from` parameter: missing or empty is decimal; whitespace
+/// alone is refused (as for `count`), not read as "no form".
 pub(crate) fn encoding(from: Option<&str>) -> Result<Encoding, ApiError> {
-    match from.map(str::trim) {
+    match from {
         None | Some("") => Ok(Encoding::Decimal),
         Some(name) => name
+            .trim()
             .parse::<Encoding>()
             .map_err(|e| ApiError::bad_request(Some("from"), format!("{e}, got {}", echo(name)))),
     }
@@ -276,18 +279,21 @@ pub(crate) async fn decode(
 #[into_params(parameter_in = Query)]
 pub struct RangeQuery {
     /// The first millisecond: `now`, Unix milliseconds or ISO-8601; missing or empty means now.
+    /// It and `to` must lie in the layout's span of times: the schema gives the default
+    /// layout's, `layout`'s `x-time-span-ms` each preset's.
     #[param(example = "2024-01-01T00:00:00Z")]
     pub from: Option<String>,
     /// The last millisecond, inclusive, in the same forms, at or after `from`; missing or empty means the same as `from`.
     #[param(example = "2024-02-01T00:00:00Z")]
     pub to: Option<String>,
-    /// The IDs' layout (as for decode): a preset, `twitter` (default), `discord`, `instagram`, `sonyflake` or `mastodon`, or a spec.
+    /// The IDs' layout (as for decode): a preset, `twitter` (default), `discord`, `instagram`, `sonyflake` or `mastodon`, or a spec; `from` and `to` must lie in its span of times.
     #[param(example = "twitter")]
     pub layout: Option<String>,
 }
 
 /// The one range path of the API and the page: both times as typed
-/// (`from` blank is now, `to` blank is `from`), checked by the core, whose
+/// (`from` missing or empty is now, `to` missing or empty is `from`;
+/// whitespace alone is no time and refused), checked by the core, whose
 /// errors name `from` or `to`.
 pub(crate) fn range_typed(
     from: Option<&str>,
@@ -295,7 +301,7 @@ pub(crate) fn range_typed(
     layout: Layout,
     now_ms: u64,
 ) -> Result<snowmint::IdSpan, snowmint::Error> {
-    let blank = |t: &&str| !t.trim().is_empty();
+    let blank = |t: &&str| !t.is_empty();
     layout.parse_span(
         from.filter(blank).unwrap_or("now"),
         to.filter(blank),
@@ -477,7 +483,7 @@ pub(crate) async fn detect(
 ) -> Result<Response, ApiError> {
     let ids = detect_ids(q.ids.as_deref().unwrap_or(""))?;
     let mut layouts = Layout::PRESETS.to_vec();
-    if q.layout.as_deref().is_some_and(|l| !l.trim().is_empty()) {
+    if q.layout.as_deref().is_some_and(|l| !l.is_empty()) {
         let extra = layout(q.layout.as_deref())?;
         if !layouts.contains(&extra) {
             layouts.push(extra);

@@ -2,6 +2,10 @@
 
 use std::sync::Arc;
 
+// The one import from `routes` up to `guard` (DESIGN.md explains it,
+// under "The layout: a request's way in"): plain values, the guards'
+// settings, kept here so that `AppState::with_token` and `with_origins`
+// configure a whole router. No guard middleware is reached from a route.
 use crate::guard::admission::Admission;
 use crate::guard::origin::Origins;
 use crate::guard::token::ApiToken;

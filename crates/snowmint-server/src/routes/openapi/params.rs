@@ -17,7 +17,10 @@
 //! server takes. The decode route's `id` is `anyOf` its three forms, each
 //! titled by the `from` value that reads it. What OpenAPI cannot say is
 //! left to the descriptions: that `id` is read in the form `from` names,
-//! and that a range's `to` is at or after its `from`.
+//! that a range's `to` is at or after its `from`, and that its times lie in
+//! its layout's span (`x-time-span-ms` on `layout`). `layout`'s spec form
+//! admits only specs valid with every time and ID the document admits
+//! ([`SpecLanguage`]), so that no spec joins a third rule to these.
 
 use snowmint::time::Iso8601;
 use snowmint::{Encoding, Field, Layout, MAX_ID};
@@ -204,28 +207,118 @@ fn encoding() -> RefOr<Schema> {
         .into()
 }
 
-/// Specs the document gives as examples of a `layout` (a custom 2020
-/// layout, Sonyflake's written out).
+/// The specs the document's pattern admits: Twitter's epoch (in Unix ms or
+/// ISO-8601, the unit `1ms` left out or written), a time field of 41 bits
+/// (or 42, whose top bit is then the sign bit: the same 41 usable bits),
+/// and the 22 bits below it cut into `sequence`, `worker,sequence` or
+/// `datacenter,worker,sequence` (those two of 1 to 5 bits). Every one is
+/// valid, spans exactly the default layout's times and holds every 63-bit
+/// ID, so any value the document admits for a range's times or a decode's
+/// `id` is one the server takes in it. A pattern cannot say what makes the
+/// whole grammar valid (widths adding up to at most 64, names distinct,
+/// ...); the server takes all of it (docs/layouts.md).
+pub(crate) struct SpecLanguage {
+    /// `epoch=...`, each spelling of the same instant.
+    epochs: [String; 2],
+    /// What goes between the epoch and `;fields=`.
+    units: [&'static str; 2],
+    /// The time field.
+    times: [String; 2],
+    /// The fields below the time, after a comma.
+    cuts: Vec<String>,
+}
+
+impl SpecLanguage {
+    pub(crate) fn new() -> SpecLanguage {
+        let twitter = Layout::TWITTER;
+        let epoch = twitter.epoch_ms();
+        let time = twitter.time_field();
+        let (bits, below) = (time.bits(), time.shift());
+        let mut cuts = vec![format!("sequence:{below}")];
+        cuts.extend((1..below).map(|w| format!("worker:{w},sequence:{}", below - w)));
+        for dc in 1..=5 {
+            for w in 1..=5 {
+                cuts.push(format!(
+                    "datacenter:{dc},worker:{w},sequence:{}",
+                    below - dc - w
+                ));
+            }
+        }
+        SpecLanguage {
+            epochs: [
+                format!("epoch={epoch}"),
+                format!("epoch={}", Iso8601(ms(epoch))),
+            ],
+            units: ["", ";unit=1ms"],
+            times: [
+                format!("timestamp:{bits}"),
+                format!("timestamp:{}", bits + 1),
+            ],
+            cuts,
+        }
+    }
+
+    /// Every spec of the language, in pattern order.
+    #[cfg(test)]
+    fn specs(&self) -> impl Iterator<Item = String> + '_ {
+        self.epochs.iter().flat_map(move |e| {
+            self.units.iter().flat_map(move |u| {
+                self.times.iter().flat_map(move |t| {
+                    self.cuts
+                        .iter()
+                        .map(move |c| format!("{e}{u};fields={t},{c}"))
+                })
+            })
+        })
+    }
+
+    /// A regular expression of exactly the language's specs: a
+    /// sequence of alternations of literal texts.
+    pub(crate) fn pattern(&self) -> String {
+        let any = |items: &mut dyn Iterator<Item = &str>| {
+            let items: Vec<String> = items.map(literal).collect();
+            format!("({})", items.join("|"))
+        };
+        format!(
+            "^{}{};fields={},{}$",
+            any(&mut self.epochs.iter().map(String::as_str)),
+            any(&mut self.units.iter().copied()),
+            any(&mut self.times.iter().map(String::as_str)),
+            any(&mut self.cuts.iter().map(String::as_str)),
+        )
+    }
+}
+
+/// `text` as a regular expression that matches only itself.
+fn literal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Specs the document gives as examples of a `layout`: two of
+/// [`SpecLanguage`]'s.
 pub(crate) const SPEC_EXAMPLES: [&str; 2] = [
-    "epoch=2020-01-01T00:00:00Z;fields=timestamp:41,machine:10,sequence:12",
-    "epoch=1409529600000;unit=10ms;fields=timestamp:39,sequence:8,machine:16",
+    "epoch=2010-11-04T01:42:54.657Z;fields=timestamp:41,worker:10,sequence:12",
+    "epoch=1288834974657;unit=1ms;fields=timestamp:42,datacenter:3,worker:5,sequence:14",
 ];
 
-/// `layout`: `anyOf` a preset ([`Layout::PRESET_NAMES`]) or a spec (a
-/// text with `=`; what makes a spec valid is more than a pattern can say,
-/// so the description says it and `examples` gives valid ones), with each
-/// preset's and example's span of Unix ms in `x-time-span-ms` (a range's
-/// `from` and `to` must lie in it; the documented ones are the default
-/// layout's).
+/// `layout`: `anyOf` a preset ([`Layout::PRESET_NAMES`]) or a spec of
+/// [`SpecLanguage`], with each preset's span of Unix ms in
+/// `x-time-span-ms` (a range's `from` and `to` must lie in its layout's;
+/// the documented ones are the default layout's, which every spec the
+/// pattern admits spans).
 fn layout() -> RefOr<Schema> {
-    let examples = SPEC_EXAMPLES.map(|s| Layout::parse(s).map(|l| (s, l)));
     let spans: serde_json::Map<String, serde_json::Value> = Layout::PRESETS
         .iter()
-        .map(|l| (l.name(), *l))
-        .chain(examples.iter().flatten().copied())
-        .map(|(name, l)| {
+        .map(|l| {
             let (min, max) = l.range(Field::Timestamp);
-            (name.to_owned(), serde_json::json!([min, max]))
+            (l.name().to_owned(), serde_json::json!([min, max]))
         })
         .collect();
     AnyOfBuilder::new()
@@ -243,10 +336,15 @@ fn layout() -> RefOr<Schema> {
                     "`epoch=EPOCH;unit=UNIT;fields=NAME:BITS,...`: EPOCH Unix ms or ISO-8601 \
                      (required), UNIT `<n>ms` or `<n>s` (default `1ms`), fields from the most \
                      significant bit down, the first named `timestamp`, names `[a-z0-9_]`, \
-                     widths 1..=64 adding up to at most 64. A bad spec is refused naming \
-                     `layout`, with what is wrong.",
+                     widths 1..=64 adding up to at most 64. The server takes every spec of that \
+                     grammar (docs/layouts.md); a pattern cannot say what makes one valid, so \
+                     this one admits only specs valid with every time and ID this document \
+                     admits: Twitter's epoch and 41-bit time (42 with the sign bit), the 22 \
+                     bits below cut into `sequence`, `worker,sequence` or \
+                     `datacenter,worker,sequence`. A bad spec is refused naming `layout`, \
+                     with what is wrong.",
                 ))
-                .pattern(Some("="))
+                .pattern(Some(SpecLanguage::new().pattern()))
                 .examples(SPEC_EXAMPLES),
         )
         .default(Some(Layout::TWITTER.name().into()))
@@ -335,4 +433,49 @@ fn decimal_at_most(max: u64) -> String {
     }
     alternatives.push(digits);
     alternatives.join("|")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every spec the pattern admits is valid, spans exactly the default
+    /// layout's times and holds every ID; the pattern admits exactly them.
+    #[test]
+    fn every_spec_the_pattern_admits_is_valid_for_every_admitted_input() {
+        let language = SpecLanguage::new();
+        let re = regex::Regex::new(&language.pattern()).unwrap();
+        let span = Layout::TWITTER.range(Field::Timestamp);
+        let mut count = 0;
+        for spec in language.specs() {
+            let layout = Layout::parse(&spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+            assert_eq!(layout.range(Field::Timestamp), span, "{spec}");
+            let max = snowmint::SnowflakeId::new(MAX_ID).unwrap();
+            assert!(layout.check_id(max).is_ok(), "{spec}");
+            assert!(re.is_match(&spec), "{spec}");
+            count += 1;
+        }
+        // 2 epochs x 2 units x 2 time widths x (1 + 21 + 25) cuts.
+        assert_eq!(count, 2 * 2 * 2 * 47);
+        for spec in SPEC_EXAMPLES {
+            assert!(language.specs().any(|s| s == spec), "{spec}");
+        }
+        // Just past it: a bit too many, a wider time, another epoch.
+        for spec in [
+            "epoch=1288834974657;fields=timestamp:41,sequence:23",
+            "epoch=1288834974657;fields=timestamp:43,sequence:22",
+            "epoch=1288834974658;fields=timestamp:41,sequence:22",
+            "epoch=1288834974657;fields=timestamp:41,datacenter:6,worker:5,sequence:11",
+            "epoch=1288834974657;fields=timestamp:41,sequence:22\n",
+        ] {
+            assert!(!re.is_match(spec), "{spec:?}");
+        }
+    }
+
+    #[test]
+    fn literal_escapes_what_a_pattern_reads() {
+        let re = regex::Regex::new(&format!("^{}$", literal("a.b(c)|[d]+"))).unwrap();
+        assert!(re.is_match("a.b(c)|[d]+"));
+        assert!(!re.is_match("axb(c)|[d]+"));
+    }
 }
