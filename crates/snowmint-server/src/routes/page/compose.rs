@@ -42,8 +42,9 @@ pub(super) fn outcome(q: &PageQuery, lang: Lang, now_ms: u64) -> Outcome {
             Err(()) => return Outcome::Invalid(f.name().to_owned().into(), (t.repeated)(f.name())),
         }
     }
-    // The API's parsing: the core's, a blank time being now.
-    let text = ts_input.filter(|s| !s.trim().is_empty()).unwrap_or("now");
+    // The API's reading: missing or empty is now; whitespace alone is no
+    // time, and the core refuses it (as for Twitter's layout).
+    let text = ts_input.filter(|s| !s.is_empty()).unwrap_or("now");
     let time = match layout.parse_timestamp(text, now_ms) {
         Ok(ms) => ms,
         Err(e) => {
