@@ -17,6 +17,16 @@
   for (const el of document.querySelectorAll("#now, #auto-label, .js-only, #result [data-copy]")) el.hidden = false;
 
   const FORMS = ["compose-form", "decode-form", "range-form"].map($);
+
+  // A layout select's custom parts show only while Custom… is chosen (the
+  // server renders them so; without this script noscript.css shows them).
+  for (const select of document.querySelectorAll("select[name=layout]")) {
+    const custom = $(select.id + "-custom");
+    if (!custom) continue;
+    const show = () => { custom.hidden = select.value !== "custom"; };
+    select.addEventListener("change", show);
+    show();
+  }
   // Each time field and its picker (UTC): either fills the other.
   const PICKERS = [["timestamp", "at"], ["range_from", "range_from_at"], ["range_to", "range_to_at"]];
 
@@ -57,6 +67,18 @@
     if (mine !== generation) return; // a newer request is on its way
     const doc = new DOMParser().parseFromString(html, "text/html");
     $("result").innerHTML = doc.getElementById("result").innerHTML;
+    // The compose form's fields follow its layout (kept while the layout
+    // itself is in error, so a spec being typed does not flicker them).
+    if (form.id === "compose-form") {
+      const fresh = doc.getElementById("compose-fields");
+      const current = $("compose-fields");
+      const layoutError = doc.getElementById("compose-layout-error");
+      if (fresh && layoutError && layoutError.hidden && fresh.dataset.layout !== current.dataset.layout) {
+        current.innerHTML = fresh.innerHTML;
+        current.dataset.layout = fresh.dataset.layout;
+        for (const attr of ["min", "max"]) $("at").setAttribute(attr, doc.getElementById("at").getAttribute(attr));
+      }
+    }
     // The layout lab follows the chosen layout.
     const lab = doc.getElementById("lab");
     if (lab && $("lab")) $("lab").innerHTML = lab.innerHTML;

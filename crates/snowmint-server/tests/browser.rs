@@ -356,6 +356,23 @@ impl Session {
         std::fs::write(dir.join(name), png).unwrap();
     }
 
+    /// Whether the element `id` is shown.
+    async fn shown(&self, id: &str) -> bool {
+        let el = self.client.find(Locator::Id(id)).await.unwrap();
+        el.is_displayed().await.unwrap()
+    }
+
+    /// Waits (bounded) until the element `css` exists.
+    async fn wait_for(&self, css: &str) {
+        for _ in 0..200 {
+            if self.client.find(Locator::Css(css)).await.is_ok() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("{css} never appeared");
+    }
+
     async fn close(mut self) {
         if let Err(e) = self.client.clone().close().await {
             eprintln!("closing the browser session: {e}");
@@ -1065,7 +1082,7 @@ async fn a_custom_layout_and_the_lab_by_keyboard_in_both_languages() {
     s.press(Key::End).await;
     s.type_active(",extra:9").await;
     s.wait_text("#layout-error", |t| {
-        t == "invalid layout: the widths add up to 72 bits, more than 64"
+        t == "ugyldig oppsett: breddene blir til sammen 72 biter, mer enn 64"
     })
     .await;
     s.screenshot("explorer-custom-layout-nb.png").await;
@@ -1337,6 +1354,218 @@ async fn discord_markup_and_utc_alone_without_javascript() {
             !copy.is_displayed().await.unwrap(),
             "{lang}: no copy button"
         );
+    }
+    s.close().await;
+}
+
+#[tokio::test]
+async fn compose_in_discords_layout_by_keyboard_in_both_languages() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(s) = Session::start_live().await else {
+        return;
+    };
+    // Twitter's fields first; one step down the select is Discord's.
+    assert_eq!(
+        s.texts("#compose-fields label").await,
+        [
+            "Datacenter ID (0–31)",
+            "Worker ID (0–31)",
+            "Sequence (0–4095)"
+        ]
+    );
+    s.tab_to("compose-layout").await;
+    s.press(Key::Down).await;
+    s.wait_for(r#"#compose-fields[data-layout="discord"] #increment"#)
+        .await;
+    assert_eq!(
+        s.texts("#compose-fields label").await,
+        ["Worker (0–31)", "Process (0–31)", "Increment (0–4095)"]
+    );
+    // Discord's documented example, typed field by field (Tab selects
+    // each field's text).
+    s.tab_to("timestamp").await;
+    s.type_active("1462015105796").await;
+    s.tab_to("worker").await;
+    s.type_active("1").await;
+    s.tab_to("process").await;
+    s.type_active("0").await;
+    s.tab_to("increment").await;
+    s.type_active(&format!("7{}", Key::Enter)).await;
+    s.wait_text("#id-value", |t| t == "175928847299117063")
+        .await;
+    assert_eq!(s.text("#layout-value").await, "Discord");
+    assert_eq!(
+        s.content(r#".cells[data-segment="increment"]"#).await,
+        "000000000111"
+    );
+    let url = s.client.current_url().await.unwrap();
+    assert!(
+        url.as_str().contains("layout=discord")
+            && url.as_str().contains("worker=1&process=0&increment=7"),
+        "{url}"
+    );
+    s.screenshot("explorer-compose-discord.png").await;
+
+    // Bokmål keeps the layout and the values, and names a bad one in place.
+    s.switch_language("ID-ene i et tidsrom").await;
+    s.wait_text("#id-value", |t| t == "175928847299117063")
+        .await;
+    assert_eq!(
+        s.texts("#compose-fields label").await,
+        ["Arbeider (0–31)", "Prosess (0–31)", "Teller (0–4095)"]
+    );
+    s.tab_to("process").await;
+    s.type_active("32").await;
+    s.wait_text("#process-error", |t| {
+        t == "Feltet process må være et heltall i 0..=31, fikk «32»"
+    })
+    .await;
+    let process = s.client.find(Locator::Id("process")).await.unwrap();
+    assert_eq!(
+        process.attr("aria-invalid").await.unwrap().as_deref(),
+        Some("true")
+    );
+    s.type_active(&format!("{}{}0", Key::Backspace, Key::Backspace))
+        .await;
+    s.wait_text("#id-value", |t| t == "175928847299117063")
+        .await;
+    assert!(!s.shown("process-error").await);
+    s.screenshot("explorer-compose-discord-nb.png").await;
+    s.close().await;
+}
+
+#[tokio::test]
+async fn custom_inputs_are_hidden_until_custom_is_chosen_in_both_languages() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(s) = Session::start_live().await else {
+        return;
+    };
+    for (lang, other_heading) in [("en", "ID-ene i et tidsrom"), ("nb", "IDs in a time span")] {
+        for form in ["compose-layout", "layout", "range-layout"] {
+            assert!(!s.shown(&format!("{form}-custom")).await, "{lang}: {form}");
+        }
+        // Tab passes over the hidden parts: from the select to the form's
+        // button.
+        s.tab_to("layout").await;
+        s.press(Key::Tab).await;
+        assert_eq!(
+            s.client
+                .active_element()
+                .await
+                .unwrap()
+                .attr("type")
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("submit"),
+            "{lang}"
+        );
+        // Custom… (the last choice) shows them, and the keyboard reaches them.
+        s.tab_to("layout").await;
+        s.press(Key::End).await;
+        assert!(s.shown("layout-custom").await, "{lang}");
+        assert!(!s.shown("compose-layout-custom").await, "{lang}");
+        s.tab_to("layout-epoch").await;
+        assert_eq!(s.active_id().await, "layout-epoch");
+        // Back to a preset hides them again.
+        s.tab_to("layout").await;
+        s.press(Key::Home).await;
+        assert!(!s.shown("layout-custom").await, "{lang}");
+        if lang == "en" {
+            s.screenshot("explorer-custom-hidden.png").await;
+            s.switch_language(other_heading).await;
+        }
+    }
+    s.close().await;
+}
+
+#[tokio::test]
+async fn a_pasted_list_says_which_system_made_it_in_both_languages() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(s) = Session::start_live().await else {
+        return;
+    };
+    // Twenty Sonyflake IDs of one machine, seconds apart, a few sharing a
+    // 10 ms unit (sequence 1), made by the core.
+    let sony = snowmint::Layout::SONYFLAKE;
+    let ids: Vec<String> = (0..20u64)
+        .map(|i| {
+            let t = 1_700_000_000_000 + i * 3_717;
+            let seq = u64::from(i % 5 == 4);
+            sony.compose_fields(t, &[("sequence", seq), ("machine", 810)])
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    s.tab_to("ids").await;
+    s.type_active(&ids.join("\n")).await;
+    s.wait_text("#list-caption", |t| t.starts_with("20 IDs"))
+        .await;
+    s.wait_text("#detect li:first-child .candidate", |t| t == "Sonyflake")
+        .await;
+    assert_eq!(s.text("#detect-h").await, "Which system made these IDs?");
+    let why = s.text("#detect li:first-child .why").await;
+    assert!(why.contains("machine constant across the list"), "{why}");
+    assert!(s.client.find(Locator::Id("detect-note")).await.is_err());
+    s.screenshot("explorer-detect.png").await;
+
+    s.switch_language("ID-ene i et tidsrom").await;
+    s.wait_text("#detect-h", |t| t == "Hvilket system laget disse ID-ene?")
+        .await;
+    assert_eq!(
+        s.text("#detect li:first-child .candidate").await,
+        "Sonyflake"
+    );
+    let why = s.text("#detect li:first-child .why").await;
+    assert!(why.contains("machine er konstant i hele listen"), "{why}");
+
+    // One ID alone fits Twitter's and Discord's alike: said so.
+    s.tab_to("ids").await;
+    s.type_active(&format!("{}a{}", Key::Control, Key::Backspace))
+        .await;
+    s.type_active("175928847299117063").await;
+    s.wait_text("#detect-note", |t| t.starts_with("Tvetydig: denne ID-en"))
+        .await;
+    s.screenshot("explorer-detect-nb.png").await;
+    s.close().await;
+}
+
+#[tokio::test]
+async fn compose_in_another_layout_and_custom_inputs_without_javascript() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let Some(s) = Session::start(false).await else {
+        return;
+    };
+    for lang in ["en", "nb"] {
+        s.goto(&format!("/?lang={lang}")).await;
+        // Without the script the custom parts stay shown, so they work.
+        assert!(s.shown("compose-layout-custom").await, "{lang}");
+        // Choose Discord and submit: the form comes back with its fields.
+        s.tab_to("compose-layout").await;
+        s.press(Key::Down).await;
+        s.tab_to("timestamp").await;
+        s.type_active(&format!("1462015105796{}", Key::Enter)).await;
+        s.wait_for("#increment").await;
+        assert!(s.client.find(Locator::Id("datacenter")).await.is_err());
+        s.tab_to("worker").await;
+        s.type_active("1").await;
+        s.tab_to("process").await;
+        s.type_active("0").await;
+        s.tab_to("increment").await;
+        s.type_active(&format!("7{}", Key::Enter)).await;
+        s.wait_text("#id-value", |t| t == "175928847299117063")
+            .await;
+        let url = s.client.current_url().await.unwrap();
+        assert!(url.as_str().contains("layout=discord"), "{lang}: {url}");
+        // A value out of range is named in place, in the page's language.
+        s.tab_to("process").await;
+        s.type_active(&format!("32{}", Key::Enter)).await;
+        let error = s.wait_text("#process-error", |t| !t.is_empty()).await;
+        let expected = match lang {
+            "en" => "process must be 0..=31, got 32",
+            _ => "Feltet process må være et heltall i 0..=31, fikk «32»",
+        };
+        assert_eq!(error, expected);
     }
     s.close().await;
 }

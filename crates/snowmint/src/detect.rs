@@ -164,6 +164,11 @@ pub struct Detection {
     pub ambiguous: bool,
     /// For an ambiguous result: which layouts tie, in English.
     pub note: Option<String>,
+    /// How many of the first candidates tie for best (those the note
+    /// names): 1 when one is best, 0 when no layout fits; for a surface
+    /// that words the note itself.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub tied: usize,
     /// Every candidate, best first.
     pub candidates: Vec<Candidate>,
 }
@@ -236,6 +241,7 @@ pub fn detect(ids: &[SnowflakeId], layouts: &[Layout], now_ms: u64) -> Detection
         ids: ids.len(),
         ambiguous,
         note,
+        tied: tied.len(),
         candidates: candidates.into_iter().map(|c| c.1).collect(),
     }
 }

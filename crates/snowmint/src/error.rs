@@ -1,10 +1,10 @@
 //! The one error type of the format: what was expected, and what was found.
 
-use alloc::borrow::Cow;
 use alloc::boxed::Box;
 use alloc::string::String;
 use core::fmt;
 
+use crate::problem::LayoutProblem;
 use crate::time::Iso8601;
 
 /// The input field an error is about.
@@ -119,7 +119,7 @@ pub(crate) enum ErrorKind {
         max: u64,
     },
     /// A layout that cannot be: widths that do not add up, a bad spec.
-    Layout { reason: Cow<'static, str> },
+    Layout(LayoutProblem),
     /// An error about a field of a layout, under the layout's name for it.
     Named { name: String, inner: Box<ErrorKind> },
     /// A field name the layout does not have; `known` lists its fields.
@@ -233,17 +233,8 @@ impl Error {
         }
     }
 
-    pub(crate) const fn layout(reason: &'static str) -> Error {
-        Error(ErrorKind::Layout {
-            reason: Cow::Borrowed(reason),
-        })
-    }
-
-    /// [`layout`](Error::layout) with a message made for the input.
-    pub(crate) fn layout_owned(reason: String) -> Error {
-        Error(ErrorKind::Layout {
-            reason: Cow::Owned(reason),
-        })
+    pub(crate) const fn layout(problem: LayoutProblem) -> Error {
+        Error(ErrorKind::Layout(problem))
     }
 
     /// The same error about the layout's field `name`.
@@ -313,7 +304,7 @@ impl Error {
             ErrorKind::OutOfRange { field, .. }
             | ErrorKind::Syntax { field, .. }
             | ErrorKind::TimestampOutOfRange { field, .. } => *field,
-            ErrorKind::Layout { .. } => Field::Layout,
+            ErrorKind::Layout(_) => Field::Layout,
             ErrorKind::Order { .. } => Field::To,
             ErrorKind::AboveLayout { .. } => Field::Id,
             ErrorKind::Named { name, .. }
@@ -326,6 +317,22 @@ impl Error {
                 "sequence" => Field::Sequence,
                 _ => Field::LayoutField,
             },
+        }
+    }
+
+    /// What is wrong with the layout, for an error about one ([`Field::Layout`]):
+    /// a surface that speaks another language words it from this.
+    ///
+    /// ```
+    /// use snowmint::{Layout, LayoutProblem};
+    /// let err = Layout::parse("fields=timestamp:41").unwrap_err();
+    /// assert_eq!(err.layout_problem(), Some(&LayoutProblem::MissingEpoch));
+    /// assert_eq!(snowmint::compose(0, 0, 0, 0).unwrap_err().layout_problem(), None);
+    /// ```
+    pub fn layout_problem(&self) -> Option<&LayoutProblem> {
+        match &self.0 {
+            ErrorKind::Layout(problem) => Some(problem),
+            _ => None,
         }
     }
 
@@ -435,7 +442,7 @@ fn write_kind(kind: &ErrorKind, name: Option<&str>, f: &mut fmt::Formatter<'_>) 
                 "{} must be {expected} {min}..={max}, got {found}",
                 named(field)
             ),
-            ErrorKind::Layout { reason } => write!(f, "invalid layout: {reason}"),
+            ErrorKind::Layout(problem) => write!(f, "invalid layout: {problem}"),
             ErrorKind::Named { name, inner } => write_kind(inner, Some(name), f),
             ErrorKind::UnknownField { name, known } if known.is_empty() => write!(
                 f,

@@ -6,6 +6,7 @@ use alloc::vec::Vec;
 use crate::error::{Error, Field};
 use crate::id::SnowflakeId;
 use crate::parse::{ParsedInt, parse_int};
+use crate::problem::LayoutProblem;
 
 /// The Twitter epoch, 2010-11-04T01:42:54.657Z, in Unix milliseconds.
 pub const TWITTER_EPOCH_MS: u64 = 1_288_834_974_657;
@@ -478,12 +479,10 @@ impl Layout {
             + worker_bits as u32
             + sequence_bits as u32;
         if sum != 63 && sum != 64 {
-            return Err(Error::layout(
-                "the four widths must add up to 63 or 64 bits",
-            ));
+            return Err(Error::layout(LayoutProblem::FourWidths));
         }
         if timestamp_bits == 0 {
-            return Err(Error::layout("the timestamp needs at least 1 bit"));
+            return Err(Error::layout(LayoutProblem::NoTimestampBits));
         }
         let mut layout = Layout {
             epoch_ms,
@@ -639,7 +638,7 @@ impl Layout {
     /// ```
     pub const fn with_unit_ms(self, unit_ms: u64) -> Result<Layout, Error> {
         if unit_ms == 0 {
-            return Err(Error::layout("the time unit must be at least 1 ms"));
+            return Err(Error::layout(LayoutProblem::ZeroUnit { input: None }));
         }
         Layout {
             unit_ms,
@@ -738,9 +737,7 @@ impl Layout {
         };
         match last {
             Some(ms) if self.epoch_ms.checked_add(ms).is_some() => Ok(self),
-            _ => Err(Error::layout(
-                "the epoch is so late that the last timestamp overflows 64 bits",
-            )),
+            _ => Err(Error::layout(LayoutProblem::EpochTooLate)),
         }
     }
 

@@ -89,6 +89,7 @@ mod identity;
 mod lab;
 mod layout;
 mod parse;
+mod problem;
 #[cfg(feature = "std")]
 mod reservation;
 #[cfg(feature = "serde")]
@@ -119,6 +120,7 @@ pub use layout::{
     MAX_TIMESTAMP_MS, MAX_WORKER, MIN_TIMESTAMP_MS, Parts, SEQUENCE_BITS, TIMESTAMP_BITS,
     TIMESTAMP_SHIFT, TWITTER_EPOCH_MS, WORKER_BITS, WORKER_SHIFT, compose, decode, parse_in_range,
 };
+pub use problem::LayoutProblem;
 #[cfg(feature = "std")]
 pub use reservation::{FileStore, MemoryStore, ReservationStore, StoreError, StoreErrorKind};
 

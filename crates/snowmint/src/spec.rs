@@ -8,11 +8,9 @@ use core::fmt::Write;
 use core::str::FromStr;
 
 use crate::error::{Error, echo};
-use crate::layout::{FieldName, Layout, MAX_FIELDS, MAX_NAME_LEN};
+use crate::layout::{FieldName, Layout, MAX_FIELDS};
 use crate::parse::{ParsedInt, parse_int};
-
-/// An example spec for error messages: Discord's.
-const EXAMPLE: &str = "epoch=1420070400000;fields=timestamp:42,worker:5,process:5,increment:12";
+use crate::problem::LayoutProblem;
 
 impl Layout {
     /// A preset by name (see [`by_name`](Layout::by_name)) or a layout
@@ -22,7 +20,7 @@ impl Layout {
     /// - `unit`: the time field's unit, `<n>ms` or `<n>s`; `1ms` if left out.
     /// - `fields`: names and widths from the most significant bit down; the
     ///   first is `timestamp`, names are `[a-z0-9_]` (at most
-    ///   [`MAX_NAME_LEN`] bytes, no two alike), widths are 1 to 64 and add
+    ///   [`MAX_NAME_LEN`](crate::MAX_NAME_LEN) bytes, no two alike), widths are 1 to 64 and add
     ///   up to at most 64, at most [`MAX_FIELDS`] fields. The bits above
     ///   them are 0.
     ///
@@ -50,45 +48,32 @@ impl Layout {
             return Ok(preset);
         }
         if text.is_empty() {
-            return Err(Error::layout_owned(format!(
-                "empty: give a preset ({}) or a spec like {EXAMPLE}",
-                presets()
-            )));
+            return Err(bad(LayoutProblem::Empty));
         }
         if !text.contains('=') {
-            return Err(Error::layout_owned(format!(
-                "{:?} is neither a preset ({}) nor a spec like {EXAMPLE}",
-                echo(text),
-                presets()
-            )));
+            return Err(bad(LayoutProblem::NotASpec { input: echo(text) }));
         }
         let (mut epoch, mut unit, mut fields) = (None, None, None);
         for part in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
             let Some((key, value)) = part.split_once('=') else {
-                return Err(bad(format!(
-                    "{:?} is not KEY=VALUE (the keys are epoch, unit and fields)",
-                    echo(part)
-                )));
+                return Err(bad(LayoutProblem::NotKeyValue { part: echo(part) }));
             };
             let slot = match key.trim() {
                 "epoch" => &mut epoch,
                 "unit" => &mut unit,
                 "fields" => &mut fields,
                 other => {
-                    return Err(bad(format!(
-                        "unknown key {:?}: a spec has epoch, unit and fields",
-                        echo(other)
-                    )));
+                    return Err(bad(LayoutProblem::UnknownKey { key: echo(other) }));
                 }
             };
             if slot.replace(value.trim()).is_some() {
-                return Err(bad(format!("{} is given more than once", key.trim())));
+                return Err(bad(LayoutProblem::RepeatedKey {
+                    key: key.trim().to_string(),
+                }));
             }
         }
         let Some(epoch) = epoch else {
-            return Err(bad(format!(
-                "the epoch is missing: add epoch=, Unix ms or ISO-8601, as in {EXAMPLE}"
-            )));
+            return Err(bad(LayoutProblem::MissingEpoch));
         };
         let epoch_ms = parse_epoch(epoch)?;
         let unit_ms = match unit {
@@ -96,9 +81,7 @@ impl Layout {
             None => 1,
         };
         let Some(fields) = fields else {
-            return Err(bad(format!(
-                "the fields are missing: add fields=NAME:BITS,..., as in {EXAMPLE}"
-            )));
+            return Err(bad(LayoutProblem::MissingFields));
         };
         let fields = parse_fields(fields)?;
         let layout = Layout::from_fields(epoch_ms, unit_ms, &fields)?;
@@ -163,50 +146,48 @@ impl Layout {
         fields: &[(&str, u32)],
     ) -> Result<Layout, Error> {
         if fields.len() > MAX_FIELDS {
-            return Err(bad(format!(
-                "{} fields, more than the {MAX_FIELDS} a layout can have",
-                fields.len()
-            )));
+            return Err(bad(LayoutProblem::TooManyFields {
+                count: fields.len(),
+            }));
         }
         let mut names = Vec::with_capacity(fields.len());
         for &(name, bits) in fields {
             let n = field_name(name)?;
             if name == "sign" || name == "unused" {
-                return Err(bad(format!(
-                    "{name} names the bits above a layout's fields: call the field something else"
-                )));
+                return Err(bad(LayoutProblem::ReservedName {
+                    name: name.to_string(),
+                }));
             }
             if !(1..=64).contains(&bits) {
-                return Err(bad(format!("{name} must be 1..=64 bits wide, got {bits}")));
+                return Err(bad(LayoutProblem::BadWidth {
+                    name: name.to_string(),
+                    width: bits.to_string(),
+                }));
             }
             if names.iter().any(|(m, _): &(FieldName, u8)| *m == n) {
-                return Err(bad(format!("{name} is named twice")));
+                return Err(bad(LayoutProblem::NamedTwice {
+                    name: name.to_string(),
+                }));
             }
             names.push((n, bits as u8));
         }
         match names.iter().position(|(n, _)| n.is("timestamp")) {
             None => {
-                return Err(bad(
-                    "no field is named timestamp: one field must hold the time".to_string(),
-                ));
+                return Err(bad(LayoutProblem::NoTimestamp));
             }
             Some(0) => {}
             Some(i) => {
-                return Err(bad(format!(
-                    "timestamp must be the first field (the most significant), so that IDs \
-                     order by time; it comes after {}",
-                    names[i - 1].0
-                )));
+                return Err(bad(LayoutProblem::TimestampNotFirst {
+                    after: names[i - 1].0.to_string(),
+                }));
             }
         }
         let total: u32 = names.iter().map(|&(_, b)| u32::from(b)).sum();
         if total > 64 {
-            return Err(bad(format!(
-                "the widths add up to {total} bits, more than 64"
-            )));
+            return Err(bad(LayoutProblem::TooWide { bits: total }));
         }
         if unit_ms == 0 {
-            return Err(bad("the time unit must be at least 1 ms, got 0".to_string()));
+            return Err(bad(LayoutProblem::ZeroUnit { input: None }));
         }
         Layout::build("custom", epoch_ms, unit_ms, &names).validated()
     }
@@ -221,22 +202,13 @@ impl FromStr for Layout {
     }
 }
 
-fn bad(reason: String) -> Error {
-    Error::layout_owned(reason)
-}
-
-fn presets() -> String {
-    Layout::PRESET_NAMES.join(", ")
+fn bad(problem: LayoutProblem) -> Error {
+    Error::layout(problem)
 }
 
 /// A field name, or an error saying what is wrong with it.
 pub(crate) fn field_name(name: &str) -> Result<FieldName, Error> {
-    FieldName::new(name).ok_or_else(|| {
-        bad(format!(
-            "the field name {:?} must be 1 to {MAX_NAME_LEN} lower-case letters, digits and _",
-            echo(name)
-        ))
-    })
+    FieldName::new(name).ok_or_else(|| bad(LayoutProblem::BadName { name: echo(name) }))
 }
 
 /// Checks that no two fields share a name and only the first is `timestamp`.
@@ -244,28 +216,24 @@ pub(crate) fn check_names(layout: &Layout) -> Result<(), Error> {
     let fields: Vec<_> = layout.fields().collect();
     for (i, f) in fields.iter().enumerate() {
         if matches!(f.name(), "sign" | "unused") {
-            return Err(bad(format!(
-                "{} names the bits above a layout's fields",
-                f.name()
-            )));
+            return Err(bad(LayoutProblem::ReservedName {
+                name: f.name().to_string(),
+            }));
         }
         if i > 0 && f.name() == "timestamp" {
-            return Err(bad("only the time field may be named timestamp".to_string()));
+            return Err(bad(LayoutProblem::TimestampTwice));
         }
         if fields[..i].iter().any(|g| g.name() == f.name()) {
-            return Err(bad(format!("{} is named twice", f.name())));
+            return Err(bad(LayoutProblem::NamedTwice {
+                name: f.name().to_string(),
+            }));
         }
     }
     Ok(())
 }
 
 fn parse_epoch(text: &str) -> Result<u64, Error> {
-    let wrong = || {
-        bad(format!(
-            "the epoch must be Unix milliseconds or an ISO-8601 time at or after 1970-01-01, got {:?}",
-            echo(text)
-        ))
-    };
+    let wrong = || bad(LayoutProblem::BadEpoch { input: echo(text) });
     match parse_int(text) {
         ParsedInt::Int(v) if (0..=i128::from(u64::MAX)).contains(&v) => Ok(v as u64),
         ParsedInt::Int(_) | ParsedInt::TooWide => Err(wrong()),
@@ -277,12 +245,7 @@ fn parse_epoch(text: &str) -> Result<u64, Error> {
 }
 
 fn parse_unit(text: &str) -> Result<u64, Error> {
-    let wrong = || {
-        bad(format!(
-            "the unit must be <n>ms or <n>s (1ms, 10ms, 1s), got {:?}",
-            echo(text)
-        ))
-    };
+    let wrong = || bad(LayoutProblem::BadUnit { input: echo(text) });
     let (digits, scale) = if let Some(d) = text.strip_suffix("ms") {
         (d, 1)
     } else if let Some(d) = text.strip_suffix('s') {
@@ -294,9 +257,9 @@ fn parse_unit(text: &str) -> Result<u64, Error> {
         return Err(wrong());
     }
     match parse_int(digits) {
-        ParsedInt::Int(0) => Err(bad(format!(
-            "the time unit must be at least 1 ms, got {text:?}"
-        ))),
+        ParsedInt::Int(0) => Err(bad(LayoutProblem::ZeroUnit {
+            input: Some(echo(text)),
+        })),
         ParsedInt::Int(n) => u64::try_from(n)
             .ok()
             .and_then(|n| n.checked_mul(scale))
@@ -310,25 +273,20 @@ fn parse_fields(text: &str) -> Result<Vec<(&str, u32)>, Error> {
     let mut out = Vec::new();
     for item in text.split(',').map(str::trim) {
         if item.is_empty() {
-            return Err(bad(format!(
-                "fields= has an empty entry: write NAME:BITS,NAME:BITS, as in {EXAMPLE}"
-            )));
+            return Err(bad(LayoutProblem::EmptyEntry));
         }
         let Some((name, bits)) = item.split_once(':') else {
-            return Err(bad(format!(
-                "the field {:?} has no width: write NAME:BITS",
-                echo(item)
-            )));
+            return Err(bad(LayoutProblem::NoWidth { entry: echo(item) }));
         };
         let name = name.trim();
         field_name(name)?;
         let bits = match parse_int(bits) {
             ParsedInt::Int(b) if (1..=64).contains(&b) => b as u32,
             _ => {
-                return Err(bad(format!(
-                    "{name} must be 1..=64 bits wide, got {:?}",
-                    echo(bits.trim())
-                )));
+                return Err(bad(LayoutProblem::BadWidth {
+                    name: name.to_string(),
+                    width: echo(bits.trim()),
+                }));
             }
         };
         out.push((name, bits));

@@ -8,6 +8,8 @@ use crate::routes::error::ApiError;
 
 const CSS: &str = include_str!("../../../assets/app.css");
 const JS: &str = include_str!("../../../assets/app.js");
+/// Loaded only without JavaScript (from `<noscript>`).
+const NOSCRIPT_CSS: &str = include_str!("../../../assets/noscript.css");
 const FAVICON_SVG: &str = include_str!("../../../assets/favicon.svg");
 /// `favicon.svg` drawn at 32 x 32, as one PNG in an ICO container.
 const FAVICON_ICO: &[u8] = include_bytes!("../../../assets/favicon.ico");
@@ -29,6 +31,7 @@ pub(crate) async fn asset(Path(file): Path<String>) -> Response {
     match file.as_str() {
         "app.css" => cached("text/css; charset=utf-8", FIVE_MINUTES, CSS),
         "app.js" => cached("text/javascript; charset=utf-8", FIVE_MINUTES, JS),
+        "noscript.css" => cached("text/css; charset=utf-8", FIVE_MINUTES, NOSCRIPT_CSS),
         "favicon.svg" => cached("image/svg+xml", FIVE_MINUTES, FAVICON_SVG),
         _ => ApiError::new(StatusCode::NOT_FOUND, None, "no such asset").into_response(),
     }

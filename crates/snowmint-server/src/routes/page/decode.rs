@@ -22,19 +22,19 @@ fn encoding_of(q: &PageQuery) -> Encoding {
 pub(super) fn outcome(q: &PageQuery, lang: Lang) -> Outcome {
     let layout = match q.chosen_layout() {
         Ok(layout) => layout,
-        Err(e) => return Outcome::Invalid("layout", e.to_string()),
+        Err(e) => return Outcome::Invalid("layout".into(), lang.layout_error(&e)),
     };
     let encoding = encoding_of(q);
     if let Some(ids) = q.ids.as_deref().filter(|s| !s.trim().is_empty()) {
         return match list::List::parse(ids, encoding, layout, q.sort.as_deref(), lang) {
             Ok(list) => Outcome::List(list),
-            Err(msg) => Outcome::Invalid("ids", msg),
+            Err(msg) => Outcome::Invalid("ids".into(), msg),
         };
     }
     let typed = q.id.as_deref().unwrap_or("");
     match encoding.parse(typed).and_then(|id| layout.check_id(id)) {
         Ok(id) => Outcome::Id(layout.breakdown(id), layout),
-        Err(e) => Outcome::Invalid("id", lang.field_error(&e, typed)),
+        Err(e) => Outcome::Invalid("id".into(), lang.field_error(&e, typed)),
     }
 }
 

@@ -10,7 +10,7 @@ use super::Page;
 /// A labelled text input.
 pub(super) struct TextField<'a> {
     /// The input's `id` and `name` (and the prefix of its hint and error).
-    pub name: &'static str,
+    pub name: &'a str,
     pub label: &'a str,
     pub value: &'a str,
     pub hint: Option<&'a str>,
@@ -120,10 +120,13 @@ pub(super) fn layout_select(page: &Page, id: &str) -> Markup {
     } else {
         Default::default()
     };
-    // Both forms have a layout: the error goes to the one submitted.
-    let error = page
-        .error_for("layout")
-        .filter(|_| (id == "range-layout") == (page.mode == super::Mode::Range));
+    // Every form has a layout: the error goes to the one submitted.
+    let form = match id {
+        "compose-layout" => super::Mode::Compose,
+        "range-layout" => super::Mode::Range,
+        _ => super::Mode::Decode,
+    };
+    let error = page.error_for("layout").filter(|_| page.mode == form);
     let error_id = format!("{id}-error");
     let part = |suffix: &str,
                 name: &'static str,
@@ -157,7 +160,9 @@ pub(super) fn layout_select(page: &Page, id: &str) -> Markup {
             }
             p.hint id=(hint_id) { (t.layout_hint) }
         }
-        fieldset.custom-layout id={ (id) "-custom" } {
+        // Hidden unless Custom… is chosen; shown always without JavaScript
+        // (assets/noscript.css), so the form still works.
+        fieldset.custom-layout id={ (id) "-custom" } hidden[!custom] {
             legend { (t.custom_legend) }
             p.hint { (t.custom_hint) }
             (part("epoch", "layout_epoch", t.custom_epoch, t.custom_epoch_hint, &epoch, "2020-01-01"))

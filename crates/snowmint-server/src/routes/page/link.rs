@@ -53,10 +53,23 @@ fn layout_param(layout: Layout) -> String {
     }
 }
 
-/// The URL of a result: its four values, or the ID it decodes (in its
-/// layout).
+/// The URL of a result: the values it was composed of (in its layout), or
+/// the ID it decodes.
 pub(super) fn share(page: &Page, b: &Breakdown, layout: Layout) -> String {
     match page.mode {
+        Mode::Compose if layout != Layout::TWITTER => {
+            let param = layout_param(layout);
+            let timestamp = b.timestamp_ms.to_string();
+            let values: Vec<(&str, String)> = layout
+                .field_values(b.id)
+                .into_iter()
+                .map(|(name, v)| (name, v.to_string()))
+                .collect();
+            let mut pairs = vec![("layout", param.as_str()), ("timestamp", &timestamp)];
+            pairs.extend(values.iter().map(|(name, v)| (*name, v.as_str())));
+            pairs.push(("lang", page.lang_param()));
+            to("/", &pairs)
+        }
         Mode::Compose => to(
             "/",
             &[

@@ -140,6 +140,13 @@ impl List {
     pub(super) fn len(&self) -> usize {
         self.rows.len()
     }
+
+    /// The IDs in the order they were pasted.
+    fn pasted(&self) -> Vec<snowmint::SnowflakeId> {
+        let mut rows: Vec<&Row> = self.rows.iter().collect();
+        rows.sort_by_key(|r| r.line);
+        rows.into_iter().map(|r| r.b.id).collect()
+    }
 }
 
 /// The table: line, ID, time and the layout's fields, headed by the
@@ -203,6 +210,7 @@ pub(super) fn table(page: &Page, list: &List) -> Markup {
                 }
             }
         }
+        (super::detect::section(page, &super::detect::detection(&list.pasted(), layout, page.state.now_ms())))
     }
 }
 

@@ -10,7 +10,8 @@
 //! - one file per panel, each a `panel(&Page) -> Markup`: [`compose`],
 //!   [`decode`], [`range`], [`result`], [`live`], [`limits`] and the
 //!   explanatory [`guide`]. A new panel is a new file and one line in
-//!   [`frame`]; [`list`] is the decode panel's table of many IDs;
+//!   [`frame`]; [`list`] is the decode panel's table of many IDs, and
+//!   [`detect`] says which system made them;
 //! - [`form`]: the labelled field with hint and inline error the forms
 //!   share; [`link`]: the page's own URLs;
 //! - [`facts`]: every number the page states about the format, derived
@@ -23,6 +24,7 @@
 mod assets;
 mod compose;
 mod decode;
+mod detect;
 pub(crate) mod facts;
 mod form;
 mod guide;
@@ -37,6 +39,8 @@ mod result;
 mod social;
 #[cfg(test)]
 mod tests;
+
+use std::borrow::Cow;
 
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -82,7 +86,36 @@ pub(crate) struct PageQuery {
     /// The range panel's SQL dialect.
     dialect: Option<String>,
     lang: Option<String>,
+    /// Every other parameter whose name could be a layout's field (the
+    /// compose form's fields beyond datacenter, worker and sequence), in
+    /// query order, at most [`MAX_EXTRA`] of them.
+    extra: Vec<(String, String)>,
 }
+
+/// The most parameters kept beyond the page's own: room for every field of
+/// a layout twice over, a bound on what one query makes the page hold.
+const MAX_EXTRA: usize = 2 * snowmint::MAX_FIELDS;
+
+/// The page's own parameters, which a layout's field may not be named for
+/// the compose form to hold it (`datacenter`, `worker` and `sequence` are
+/// Twitter's fields, `timestamp` the time of every layout).
+pub(crate) const RESERVED: [&str; 15] = [
+    "at",
+    "id",
+    "ids",
+    "from",
+    "layout",
+    "layout_epoch",
+    "layout_unit",
+    "layout_fields",
+    "sort",
+    "range_from",
+    "range_from_at",
+    "range_to",
+    "range_to_at",
+    "dialect",
+    "lang",
+];
 
 impl PageQuery {
     /// Reads the query's pairs. A parameter the page knows that is given
@@ -94,6 +127,9 @@ impl PageQuery {
         let mut repeated = None;
         for (key, value) in pairs {
             let Some((name, slot)) = q.slot(&key) else {
+                if q.extra.len() < MAX_EXTRA && snowmint::FieldName::new(&key).is_some() {
+                    q.extra.push((key, value));
+                }
                 continue;
             };
             if slot.is_some() {
@@ -132,7 +168,7 @@ impl PageQuery {
     }
 
     /// Every parameter that is set, in form order (for the language link).
-    fn pairs(&self) -> Vec<(&'static str, &str)> {
+    fn pairs(&self) -> Vec<(&str, &str)> {
         [
             ("timestamp", &self.timestamp),
             ("at", &self.at),
@@ -155,7 +191,28 @@ impl PageQuery {
         ]
         .into_iter()
         .filter_map(|(k, v)| v.as_deref().map(|v| (k, v)))
+        .chain(self.extra.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .collect()
+    }
+
+    /// What was typed for the compose form's field `name`: `Err` when it
+    /// is given more than once (the page's own parameters are checked for
+    /// that as they are read).
+    fn field_value(&self, name: &str) -> Result<Option<&str>, ()> {
+        let own = match name {
+            "datacenter" => &self.datacenter,
+            "worker" => &self.worker,
+            "sequence" => &self.sequence,
+            _ => {
+                let mut given = self.extra.iter().filter(|(k, _)| k == name);
+                let first = given.next().map(|(_, v)| v.as_str());
+                return match given.next() {
+                    Some(_) => Err(()),
+                    None => Ok(first),
+                };
+            }
+        };
+        Ok(own.as_deref())
     }
 
     /// The layout chosen: a preset or a spec in `layout`, or with `layout`
@@ -205,7 +262,7 @@ enum Outcome {
     /// The IDs of a time span.
     Span(IdSpan, Layout),
     /// The first bad field (its form-field name) and the message.
-    Invalid(&'static str, String),
+    Invalid(Cow<'static, str>, String),
     /// A parameter given more than once (its name) and the message.
     Repeated(&'static str, String),
 }
@@ -290,9 +347,8 @@ impl Page<'_> {
     /// The inline error of the form field `name`, if the outcome is one.
     fn error_for(&self, name: &str) -> Option<&str> {
         match &self.outcome {
-            Outcome::Invalid(field, msg) | Outcome::Repeated(field, msg) if *field == name => {
-                Some(msg)
-            }
+            Outcome::Invalid(field, msg) if *field == name => Some(msg),
+            Outcome::Repeated(field, msg) if *field == name => Some(msg),
             _ => None,
         }
     }
@@ -349,6 +405,8 @@ fn frame(page: &Page) -> Markup {
                 link rel="icon" href="/favicon.ico" sizes="32x32";
                 link rel="icon" href="/assets/favicon.svg" type="image/svg+xml";
                 link rel="stylesheet" href="/assets/app.css";
+                // What the script would show or hide, for a browser without it.
+                noscript { link rel="stylesheet" href="/assets/noscript.css"; }
                 script src="/assets/app.js" defer {}
             }
             // What the script needs: messages in the page's language and

@@ -35,7 +35,7 @@ fn end<'a>(
 pub(super) fn outcome(q: &PageQuery, lang: Lang, now_ms: u64) -> Outcome {
     let layout = match q.chosen_layout() {
         Ok(layout) => layout,
-        Err(e) => return Outcome::Invalid("layout", e.to_string()),
+        Err(e) => return Outcome::Invalid("layout".into(), lang.layout_error(&e)),
     };
     let (from, from_name) = end(
         &q.range_from,
@@ -47,7 +47,7 @@ pub(super) fn outcome(q: &PageQuery, lang: Lang, now_ms: u64) -> Outcome {
     match api::range_typed(Some(from), Some(to), layout, now_ms) {
         Ok(span) => Outcome::Span(span, layout),
         Err(e) if e.field() == Field::From => {
-            Outcome::Invalid(from_name, lang.field_error_in(layout, &e, from))
+            Outcome::Invalid(from_name.into(), lang.field_error_in(layout, &e, from))
         }
         Err(e) => {
             // Both ends readable on their own: the span runs backwards.
@@ -56,7 +56,7 @@ pub(super) fn outcome(q: &PageQuery, lang: Lang, now_ms: u64) -> Outcome {
                 (Ok(from_ms), Ok(to_ms)) => lang.order_error(&e, from_ms, to_ms),
                 _ => lang.field_error_in(layout, &e, to),
             };
-            Outcome::Invalid(to_name, msg)
+            Outcome::Invalid(to_name.into(), msg)
         }
     }
 }

@@ -325,12 +325,220 @@ async fn the_layout_select_reads_a_discord_id() {
         html.contains(r#"aria-label="Shard: 0000000000000""#),
         "{html}"
     );
-    // The share link keeps the layout; composing stays Twitter's.
+    // The share link keeps the layout.
     let html = page.text();
     assert!(html.contains(r#"href="/?id=175928847299117063&amp;layout=discord">"#));
-    let composed =
-        get("/?timestamp=1288834975657&datacenter=1&worker=1&sequence=0&layout=discord").await;
-    assert_eq!(by_id(composed.text(), "id-value"), "4194439168");
+}
+
+/// What follows `open` up to `close`.
+fn between<'a>(html: &'a str, open: &str, close: &str) -> &'a str {
+    let (_, rest) = html.split_once(open).unwrap_or_else(|| panic!("no {open}"));
+    rest.split_once(close)
+        .unwrap_or_else(|| panic!("no {close}"))
+        .0
+}
+
+/// The `value` of the input `id`.
+fn value<'a>(html: &'a str, id: &str) -> &'a str {
+    let open = format!(r#"id="{id}" name="{id}" value=""#);
+    let start = html.find(&open).unwrap_or_else(|| panic!("no #{id}")) + open.len();
+    &html[start..start + html[start..].find('"').unwrap()]
+}
+
+#[tokio::test]
+async fn composes_in_discords_layout_without_javascript() {
+    // Discord's documented example, its fields by their own names.
+    let page = get("/?layout=discord&worker=1&process=0&increment=7&timestamp=1462015105796").await;
+    let html = page.text();
+    assert_eq!(by_id(html, "id-value"), "175928847299117063");
+    assert_eq!(by_id(html, "layout-value"), "Discord");
+    assert!(
+        html.contains(r#"aria-label="Increment: 000000000111""#),
+        "{html}"
+    );
+    // The form is Discord's: its three fields, as typed, with their ranges.
+    let fields = between(
+        html,
+        r#"<div class="trio" id="compose-fields" data-layout="discord">"#,
+        "</form>",
+    );
+    for (name, typed) in [("worker", "1"), ("process", "0"), ("increment", "7")] {
+        assert_eq!(value(fields, name), typed);
+    }
+    assert!(fields.contains(">Increment (0–4095)</label>"), "{fields}");
+    assert!(!fields.contains("datacenter"), "{fields}");
+    assert!(html.contains(
+        r#"<select id="compose-layout" name="layout" aria-describedby="compose-layout-hint"><option value="twitter">"#
+    ));
+    // Its share link composes again, in Discord's layout.
+    assert!(html.contains(
+        r#"href="/?layout=discord&amp;timestamp=1462015105796&amp;worker=1&amp;process=0&amp;increment=7">"#
+    ), "{html}");
+
+    // Choosing Sonyflake without a script and submitting: the fields it
+    // lacks are left out, the ones missing are 0, and the form is its own.
+    let sony =
+        get("/?layout=sonyflake&timestamp=1700000000000&datacenter=3&worker=3&sequence=2").await;
+    let html = sony.text();
+    let fields = between(
+        html,
+        r#"<div class="trio" id="compose-fields" data-layout="sonyflake">"#,
+        "</form>",
+    );
+    assert_eq!(value(fields, "sequence"), "2");
+    assert_eq!(value(fields, "machine"), "0");
+    let expected = snowmint::Layout::SONYFLAKE
+        .compose_fields(1700000000000, &[("sequence", 2), ("machine", 0)])
+        .unwrap();
+    assert_eq!(by_id(html, "id-value"), expected.to_string());
+
+    // A value out of range is named in place, with its range, in the
+    // page's language.
+    for (lang, start) in [
+        ("en", "process must be 0..=31, got 32"),
+        (
+            "nb",
+            "Feltet process må være et heltall i 0..=31, fikk «32»",
+        ),
+    ] {
+        let bad = get(&format!(
+            "/?layout=discord&worker=1&process=32&increment=7&timestamp=1462015105796&lang={lang}"
+        ))
+        .await;
+        assert_eq!(by_id(bad.text(), "process-error"), start);
+        assert!(bad.text().contains(r#"id="process" name="process" value="32" autocomplete="off" spellcheck="false" aria-describedby="process-error" aria-invalid="true""#));
+    }
+    // A custom layout's own names; a time before its epoch names the timestamp.
+    let custom = "epoch%3D2020-01-01%3Bfields%3Dtimestamp%3A41%2Cnode%3A10%2Cstep%3A12";
+    let page = get(&format!(
+        "/?layout={custom}&timestamp=1577836800001&node=1023&step=5"
+    ))
+    .await;
+    assert_eq!(
+        by_id(page.text(), "id-value"),
+        ((1u64 << 22) | (1023 << 12) | 5).to_string()
+    );
+    let early = get(&format!(
+        "/?layout={custom}&timestamp=1&node=1&step=1&lang=nb"
+    ))
+    .await;
+    assert!(
+        by_id(early.text(), "timestamp-error").starts_with("Tidsstempelet må være"),
+        "{}",
+        early.text()
+    );
+    // A field named like a parameter of the page cannot be composed here.
+    let clash = get("/?layout=epoch%3D0%3Bfields%3Dtimestamp%3A41%2Cid%3A10").await;
+    assert!(
+        by_id(clash.text(), "compose-layout-error")
+            .starts_with("a field named id cannot be composed here")
+    );
+}
+
+#[tokio::test]
+async fn spec_errors_in_both_languages() {
+    let cases = [
+        (
+            "epoch%3D0%3Bfields%3Dtimestamp%3A41%2Cworker%3A10%2Csequence%3A14",
+            "invalid layout: the widths add up to 65 bits, more than 64",
+            "ugyldig oppsett: breddene blir til sammen 65 biter, mer enn 64",
+        ),
+        (
+            "epoch%3D0%3Bfields%3Dworker%3A10",
+            "invalid layout: no field is named timestamp: one field must hold the time",
+            "ugyldig oppsett: ingen felt heter timestamp: ett felt må holde tiden",
+        ),
+        (
+            "epoch%3D0%3Bunit%3D0ms%3Bfields%3Dtimestamp%3A41",
+            "invalid layout: the time unit must be at least 1 ms, got &quot;0ms&quot;",
+            "ugyldig oppsett: tidsenheten må være minst 1 ms, fikk «0ms»",
+        ),
+        (
+            "fields%3Dtimestamp%3A41",
+            "invalid layout: the epoch is missing",
+            "ugyldig oppsett: epoken mangler: legg til epoch=",
+        ),
+        (
+            "epoch%3D0%3Bfields%3Dtimestamp%3A41%2CWorker%3A5",
+            "invalid layout: the field name &quot;Worker&quot; must be",
+            "ugyldig oppsett: feltnavnet «Worker» må være 1 til 24",
+        ),
+    ];
+    for (spec, en, nb) in cases {
+        // Each form's own select shows the error of the form submitted.
+        for (query, id) in [
+            (format!("/?layout={spec}"), "compose-layout-error"),
+            (format!("/?layout={spec}&id=1"), "layout-error"),
+            (
+                format!("/?layout={spec}&range_from=now"),
+                "range-layout-error",
+            ),
+        ] {
+            let page = get(&query).await;
+            let msg = by_id(page.text(), id);
+            assert!(msg.starts_with(en), "{query}: {msg}");
+            let page = get(&format!("{query}&lang=nb")).await;
+            let msg = by_id(page.text(), id);
+            assert!(msg.starts_with(nb), "{query}: {msg}");
+        }
+    }
+    // The custom parts spell a spec too; its error is named in place.
+    let page = get("/?layout=custom&layout_epoch=&layout_fields=timestamp%3A41&id=1&lang=nb").await;
+    let msg = by_id(page.text(), "layout-error");
+    assert!(
+        msg.starts_with("ugyldig oppsett: epoken må være Unix-millisekunder"),
+        "{msg}"
+    );
+}
+
+#[tokio::test]
+async fn a_pasted_list_says_which_system_made_it() {
+    // Twenty Sonyflake IDs of one machine, seconds apart.
+    let sony = snowmint::Layout::SONYFLAKE;
+    let ids: Vec<String> = (0..20u64)
+        .map(|i| {
+            let t = 1_700_000_000_000 + i * 3_717;
+            let seq = u64::from(i % 5 == 4);
+            sony.compose_fields(t, &[("sequence", seq), ("machine", 810)])
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let page = get(&format!("/?ids={}", ids.join("%0A"))).await;
+    let html = page.text();
+    let ranked = between(
+        html,
+        r#"<ol class="candidates" id="detect" aria-labelledby="detect-h">"#,
+        "</ol>",
+    );
+    assert!(
+        ranked.starts_with(
+            r#"<li data-layout="sonyflake"><strong class="candidate">Sonyflake</strong>"#
+        ),
+        "{ranked}"
+    );
+    assert!(
+        ranked.contains("machine constant across the list"),
+        "{ranked}"
+    );
+    assert!(!html.contains(r#"id="detect-note""#));
+    assert_eq!(by_id(html, "detect-h"), "Which system made these IDs?");
+    let nb = get(&format!("/?ids={}&lang=nb", ids.join("%0A"))).await;
+    let html = nb.text();
+    assert_eq!(
+        by_id(html, "detect-h"),
+        "Hvilket system laget disse ID-ene?"
+    );
+    assert!(html.contains("machine er konstant i hele listen"), "{html}");
+    // One ID in Twitter's and Discord's shape: ambiguous, said so.
+    let one = get("/?ids=175928847299117063").await;
+    let note = by_id(one.text(), "detect-note");
+    assert!(
+        note.starts_with("Ambiguous: this ID could come from"),
+        "{note}"
+    );
+    let one = get("/?ids=175928847299117063&lang=nb").await;
+    assert!(by_id(one.text(), "detect-note").starts_with("Tvetydig: denne ID-en"));
 }
 
 #[tokio::test]
@@ -445,5 +653,65 @@ async fn a_decoded_time_has_discord_markup_and_a_local_time_row() {
     assert!(
         nb.text()
             .contains("<dt class=\"js-only\" hidden>Tid (din tidssone)</dt>")
+    );
+}
+
+#[test]
+fn a_layouts_field_may_not_take_a_parameter_of_the_pages_own() {
+    // Every parameter the page reads is reserved, but the compose form's
+    // time and Twitter's three fields.
+    let composed = ["timestamp", "datacenter", "worker", "sequence"];
+    let every: Vec<(String, String)> = composed
+        .iter()
+        .chain(super::RESERVED.iter())
+        .map(|name| (name.to_string(), "1".to_owned()))
+        .collect();
+    let (q, repeated) = super::PageQuery::from_pairs(every);
+    assert_eq!(repeated, None);
+    assert!(q.extra.is_empty(), "{:?}", q.extra);
+    for (name, _) in q.pairs() {
+        assert!(
+            composed.contains(&name) || super::RESERVED.contains(&name),
+            "{name}"
+        );
+    }
+    // And a name the page does not read is kept for the compose form.
+    let (q, _) = super::PageQuery::from_pairs(vec![("process".into(), "3".into())]);
+    assert_eq!(q.field_value("process"), Ok(Some("3")));
+}
+
+#[tokio::test]
+async fn the_custom_inputs_are_hidden_unless_chosen_and_shown_without_javascript() {
+    let html = get("/").await;
+    let html = html.text();
+    for id in [
+        "compose-layout-custom",
+        "layout-custom",
+        "range-layout-custom",
+    ] {
+        assert!(
+            html.contains(&format!(
+                r#"<fieldset class="custom-layout" id="{id}" hidden>"#
+            )),
+            "{id}"
+        );
+    }
+    assert!(
+        html.contains(
+            r#"<noscript><link rel="stylesheet" href="/assets/noscript.css"></noscript>"#
+        )
+    );
+    let custom = get("/?layout=custom&layout_epoch=0&layout_fields=timestamp%3A41&id=1").await;
+    assert!(
+        custom
+            .text()
+            .contains(r#"<fieldset class="custom-layout" id="layout-custom">"#)
+    );
+    let css = get("/assets/noscript.css").await;
+    assert_eq!(css.status, StatusCode::OK);
+    assert_eq!(css.headers[header::CONTENT_TYPE], "text/css; charset=utf-8");
+    assert!(
+        css.text()
+            .contains(".custom-layout[hidden] { display: block !important; }")
     );
 }

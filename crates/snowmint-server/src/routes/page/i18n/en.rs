@@ -29,6 +29,12 @@ pub(super) static TEXT: Text = Text {
     worker_label: "Worker ID",
     sequence_label: "Sequence",
     compose_submit: "Show the ID",
+    compose_noscript: "After choosing another layout, show the ID: the form then has that layout's fields.",
+    compose_reserved: |name| {
+        format!(
+            "a field named {name} cannot be composed here, the page's own parameter has that name: rename the field, or use GET /api/v1/compose"
+        )
+    },
     decode_heading: "Decode an ID",
     id_label: "ID",
     id_hint: |f| {
@@ -57,7 +63,7 @@ pub(super) static TEXT: Text = Text {
     line_error: |n, e| format!("line {n}: {e}"),
     layout_label: "Layout",
     layout_default: "default",
-    layout_hint: "Read the ID as another system lays out its bits, or as your own (Custom…). Composing always uses Twitter's layout.",
+    layout_hint: "Read or compose IDs as another system lays out their bits, or as your own (Custom…).",
     repeated: |name| format!("{name} is given more than once in the query; give it once"),
     range_heading: "IDs of a time span",
     range_from_label: "From",
@@ -107,6 +113,17 @@ pub(super) static TEXT: Text = Text {
     },
     list_line: "Line",
     list_sort_hint: "Choose a column heading to sort by it; choose it again to reverse.",
+    detect_heading: "Which system made these IDs?",
+    detect_intro: "Each layout, ranked by how well these IDs fit it: times between its epoch and now, node fields constant or few, sequences small for their width, IDs increasing with time.",
+    detect_ambiguous: |n, names| {
+        let which = if n == 1 { "this ID" } else { "these IDs" };
+        format!(
+            "Ambiguous: {which} could come from {names} alike; more IDs from the same system tell them apart."
+        )
+    },
+    detect_score: "score",
+    detect_none: "no ID fits this layout",
+    detect_reason: |r| r.to_string(),
     layout_custom: "Custom…",
     custom_legend: "Custom layout",
     custom_hint: "Used when the layout is Custom…: its epoch, time unit and fields from the top bit down, the first named timestamp.",
@@ -310,7 +327,7 @@ pub(super) static TEXT: Text = Text {
             html! {
                 p { "Twitter made the format in 2010 for tweet IDs: tweets were written to thousands of database machines, and no single counter could keep up with them all. Discord later used the same 64-bit layout for messages, users and servers, with an epoch of its own (2015-01-01), and Instagram built a similar scheme for its posts inside PostgreSQL, with a shard number where Twitter has datacenter and worker." }
                 p { "The same idea serves sharded databases, order and invoice numbers, and event logs: anywhere many writers need unique keys that sort by time, without a round trip to a central counter. " }
-                p { "Those systems lay out their bits differently, so one number means a different time in each. The decoder above reads their IDs too: choose the layout, as in " a #uses-discord href=(discord) { "Discord's own example ID" } ", or decode Instagram, Sonyflake (10 ms time units, the machine ID lowest) and Mastodon IDs the same way. The command line does it with " code { "snowmint decode --layout discord ID" } ". Composing stays Twitter's layout." }
+                p { "Those systems lay out their bits differently, so one number means a different time in each. The decoder above reads their IDs too: choose the layout, as in " a #uses-discord href=(discord) { "Discord's own example ID" } ", or decode Instagram, Sonyflake (10 ms time units, the machine ID lowest) and Mastodon IDs the same way. The command line does it with " code { "snowmint decode --layout discord ID" } ". The compose form takes the same layouts: its fields are the chosen layout's." }
             }
         },
         minter_heading: "This calculator versus a production minter",

@@ -8,7 +8,7 @@ mod nb;
 
 use maud::Markup;
 use snowmint::time::Iso8601;
-use snowmint::{Field, Layout};
+use snowmint::{Field, Layout, LayoutProblem};
 
 use crate::routes::page::facts::Facts;
 
@@ -97,6 +97,15 @@ impl Lang {
         out
     }
 
+    /// A score 0 to 1 with two decimals, the language's decimal sign.
+    pub(crate) fn decimal(self, v: f64) -> String {
+        let text = format!("{v:.2}");
+        match self {
+            Lang::En => text,
+            Lang::Nb => text.replace('.', ","),
+        }
+    }
+
     /// A field error for people: the core's message in English; in Bokmål
     /// the same facts (field, allowed range, what was typed). Ranges are
     /// the Twitter layout's; see [`field_error_in`](Lang::field_error_in).
@@ -117,13 +126,7 @@ impl Lang {
             Lang::Nb => {
                 let field = err.field();
                 let (min, max) = layout.range(field);
-                let typed = typed.trim();
-                let got = if typed.is_empty() {
-                    "ingenting".to_owned()
-                } else {
-                    let short: String = typed.chars().take(40).collect();
-                    format!("«{short}»")
-                };
+                let got = got_nb(typed);
                 let time = |what: &str| {
                     format!(
                         "{what} må være Unix-millisekunder eller en ISO-8601-tid i \
@@ -146,11 +149,44 @@ impl Lang {
                     Field::Worker => {
                         format!("Arbeider-ID-en må være et heltall i {min}..={max}, fikk {got}")
                     }
-                    // A layout's own field or a spec: the core's words.
-                    Field::Layout | Field::LayoutField => err.to_string(),
+                    // A spec in Bokmål; a layout's own field: see layout_field_error.
+                    Field::Layout => Lang::Nb.layout_error(err),
+                    Field::LayoutField => err.to_string(),
                     _ => format!("Sekvensen må være et heltall i {min}..={max}, fikk {got}"),
                 }
             }
+        }
+    }
+
+    /// An error about a field of `layout` composed from `typed`: the
+    /// core's message in English; in Bokmål the same facts, the range the
+    /// layout's own for the field the error names.
+    pub(crate) fn layout_field_error(
+        self,
+        layout: Layout,
+        err: &snowmint::Error,
+        typed: &str,
+    ) -> String {
+        let field = layout
+            .field(err.field_name())
+            .filter(|f| !f.is_time() && self == Lang::Nb);
+        match field {
+            Some(f) => format!(
+                "Feltet {} må være et heltall i 0..={}, fikk {}",
+                f.name(),
+                f.max(),
+                got_nb(typed)
+            ),
+            None => self.field_error_in(layout, err, typed),
+        }
+    }
+
+    /// A layout that cannot be (a bad spec): the core's message in
+    /// English, the same facts in Bokmål.
+    pub(crate) fn layout_error(self, err: &snowmint::Error) -> String {
+        match (self, err.layout_problem()) {
+            (Lang::Nb, Some(problem)) => format!("ugyldig oppsett: {}", layout_problem_nb(problem)),
+            _ => err.to_string(),
         }
     }
 
@@ -165,6 +201,90 @@ impl Lang {
                 Iso8601(to_ms as i64),
             ),
         }
+    }
+}
+
+/// What is wrong with a layout, in Bokmål: the facts of the core's
+/// English reason.
+fn layout_problem_nb(problem: &LayoutProblem) -> String {
+    use LayoutProblem as P;
+    let example = Layout::DISCORD.spec();
+    let presets = Layout::PRESET_NAMES.join(", ");
+    match problem {
+        P::Empty => format!(
+            "tomt: oppgi et ferdig oppsett ({presets}) eller en spesifikasjon som {example}"
+        ),
+        P::NotASpec { input } => format!(
+            "«{input}» er verken et ferdig oppsett ({presets}) eller en spesifikasjon som {example}"
+        ),
+        P::NotKeyValue { part } => {
+            format!("«{part}» er ikke NØKKEL=VERDI (nøklene er epoch, unit og fields)")
+        }
+        P::UnknownKey { key } => {
+            format!("ukjent nøkkel «{key}»: en spesifikasjon har epoch, unit og fields")
+        }
+        P::RepeatedKey { key } => format!("{key} står mer enn én gang"),
+        P::MissingEpoch => {
+            format!("epoken mangler: legg til epoch=, Unix-ms eller ISO-8601, som i {example}")
+        }
+        P::MissingFields => {
+            format!("feltene mangler: legg til fields=NAVN:BITER,..., som i {example}")
+        }
+        P::BadEpoch { input } => format!(
+            "epoken må være Unix-millisekunder eller en ISO-8601-tid fra og med 1970-01-01, fikk «{input}»"
+        ),
+        P::BadUnit { input } => {
+            format!("tidsenheten må være <n>ms eller <n>s (1ms, 10ms, 1s), fikk «{input}»")
+        }
+        P::ZeroUnit { input } => format!(
+            "tidsenheten må være minst 1 ms, fikk {}",
+            input
+                .as_deref()
+                .map_or_else(|| "0".to_owned(), |i| format!("«{i}»"))
+        ),
+        P::EmptyEntry => {
+            format!("fields= har en tom oppføring: skriv NAVN:BITER,NAVN:BITER, som i {example}")
+        }
+        P::NoWidth { entry } => format!("feltet «{entry}» har ingen bredde: skriv NAVN:BITER"),
+        P::BadName { name } => format!(
+            "feltnavnet «{name}» må være 1 til {} små bokstaver (a–z), sifre og _",
+            snowmint::MAX_NAME_LEN
+        ),
+        P::BadWidth { name, width } => {
+            format!("{name} må være 1..=64 biter bredt, fikk «{width}»")
+        }
+        P::TooManyFields { count } => format!(
+            "{count} felter, flere enn de {} et oppsett kan ha",
+            snowmint::MAX_FIELDS
+        ),
+        P::ReservedName { name } => {
+            format!("{name} er navnet på bitene over feltene i et oppsett: kall feltet noe annet")
+        }
+        P::NamedTwice { name } => format!("{name} er brukt som navn to ganger"),
+        P::NoTimestamp => "ingen felt heter timestamp: ett felt må holde tiden".to_owned(),
+        P::TimestampNotFirst { after } => format!(
+            "timestamp må være det første feltet (det mest signifikante), så ID-ene sorteres etter tid; det kommer etter {after}"
+        ),
+        P::TimestampTwice => "bare tidsfeltet kan hete timestamp".to_owned(),
+        P::TooWide { bits } => format!("breddene blir til sammen {bits} biter, mer enn 64"),
+        P::EpochTooLate => {
+            "epoken er så sen at den siste tiden ikke får plass i 64 biter".to_owned()
+        }
+        P::FourWidths => "de fire breddene må bli 63 eller 64 biter til sammen".to_owned(),
+        P::NoTimestampBits => "tidsstempelet trenger minst 1 bit".to_owned(),
+        // A problem added later: the core's words.
+        other => other.to_string(),
+    }
+}
+
+/// What was typed, as a Bokmål message quotes it.
+fn got_nb(typed: &str) -> String {
+    let typed = typed.trim();
+    if typed.is_empty() {
+        "ingenting".to_owned()
+    } else {
+        let short: String = typed.chars().take(40).collect();
+        format!("«{short}»")
     }
 }
 
@@ -217,6 +337,10 @@ pub(crate) struct Text {
     pub worker_label: &'static str,
     pub sequence_label: &'static str,
     pub compose_submit: &'static str,
+    /// Under the compose form's layout select, without JavaScript.
+    pub compose_noscript: &'static str,
+    /// A layout's field named like a parameter of the page: its name.
+    pub compose_reserved: fn(&str) -> String,
     pub decode_heading: &'static str,
     pub id_label: &'static str,
     pub id_hint: Stated,
@@ -302,6 +426,16 @@ pub(crate) struct Text {
     pub list_caption: fn(usize, &str) -> String,
     pub list_line: &'static str,
     pub list_sort_hint: &'static str,
+    /// Under a list: which system made these IDs.
+    pub detect_heading: &'static str,
+    pub detect_intro: &'static str,
+    /// The best candidates tie: (how many IDs, the tied layouts' names).
+    pub detect_ambiguous: fn(usize, &str) -> String,
+    pub detect_score: &'static str,
+    /// A candidate no ID fits.
+    pub detect_none: &'static str,
+    /// Why a candidate ranks where it does.
+    pub detect_reason: fn(&snowmint::Reason) -> String,
     /// The result's row naming the layout an ID was read in.
     pub layout_row: &'static str,
     pub bits_heading: &'static str,

@@ -29,6 +29,12 @@ pub(super) static TEXT: Text = Text {
     worker_label: "Arbeider-ID",
     sequence_label: "Sekvens",
     compose_submit: "Vis ID-en",
+    compose_noscript: "Når du har valgt et annet oppsett, vis ID-en: da har skjemaet feltene til det oppsettet.",
+    compose_reserved: |name| {
+        format!(
+            "et felt som heter {name}, kan ikke settes sammen her, siden har en egen parameter med det navnet: gi feltet et annet navn, eller bruk GET /api/v1/compose"
+        )
+    },
     decode_heading: "Dekod en ID",
     id_label: "ID",
     id_hint: |f| {
@@ -57,7 +63,7 @@ pub(super) static TEXT: Text = Text {
     line_error: |n, e| format!("linje {n}: {e}"),
     layout_label: "Oppsett",
     layout_default: "standard",
-    layout_hint: "Les ID-en slik et annet system legger ut bitene, eller ditt eget (Egendefinert …). Å lage en ID bruker alltid Twitters oppsett.",
+    layout_hint: "Les eller lag ID-er slik et annet system legger ut bitene, eller ditt eget (Egendefinert …).",
     repeated: |name| format!("{name} står mer enn én gang i spørringen; oppgi den én gang"),
     range_heading: "ID-ene i et tidsrom",
     range_from_label: "Fra",
@@ -107,6 +113,53 @@ pub(super) static TEXT: Text = Text {
     },
     list_line: "Linje",
     list_sort_hint: "Velg en kolonneoverskrift for å sortere etter den; velg den igjen for å snu rekkefølgen.",
+    detect_heading: "Hvilket system laget disse ID-ene?",
+    detect_intro: "Hvert oppsett, rangert etter hvor godt disse ID-ene passer i det: tider mellom epoken og nå, nodefelter som er konstante eller har få verdier, sekvenser som er små for bredden sin, ID-er som øker med tiden.",
+    detect_ambiguous: |n, names| {
+        let which = if n == 1 {
+            "denne ID-en"
+        } else {
+            "disse ID-ene"
+        };
+        format!(
+            "Tvetydig: {which} kan like gjerne komme fra {names}; flere ID-er fra samme system skiller dem."
+        )
+    },
+    detect_score: "poengsum",
+    detect_none: "ingen ID passer i dette oppsettet",
+    detect_reason: |r| {
+        use snowmint::Reason;
+        match r {
+            Reason::TooWide { count, bits } => {
+                format!("{count} med biter satt over oppsettets {bits}")
+            }
+            Reason::InRange => "alle tidene ligger mellom epoken og nå".to_owned(),
+            Reason::Future { count, latest_ms } => format!(
+                "{count} ville vært laget i fremtiden (opptil {})",
+                snowmint::time::Iso8601(*latest_ms as i64)
+            ),
+            Reason::Constant { fields } => {
+                format!("{} er konstant i hele listen", fields.join(", "))
+            }
+            Reason::Varies {
+                field,
+                distinct,
+                of,
+            } => {
+                format!("{field} har {distinct} ulike verdier i {of} ID-er")
+            }
+            Reason::SmallSequence { field, max, bits } => {
+                format!("{field} er lite for sine {bits} biter (høyst {max})")
+            }
+            Reason::LargeSequence { field, max, bits } => {
+                format!("{field} er stort for en sekvens på {bits} biter (opptil {max})")
+            }
+            Reason::Increasing => "ID-ene øker med tiden".to_owned(),
+            Reason::OneId => "én ID sier ingenting om nodefeltene".to_owned(),
+            // A reason added later: the core's words.
+            other => other.to_string(),
+        }
+    },
     layout_custom: "Egendefinert …",
     custom_legend: "Eget oppsett",
     custom_hint: "Brukes når oppsettet er Egendefinert …: epoke, tidsenhet og felter fra øverste bit og ned, det første kalt timestamp.",
@@ -313,7 +366,7 @@ pub(super) static TEXT: Text = Text {
             html! {
                 p { "Twitter laget formatet i 2010 for ID-ene til tweets: de ble skrevet til tusenvis av databasemaskiner, og ingen enkelt teller kunne holde følge med alle. Discord tok senere i bruk det samme 64-bits oppsettet for meldinger, brukere og servere, med en egen epoke (2015-01-01), og Instagram bygde en lignende ordning for innleggene sine inne i PostgreSQL, med et shard-nummer der Twitter har datasenter og arbeider." }
                 p { "Den samme ideen passer for oppdelte (shardede) databaser, ordre- og fakturanumre og hendelseslogger: overalt der mange skrivere trenger unike nøkler som sorteres etter tid, uten en tur til en sentral teller. " }
-                p { "Disse systemene legger ut bitene ulikt, så ett og samme tall betyr en annen tid i hvert av dem. Dekoderen over leser ID-ene deres også: velg oppsettet, som i " a #uses-discord href=(discord) { "Discords eget eksempel" } ", eller dekod ID-er fra Instagram, Sonyflake (tidsenheter på 10 ms, maskin-ID-en nederst) og Mastodon på samme måte. Kommandolinjen gjør det med " code { "snowmint decode --layout discord ID" } ". Å lage en ID bruker fortsatt Twitters oppsett." }
+                p { "Disse systemene legger ut bitene ulikt, så ett og samme tall betyr en annen tid i hvert av dem. Dekoderen over leser ID-ene deres også: velg oppsettet, som i " a #uses-discord href=(discord) { "Discords eget eksempel" } ", eller dekod ID-er fra Instagram, Sonyflake (tidsenheter på 10 ms, maskin-ID-en nederst) og Mastodon på samme måte. Kommandolinjen gjør det med " code { "snowmint decode --layout discord ID" } ". Skjemaet for å lage en ID tar de samme oppsettene: feltene er det valgte oppsettets." }
             }
         },
         minter_heading: "Kalkulatoren og en ekte ID-generator",
