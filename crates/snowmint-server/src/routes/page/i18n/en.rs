@@ -11,8 +11,8 @@ fn n(v: u64) -> String {
 
 pub(super) static TEXT: Text = Text {
     title: "snowmint: Snowflake ID explorer",
-    description: "Build a Twitter-layout Snowflake ID from its timestamp, datacenter, worker and sequence, see its 64 bits, decode an existing ID, and learn how the format works.",
-    tagline: "Build a Twitter-layout Snowflake ID from its four values and see how they fill the 64 bits, or take an existing ID apart.",
+    description: "Build a Snowflake ID from its timestamp, datacenter, worker and sequence (or any layout's fields), see its 64 bits, decode an existing ID, find which system made a list of IDs, and learn how the format works.",
+    tagline: "Build a Snowflake ID, in Twitter's layout or any other, and see how its values fill the 64 bits, or take an existing ID apart.",
     switch: "Norsk (bokmål)",
     skip: "Skip to the result",
     compose_heading: "Compose an ID",

@@ -11,8 +11,8 @@ fn n(v: u64) -> String {
 
 pub(super) static TEXT: Text = Text {
     title: "snowmint: utforsker for Snowflake-ID-er",
-    description: "Bygg en Snowflake-ID i Twitter-formatet av tidsstempel, datasenter, arbeider og sekvens, se de 64 bitene, dekod en eksisterende ID og lær hvordan formatet virker.",
-    tagline: "Bygg en Snowflake-ID i Twitter-formatet av de fire verdiene og se hvordan de fyller de 64 bitene, eller ta en eksisterende ID fra hverandre.",
+    description: "Bygg en Snowflake-ID av tidsstempel, datasenter, arbeider og sekvens (eller feltene i et hvilket som helst oppsett), se de 64 bitene, dekod en eksisterende ID, finn ut hvilket system som laget en liste med ID-er, og lær hvordan formatet virker.",
+    tagline: "Bygg en Snowflake-ID, i Twitter-oppsettet eller et annet, og se hvordan verdiene fyller de 64 bitene, eller ta en eksisterende ID fra hverandre.",
     switch: "English",
     skip: "Hopp til resultatet",
     compose_heading: "Lag en ID",
