@@ -282,11 +282,15 @@ const NO_SLOT: Slot = Slot {
 /// names. For the contract's fixed keys, the fields below the time also fill
 /// three slots, which [`Parts`], [`compose`](Layout::compose) and the JSON
 /// object's top-level `datacenter`, `worker` and `sequence` keep in every
-/// layout: the `sequence` is the field named `sequence`, else the lowest
-/// field; of the others, the last is the `worker` and the one before it the
-/// `datacenter`. So Discord's `worker` and `process` fill the datacenter
-/// and worker slots, Instagram's `shard` and Sonyflake's `machine` the
-/// worker slot, Mastodon's `sequence_data` the sequence slot.
+/// layout: a field named `datacenter`, `worker` or `sequence` fills its own
+/// slot; of the other fields, the lowest fills the `sequence` slot if it is
+/// free, then from the bottom up the next free of `worker` and
+/// `datacenter`. So Instagram's `shard` and Sonyflake's `machine` fill the
+/// worker slot, Mastodon's `sequence_data` the sequence slot, and in
+/// `timestamp:41,worker:5,datacenter:5,sequence:12` each field its own.
+/// The presets keep the slots they always had: Discord's `worker` and
+/// `process` fill the datacenter and worker slots, where Twitter's layout
+/// has those bits.
 ///
 /// ```
 /// use snowmint::{Field, Layout};
@@ -377,6 +381,10 @@ impl Layout {
     /// internal process ID (5) and the increment (12). The timestamp's top
     /// bit is the sign bit, so it decodes exactly like Twitter's but for
     /// the epoch.
+    ///
+    /// Its slots are the ones Twitter's layout has at the same bits (the
+    /// worker ID in the datacenter slot, the process ID in the worker
+    /// slot), not the rule's: a preset keeps the slots it always had.
     pub const DISCORD: Layout = preset(
         "discord",
         1_420_070_400_000,
@@ -387,7 +395,8 @@ impl Layout {
             ("process", 5),
             ("increment", 12),
         ],
-    );
+    )
+    .with_slot_indices([1, 2, 3]);
 
     /// Instagram's layout ("Sharding & IDs at Instagram", 2012): 41 bits
     /// of milliseconds since 1314220021721 (2011-08-24T21:07:01.721Z), a
@@ -532,9 +541,15 @@ impl Layout {
         layout.with_total().with_slots_by_rule()
     }
 
-    /// The same layout under another name.
-    pub(crate) const fn renamed(self, name: &'static str) -> Layout {
-        Layout { name, ..self }
+    /// Whether `other` has the same epoch, unit and fields (names and
+    /// widths), whatever its name and slots: how a spec that spells out a
+    /// preset is known to be that preset.
+    pub(crate) fn same_fields(&self, other: &Layout) -> bool {
+        self.epoch_ms == other.epoch_ms
+            && self.unit_ms == other.unit_ms
+            && self.len == other.len
+            && self.names == other.names
+            && self.widths == other.widths
     }
 
     /// Appends a field (none if `bits` is 0), in `slot` if given.
@@ -564,37 +579,62 @@ impl Layout {
         self
     }
 
-    /// Assigns the three slots by the rule of [`Layout`]: the field named
-    /// `sequence`, else the lowest, is the sequence; of the rest the last
-    /// is the worker and the one before it the datacenter.
+    /// Assigns the three slots by the rule of [`Layout`]: a field named
+    /// `datacenter`, `worker` or `sequence` takes its own slot; of the
+    /// fields left, the lowest is the sequence (if no field is named so),
+    /// then from the bottom up the next fills the worker slot and the one
+    /// above it the datacenter slot, each if no field is named so.
     pub(crate) const fn with_slots_by_rule(mut self) -> Layout {
         self.slots = [NO_SLOT; 3];
         let len = self.len as usize;
-        if len < 2 {
-            return self;
-        }
-        let mut seq = len - 1;
+        let mut taken = [false; MAX_FIELDS];
         let mut i = 1;
         while i < len {
-            if self.names[i].is("sequence") {
-                seq = i;
+            let name = self.names[i];
+            let slot = if name.is("datacenter") {
+                SLOT_DATACENTER
+            } else if name.is("worker") {
+                SLOT_WORKER
+            } else if name.is("sequence") {
+                SLOT_SEQUENCE
+            } else {
+                usize::MAX
+            };
+            if slot != usize::MAX {
+                self.slots[slot].index = i as u8;
+                taken[i] = true;
             }
             i += 1;
         }
-        self.slots[SLOT_SEQUENCE].index = seq as u8;
-        let mut found = 0;
-        let mut i = len - 1;
-        while i >= 1 && found < 2 {
-            if i != seq {
-                let slot = if found == 0 {
-                    SLOT_WORKER
-                } else {
-                    SLOT_DATACENTER
-                };
-                self.slots[slot].index = i as u8;
-                found += 1;
+        // The free slots, in the order the fields left fill them from the
+        // bottom up.
+        let order = [SLOT_SEQUENCE, SLOT_WORKER, SLOT_DATACENTER];
+        let mut k = 0;
+        let mut i = len;
+        while i > 1 && k < order.len() {
+            if self.slots[order[k]].index != u8::MAX {
+                k += 1;
+                continue;
             }
             i -= 1;
+            if !taken[i] {
+                self.slots[order[k]].index = i as u8;
+                taken[i] = true;
+                k += 1;
+            }
+        }
+        self.with_slot_positions()
+    }
+
+    /// The same layout with its slots at the fields of the given indices
+    /// (datacenter, worker, sequence): for a preset whose slots its own
+    /// documentation draws, not the rule.
+    const fn with_slot_indices(mut self, indices: [u8; 3]) -> Layout {
+        self.slots = [NO_SLOT; 3];
+        let mut s = 0;
+        while s < 3 {
+            self.slots[s].index = indices[s];
+            s += 1;
         }
         self.with_slot_positions()
     }
@@ -698,13 +738,18 @@ impl Layout {
     /// The same layout under another name, its datacenter, worker and
     /// sequence fields named as given (names as in a spec: `[a-z0-9_]`,
     /// at most [`MAX_NAME_LEN`] bytes, none of them `timestamp`, no two
-    /// the same); the slots stay where they are.
+    /// the same, and `datacenter`, `worker` or `sequence` only for that
+    /// slot's own field); the slots stay where they are.
     ///
     /// ```
     /// use snowmint::{Field, Layout};
     /// let l = Layout::new(0, 41, 0, 10, 12)?.with_names("mine", "dc", "machine", "step")?;
     /// assert_eq!(l.label(Field::Worker), "machine");
     /// assert!(Layout::TWITTER.with_names("x", "a", "a", "b").is_err());
+    /// assert_eq!(
+    ///     Layout::TWITTER.with_names("x", "worker", "machine", "sequence").unwrap_err().to_string(),
+    ///     "invalid layout: worker names the worker slot, not the datacenter slot's field"
+    /// );
     /// # Ok::<(), snowmint::Error>(())
     /// ```
     pub fn with_names(
@@ -715,13 +760,19 @@ impl Layout {
         sequence: &str,
     ) -> Result<Layout, Error> {
         let mut out = Layout { name, ..self };
-        for (slot, new) in [
-            (SLOT_DATACENTER, datacenter),
-            (SLOT_WORKER, worker),
-            (SLOT_SEQUENCE, sequence),
+        for (slot, slot_name, new) in [
+            (SLOT_DATACENTER, "datacenter", datacenter),
+            (SLOT_WORKER, "worker", worker),
+            (SLOT_SEQUENCE, "sequence", sequence),
         ] {
             if self.slots[slot].bits > 0 {
                 let n = crate::spec::field_name(new)?;
+                if matches!(new, "datacenter" | "worker" | "sequence") && new != slot_name {
+                    return Err(Error::layout(LayoutProblem::NameOfAnotherSlot {
+                        name: new.to_string(),
+                        slot: slot_name,
+                    }));
+                }
                 out.names[self.slots[slot].index as usize] = n;
             }
         }
@@ -1545,6 +1596,58 @@ mod tests {
         assert_eq!(l.max_timestamp_ms(), MAX_ID);
         assert!(Layout::new(0, 41, 5, 5, 14).is_err());
         assert!(Layout::TWITTER.with_unit_ms(u64::MAX).is_err());
+    }
+
+    #[test]
+    fn fields_named_like_a_slot_fill_that_slot() {
+        // The segment named datacenter holds 2 (bits 16..=12), worker 1
+        // (bits 21..=17): 1 << 17 | 2 << 12 = 139264.
+        let l =
+            Layout::parse("epoch=0;fields=timestamp:41,worker:5,datacenter:5,sequence:12").unwrap();
+        let p = l.decode(SnowflakeId::new(139264).unwrap());
+        assert_eq!((p.datacenter, p.worker, p.sequence), (2, 1, 0));
+        assert_eq!(
+            (l.label(Field::Datacenter), l.label(Field::Worker)),
+            ("datacenter", "worker")
+        );
+        for f in l.node_fields() {
+            assert_eq!(f.slot().map(Field::name), Some(f.name()), "{f:?}");
+        }
+        assert_eq!(l.compose(0, 2, 1, 0).unwrap().get(), 139264);
+        // Only one field by its slot's name: the others fill the free slots
+        // from the bottom up (here the lowest, `node`, is the sequence).
+        let l = Layout::parse("epoch=0;fields=timestamp:41,worker:10,node:12").unwrap();
+        assert_eq!(
+            (l.label(Field::Worker), l.label(Field::Sequence)),
+            ("worker", "node")
+        );
+        let l = Layout::parse("epoch=0;fields=timestamp:41,sequence:12,a:5,b:5").unwrap();
+        assert_eq!(
+            [Field::Datacenter, Field::Worker, Field::Sequence].map(|f| l.label(f)),
+            ["a", "b", "sequence"]
+        );
+    }
+
+    #[test]
+    fn presets_keep_their_slots() {
+        let slots = |l: &Layout| {
+            [Field::Datacenter, Field::Worker, Field::Sequence].map(|f| l.label(f).to_string())
+        };
+        assert_eq!(slots(&Layout::DISCORD), ["worker", "process", "increment"]);
+        assert_eq!(
+            slots(&Layout::TWITTER),
+            ["datacenter", "worker", "sequence"]
+        );
+        // The spec of a preset is the preset, slots and all ...
+        for preset in Layout::PRESETS {
+            let parsed = Layout::parse(&preset.spec()).unwrap();
+            assert_eq!(parsed, preset);
+            assert_eq!(slots(&parsed), slots(&preset));
+        }
+        // ... while the same fields under another epoch follow the rule.
+        let custom =
+            Layout::parse("epoch=0;fields=timestamp:42,worker:5,process:5,increment:12").unwrap();
+        assert_eq!(slots(&custom), ["process", "worker", "increment"]);
     }
 
     #[test]

@@ -108,6 +108,13 @@ pub enum LayoutProblem {
     },
     /// A field other than the time named `timestamp`.
     TimestampTwice,
+    /// The name of one slot (`worker`) given to the field of another.
+    NameOfAnotherSlot {
+        /// The name.
+        name: String,
+        /// The slot whose field it was given to.
+        slot: &'static str,
+    },
     /// Widths that add up to more than 64 bits.
     TooWide {
         /// Their sum.
@@ -200,6 +207,12 @@ impl fmt::Display for LayoutProblem {
             ),
             LayoutProblem::TimestampTwice => {
                 f.write_str("only the time field may be named timestamp")
+            }
+            LayoutProblem::NameOfAnotherSlot { name, slot } => {
+                write!(
+                    f,
+                    "{name} names the {name} slot, not the {slot} slot's field"
+                )
             }
             LayoutProblem::TooWide { bits } => {
                 write!(f, "the widths add up to {bits} bits, more than 64")

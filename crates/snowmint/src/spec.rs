@@ -87,7 +87,7 @@ impl Layout {
         let layout = Layout::from_fields(epoch_ms, unit_ms, &fields)?;
         Ok(Layout::PRESETS
             .into_iter()
-            .find(|p| p.renamed("custom") == layout)
+            .find(|p| p.same_fields(&layout))
             .unwrap_or(layout))
     }
 

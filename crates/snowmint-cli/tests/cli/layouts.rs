@@ -181,6 +181,43 @@ fn a_custom_layout_of_our_own() {
 }
 
 #[test]
+fn fields_named_like_the_contracts_keys_report_under_their_own_names() {
+    // worker in bits 21..=17 holds 1, datacenter in bits 16..=12 holds 2.
+    let spec = "epoch=0;fields=timestamp:41,worker:5,datacenter:5,sequence:12";
+    let id = ((1u64 << 17) | (2 << 12)).to_string();
+    assert_eq!(id, "139264");
+    let v = json(&["decode", &id, "--layout", spec]);
+    assert_eq!(
+        (&v["datacenter"], &v["worker"], &v["sequence"]),
+        (&json!(2), &json!(1), &json!(0)),
+        "{v:#}"
+    );
+    for segment in v["segments"].as_array().unwrap() {
+        if let Some(key) = ["datacenter", "worker", "sequence"]
+            .into_iter()
+            .find(|k| segment["name"] == *k)
+        {
+            assert_eq!(segment["value"], v[key], "{segment:#}");
+        }
+    }
+    // Composing by field name gives the same object.
+    let composed = json(&[
+        "compose",
+        "--layout",
+        spec,
+        "--timestamp",
+        "0",
+        "--field",
+        "worker=1",
+        "--field",
+        "datacenter=2",
+        "--field",
+        "sequence=0",
+    ]);
+    assert_eq!(composed, v);
+}
+
+#[test]
 fn bad_specs_say_what_is_wrong() {
     let cases = [
         (
