@@ -145,11 +145,11 @@ mod tests {
 
     #[test]
     fn zero_width_fields_are_left_out() {
-        let layout = Layout::new(0, 63, 0, 0, 0).unwrap();
+        let layout = Layout::new(0, 41, 0, 22, 0).unwrap();
         let b = layout.breakdown(SnowflakeId::MAX);
         let names: Vec<&str> = b.segments.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["sign", "timestamp"]);
-        assert_eq!((b.segments[1].msb, b.segments[1].lsb), (62, 0));
+        assert_eq!(names, ["sign", "timestamp", "worker"]);
+        assert_eq!((b.segments[2].msb, b.segments[2].lsb), (21, 0));
 
         let layout = Layout::new(0, 41, 0, 10, 12).unwrap();
         let b = layout.breakdown(SnowflakeId::MAX);

@@ -7,6 +7,7 @@ use crate::error::{Error, Field};
 use crate::id::SnowflakeId;
 use crate::parse::{ParsedInt, parse_int};
 use crate::problem::LayoutProblem;
+use crate::time::MAX_UNIX_MS;
 
 /// The Twitter epoch, 2010-11-04T01:42:54.657Z, in Unix milliseconds.
 pub const TWITTER_EPOCH_MS: u64 = 1_288_834_974_657;
@@ -466,8 +467,8 @@ impl Layout {
     ///
     /// The widths must add up to 63 (below a sign bit) or 64 (the
     /// timestamp's top bit is the sign bit, see [`Layout`]), the timestamp
-    /// must have 1 to 63 bits, and the last timestamp must fit in a `u64`
-    /// of Unix milliseconds.
+    /// must have at least 1 bit, and its last millisecond must be at most
+    /// [`MAX_UNIX_MS`](crate::time::MAX_UNIX_MS), 9999-12-31T23:59:59.999Z.
     ///
     /// ```
     /// use snowmint::Layout;
@@ -780,15 +781,21 @@ impl Layout {
         Ok(out)
     }
 
-    /// Checks that the last timestamp fits a `u64`.
+    /// Checks the bound every layout's arithmetic relies on: the last
+    /// millisecond of the time field is at most [`MAX_UNIX_MS`]
+    /// (9999-12-31T23:59:59.999Z). Below it, every time, ID and span of the
+    /// layout is computed in `u64` without overflow: the epoch, the unit and
+    /// `max_delta_units() * unit_ms` are each at most that bound, far below
+    /// 2^63.
     pub(crate) const fn validated(self) -> Result<Layout, Error> {
-        let last = match self.max_delta_units().checked_mul(self.unit_ms) {
-            Some(ms) => ms.checked_add(self.unit_ms - 1),
-            None => None,
-        };
-        match last {
-            Some(ms) if self.epoch_ms.checked_add(ms).is_some() => Ok(self),
-            _ => Err(Error::layout(LayoutProblem::EpochTooLate)),
+        // In u128, where (2^64 - 1)^2 + 2 * (2^64 - 1) still fits.
+        let last_ms = self.epoch_ms as u128
+            + self.max_delta_units() as u128 * self.unit_ms as u128
+            + (self.unit_ms as u128 - 1);
+        if last_ms <= MAX_UNIX_MS as u128 {
+            Ok(self)
+        } else {
+            Err(Error::layout(LayoutProblem::PastTheEnd { last_ms }))
         }
     }
 
@@ -1586,16 +1593,51 @@ mod tests {
         assert!(Layout::new(0, 41, 5, 5, 11).is_err());
         assert!(Layout::new(0, 0, 21, 30, 12).is_err());
         assert!(Layout::new(u64::MAX - 5, 41, 5, 5, 12).is_err());
-        let l = Layout::new(0, 63, 0, 0, 0).unwrap();
-        assert_eq!(l.max_sequence(), 0);
-        assert_eq!(l.compose(5, 0, 0, 0).unwrap().get(), 5);
-        assert_eq!(l.decode(SnowflakeId::MAX).timestamp_ms, MAX_ID);
+        let l = Layout::new(0, 47, 0, 0, 16).unwrap();
+        assert_eq!(l.max_worker(), 0);
+        assert_eq!(l.compose(5, 0, 0, 0).unwrap().get(), 5 << 16);
+        assert_eq!(l.decode(SnowflakeId::MAX).timestamp_ms, (1 << 47) - 1);
         // 64 bits: the timestamp's top bit is the sign bit.
-        let l = Layout::new(0, 64, 0, 0, 0).unwrap();
+        let l = Layout::new(0, 48, 0, 0, 16).unwrap();
         assert!(!l.has_sign_bit());
-        assert_eq!(l.max_timestamp_ms(), MAX_ID);
+        assert_eq!(l.max_timestamp_ms(), (1 << 47) - 1);
         assert!(Layout::new(0, 41, 5, 5, 14).is_err());
         assert!(Layout::TWITTER.with_unit_ms(u64::MAX).is_err());
+    }
+
+    #[test]
+    fn a_layout_ends_where_dates_end() {
+        // 2^47 ms from 1970 is the year 6429; 2^48 would be 10889.
+        assert!(Layout::new(0, 47, 0, 0, 16).is_ok());
+        let e = Layout::new(0, 49, 0, 0, 15).unwrap_err();
+        assert_eq!(
+            e.layout_problem(),
+            Some(&LayoutProblem::PastTheEnd {
+                last_ms: (1 << 48) - 1
+            })
+        );
+        assert!(
+            e.to_string().starts_with(
+                "invalid layout: the time field runs past 9999-12-31T23:59:59.999Z \
+                 (253402300799999), where dates end: its last millisecond would be 281474976710655;"
+            ),
+            "{e}"
+        );
+        // At the bound: 2^41 units of 115 ms end in 9999, of 116 ms after.
+        let l = Layout::new(0, 41, 11, 11, 0).unwrap();
+        let last = l.with_unit_ms(115).unwrap().max_timestamp_ms();
+        assert_eq!(last, (1 << 41) * 115 - 1);
+        assert!(last <= MAX_UNIX_MS);
+        assert!(l.with_unit_ms(116).is_err());
+        let e = Layout::TWITTER.with_unit_ms(1000).unwrap_err();
+        assert!(e.to_string().contains("runs past 9999-12-31"), "{e}");
+        // The issue's example wrapped to 1969; it is refused now.
+        let e = Layout::parse("epoch=0;unit=2ms;fields=timestamp:63").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("its last millisecond would be 18446744073709551615"),
+            "{e}"
+        );
     }
 
     #[test]

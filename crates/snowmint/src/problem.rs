@@ -5,6 +5,7 @@ use alloc::string::String;
 use core::fmt;
 
 use crate::layout::{Layout, MAX_FIELDS, MAX_NAME_LEN};
+use crate::time::{Iso8601, MAX_UNIX_MS};
 
 /// An example spec for messages: Discord's.
 pub(crate) const EXAMPLE: &str =
@@ -120,8 +121,12 @@ pub enum LayoutProblem {
         /// Their sum.
         bits: u32,
     },
-    /// An epoch so late that the last time overflows 64 bits.
-    EpochTooLate,
+    /// A time field whose last millisecond (from the epoch, the unit and
+    /// the width) lies past [`MAX_UNIX_MS`], 9999-12-31T23:59:59.999Z.
+    PastTheEnd {
+        /// That last millisecond, Unix ms (wider than a `u64` can be).
+        last_ms: u128,
+    },
     /// [`Layout::new`]'s four widths do not add up to 63 or 64.
     FourWidths,
     /// A time field of no bits.
@@ -217,9 +222,13 @@ impl fmt::Display for LayoutProblem {
             LayoutProblem::TooWide { bits } => {
                 write!(f, "the widths add up to {bits} bits, more than 64")
             }
-            LayoutProblem::EpochTooLate => {
-                f.write_str("the epoch is so late that the last timestamp overflows 64 bits")
-            }
+            LayoutProblem::PastTheEnd { last_ms } => write!(
+                f,
+                "the time field runs past {} ({MAX_UNIX_MS}), where dates end: its last \
+                 millisecond would be {last_ms}; give it fewer bits, a shorter unit or an \
+                 earlier epoch",
+                Iso8601(MAX_UNIX_MS as i64)
+            ),
             LayoutProblem::FourWidths => {
                 f.write_str("the four widths must add up to 63 or 64 bits")
             }

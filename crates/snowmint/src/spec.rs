@@ -397,7 +397,11 @@ mod tests {
             ("", "empty"),
             (
                 "epoch=18446744073709551615;fields=timestamp:41",
-                "overflows 64 bits",
+                "runs past 9999-12-31T23:59:59.999Z",
+            ),
+            (
+                "epoch=0;unit=2ms;fields=timestamp:63",
+                "runs past 9999-12-31T23:59:59.999Z",
             ),
         ];
         for (spec, want) in cases {
@@ -418,8 +422,8 @@ mod tests {
         assert_eq!((l.epoch_ms(), l.unit_ms()), (1577833200000, 2000));
         assert_eq!(l.spec(), "epoch=1577833200000;unit=2s;fields=timestamp:30");
         assert_eq!(l.max_id(), (1 << 30) - 1);
-        let l = Layout::parse(" epoch = 5 ; unit = 1500ms ; fields = timestamp : 40 ").unwrap();
-        assert_eq!(l.spec(), "epoch=5;unit=1500ms;fields=timestamp:40");
+        let l = Layout::parse(" epoch = 5 ; unit = 1500ms ; fields = timestamp : 36 ").unwrap();
+        assert_eq!(l.spec(), "epoch=5;unit=1500ms;fields=timestamp:36");
         assert_eq!(Layout::parse("TWITTER"), Ok(Layout::TWITTER));
         assert_eq!("discord".parse::<Layout>(), Ok(Layout::DISCORD));
     }

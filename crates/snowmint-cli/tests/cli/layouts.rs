@@ -242,6 +242,12 @@ fn bad_specs_say_what_is_wrong() {
             "the field name \"Worker\" must be",
         ),
         ("epoch=0;fields=timestamp:41,w:5,w:5", "w is named twice"),
+        // 2^63 units of 2 ms: the time wrapped to 1969 once.
+        (
+            "epoch=0;unit=2ms;fields=timestamp:63",
+            "the time field runs past 9999-12-31T23:59:59.999Z (253402300799999), where dates \
+             end: its last millisecond would be 18446744073709551615",
+        ),
         (
             "flickr",
             "\"flickr\" is neither a preset (twitter, discord, instagram, sonyflake, mastodon)",
@@ -254,6 +260,21 @@ fn bad_specs_say_what_is_wrong() {
             vec!["range", "--from", "now", "--layout", spec],
             vec!["layout", spec],
             vec!["detect", "5", "--layout", spec],
+            vec![
+                "range",
+                "--from",
+                "2024-01-01",
+                "--to",
+                "2024-03-01",
+                "--partition",
+                "month",
+                "--sql",
+                "postgres",
+                "--table",
+                "t",
+                "--layout",
+                spec,
+            ],
         ] {
             let msg = bad(&args);
             assert!(msg.starts_with("invalid layout: "), "{args:?}: {msg}");
