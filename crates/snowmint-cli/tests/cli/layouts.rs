@@ -462,6 +462,16 @@ fn detect_names_the_system() {
         human.starts_with("ambiguous: this ID could come from"),
         "{human}"
     );
+    // One Sonyflake ID is ambiguous too, and an ID given twice is one ID.
+    let one = sony[0].to_string();
+    let v = json(&["detect", &one]);
+    assert_eq!(first(&v), "sonyflake", "{v:#}");
+    assert_eq!(v["ambiguous"], true, "{v:#}");
+    let twice = json(&["detect", &one, &one]);
+    assert_eq!(twice["ids"], 2);
+    for key in ["ambiguous", "note", "candidates"] {
+        assert_eq!(twice[key], v[key], "{key}");
+    }
     // A custom layout given with --layout competes, and wins on its IDs.
     let spec = "epoch=2020-01-01;fields=timestamp:40,node:4,seq:8";
     let ours: Vec<u64> = (0..10u64)
