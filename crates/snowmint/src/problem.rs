@@ -4,7 +4,7 @@
 use alloc::string::String;
 use core::fmt;
 
-use crate::layout::{Layout, MAX_FIELDS, MAX_NAME_LEN};
+use crate::name::{MAX_FIELDS, MAX_NAME_LEN, PRESET_NAMES};
 use crate::time::{Iso8601, MAX_UNIX_MS};
 
 /// An example spec for messages: Discord's.
@@ -127,7 +127,7 @@ pub enum LayoutProblem {
         /// That last millisecond, Unix ms (wider than a `u64` can be).
         last_ms: u128,
     },
-    /// [`Layout::new`]'s four widths do not add up to 63 or 64.
+    /// [`Layout::new`](crate::Layout::new)'s four widths do not add up to 63 or 64.
     FourWidths,
     /// A time field of no bits.
     NoTimestampBits,
@@ -135,7 +135,7 @@ pub enum LayoutProblem {
 
 impl fmt::Display for LayoutProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let presets = || Layout::PRESET_NAMES.join(", ");
+        let presets = || PRESET_NAMES.join(", ");
         match self {
             LayoutProblem::Empty => write!(
                 f,

@@ -8,7 +8,8 @@ use core::fmt::Write;
 use core::str::FromStr;
 
 use crate::error::{Error, echo};
-use crate::layout::{FieldName, Layout, MAX_FIELDS};
+use crate::layout::{Layout, field_name};
+use crate::name::{FieldName, MAX_FIELDS};
 use crate::parse::{ParsedInt, parse_int};
 use crate::problem::LayoutProblem;
 
@@ -204,32 +205,6 @@ impl FromStr for Layout {
 
 fn bad(problem: LayoutProblem) -> Error {
     Error::layout(problem)
-}
-
-/// A field name, or an error saying what is wrong with it.
-pub(crate) fn field_name(name: &str) -> Result<FieldName, Error> {
-    FieldName::new(name).ok_or_else(|| bad(LayoutProblem::BadName { name: echo(name) }))
-}
-
-/// Checks that no two fields share a name and only the first is `timestamp`.
-pub(crate) fn check_names(layout: &Layout) -> Result<(), Error> {
-    let fields: Vec<_> = layout.fields().collect();
-    for (i, f) in fields.iter().enumerate() {
-        if matches!(f.name(), "sign" | "unused") {
-            return Err(bad(LayoutProblem::ReservedName {
-                name: f.name().to_string(),
-            }));
-        }
-        if i > 0 && f.name() == "timestamp" {
-            return Err(bad(LayoutProblem::TimestampTwice));
-        }
-        if fields[..i].iter().any(|g| g.name() == f.name()) {
-            return Err(bad(LayoutProblem::NamedTwice {
-                name: f.name().to_string(),
-            }));
-        }
-    }
-    Ok(())
 }
 
 fn parse_epoch(text: &str) -> Result<u64, Error> {
