@@ -44,6 +44,21 @@ pub struct Segment {
     pub lsb: u32,
 }
 
+impl Segment {
+    /// Whether the segment is a field below the time (not the time, the
+    /// sign bit or unused bits; no layout may call a field `sign` or
+    /// `unused`): the fields [`Layout::node_fields`] lists.
+    ///
+    /// ```
+    /// let b = snowmint::Layout::SONYFLAKE.breakdown(snowmint::SnowflakeId::MIN);
+    /// let nodes: Vec<&str> = b.segments.iter().filter(|s| s.is_node()).map(|s| s.name.as_str()).collect();
+    /// assert_eq!(nodes, ["sequence", "machine"]);
+    /// ```
+    pub fn is_node(&self) -> bool {
+        self.slot != Some(Field::Timestamp) && self.name != "sign" && self.name != "unused"
+    }
+}
+
 /// An ID with everything a person wants to see of it.
 ///
 /// ```
