@@ -380,6 +380,43 @@ proptest! {
         }
     }
 
+    /// A field named like a slot fills that slot, whatever its place; the
+    /// slots are filled by distinct fields, as many as there are fields
+    /// below the time (up to three); and a slot's value is its field's.
+    #[test]
+    fn fields_named_like_slots_fill_them(
+        names in Just(vec!["datacenter", "worker", "sequence", "node", "shard"]).prop_shuffle(),
+        count in 1usize..=5,
+        widths in proptest::collection::vec(1u32..=8, 5),
+        raw in any::<u64>(),
+    ) {
+        let fields: Vec<String> = names[..count]
+            .iter()
+            .zip(&widths)
+            .map(|(n, w)| format!("{n}:{w}"))
+            .collect();
+        let spec = format!("epoch=0;fields=timestamp:30,{}", fields.join(","));
+        let l = Layout::parse(&spec).unwrap();
+        let slots = [Field::Datacenter, Field::Worker, Field::Sequence];
+        let mut filled = Vec::new();
+        for f in l.node_fields() {
+            if let Some(slot) = slots.into_iter().find(|s| s.name() == f.name()) {
+                prop_assert_eq!(f.slot(), Some(slot), "{}: {}", spec, f.name());
+            }
+            if let Some(slot) = f.slot() {
+                prop_assert!(!filled.contains(&slot), "{}: {:?} twice", spec, slot);
+                filled.push(slot);
+            }
+        }
+        prop_assert_eq!(filled.len(), count.min(3), "{}", spec);
+        let id = SnowflakeId::new(raw & l.max_id()).unwrap();
+        let p = l.decode(id);
+        for (slot, value) in [(Field::Datacenter, p.datacenter), (Field::Worker, p.worker), (Field::Sequence, p.sequence)] {
+            let want = l.node_fields().find(|f| f.slot() == Some(slot)).map_or(0, |f| f.value(id));
+            prop_assert_eq!(value, want, "{}: {:?}", spec, slot);
+        }
+    }
+
     #[test]
     fn layout_parse_never_panics(s in "[a-z0-9=;:,_ -]{0,60}") {
         match Layout::parse(&s) {
