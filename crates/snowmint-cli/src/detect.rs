@@ -21,7 +21,8 @@ Examples:
 The candidates are the presets and every --layout given. Each is ranked by
 whether its decoded times lie between its epoch and now, whether its node
 fields stay constant across the list, and whether its sequence stays small;
-one ID often fits several layouts alike, and the answer says so.")]
+an ID given twice counts once, and one ID is ambiguous among every layout it
+fits, which the answer says.")]
 pub struct DetectArgs {
     /// The IDs (decimal); `-` reads them from standard input, one a line
     #[arg(value_name = "ID", allow_negative_numbers = true, required = true)]

@@ -44,6 +44,21 @@ pub struct Segment {
     pub lsb: u32,
 }
 
+impl Segment {
+    /// Whether the segment is a field below the time (not the time, the
+    /// sign bit or unused bits; no layout may call a field `sign` or
+    /// `unused`): the fields [`Layout::node_fields`] lists.
+    ///
+    /// ```
+    /// let b = snowmint::Layout::SONYFLAKE.breakdown(snowmint::SnowflakeId::MIN);
+    /// let nodes: Vec<&str> = b.segments.iter().filter(|s| s.is_node()).map(|s| s.name.as_str()).collect();
+    /// assert_eq!(nodes, ["sequence", "machine"]);
+    /// ```
+    pub fn is_node(&self) -> bool {
+        self.slot != Some(Field::Timestamp) && self.name != "sign" && self.name != "unused"
+    }
+}
+
 /// An ID with everything a person wants to see of it.
 ///
 /// ```
@@ -145,11 +160,11 @@ mod tests {
 
     #[test]
     fn zero_width_fields_are_left_out() {
-        let layout = Layout::new(0, 63, 0, 0, 0).unwrap();
+        let layout = Layout::new(0, 41, 0, 22, 0).unwrap();
         let b = layout.breakdown(SnowflakeId::MAX);
         let names: Vec<&str> = b.segments.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["sign", "timestamp"]);
-        assert_eq!((b.segments[1].msb, b.segments[1].lsb), (62, 0));
+        assert_eq!(names, ["sign", "timestamp", "worker"]);
+        assert_eq!((b.segments[2].msb, b.segments[2].lsb), (21, 0));
 
         let layout = Layout::new(0, 41, 0, 10, 12).unwrap();
         let b = layout.breakdown(SnowflakeId::MAX);

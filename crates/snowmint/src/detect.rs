@@ -21,6 +21,7 @@
 //! only in epoch (Twitter's and Discord's) tell apart only by time: the
 //! [`Detection`] says when the best candidates are too close to call.
 
+use alloc::collections::BTreeSet;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -195,10 +196,14 @@ pub fn detect(ids: &[SnowflakeId], layouts: &[Layout], now_ms: u64) -> Detection
     } else {
         layouts
     };
+    // An ID given twice is no more evidence than once: each counts once,
+    // in the order it was first given.
+    let mut seen = BTreeSet::new();
+    let distinct: Vec<SnowflakeId> = ids.iter().copied().filter(|id| seen.insert(*id)).collect();
     let mut candidates: Vec<(u32, Candidate)> = layouts
         .iter()
         .map(|l| {
-            let (score, from_ms, to_ms, reasons) = judge(l, ids, now_ms);
+            let (score, from_ms, to_ms, reasons) = judge(l, &distinct, now_ms);
             let why = reasons
                 .iter()
                 .map(|r| format!("{r}"))
@@ -220,20 +225,19 @@ pub fn detect(ids: &[SnowflakeId], layouts: &[Layout], now_ms: u64) -> Detection
     // Stable: equal scores keep the order given (the presets' order).
     candidates.sort_by_key(|c| core::cmp::Reverse(c.0));
     let best = candidates.first().map_or(0, |c| c.0);
+    // One ID cannot tell layouts apart however its bits happen to score:
+    // every layout it fits ties.
+    let one = distinct.len() == 1;
     let tied: Vec<&str> = candidates
         .iter()
-        .filter(|c| best > 0 && c.0 + TIE >= best)
+        .filter(|c| best > 0 && (c.0 + TIE >= best || one && c.0 > 0))
         .map(|c| c.1.layout.name())
         .collect();
     let ambiguous = tied.len() > 1;
     let note = ambiguous.then(|| {
         format!(
             "ambiguous: {} could come from {} alike; more IDs from the same system tell them apart",
-            if ids.len() == 1 {
-                "this ID"
-            } else {
-                "these IDs"
-            },
+            if one { "this ID" } else { "these IDs" },
             tied.join(", ")
         )
     });
@@ -330,8 +334,12 @@ fn judge(
         .find(|f| f.slot() == Some(Field::Sequence))
     {
         let values: Vec<u64> = fit.iter().map(|&id| f.value(id)).collect();
-        let used: u32 = values.iter().map(|&v| 1000 * bit_len(v) / f.bits()).sum();
-        seq_score = 1000 - used / n as u32;
+        // In u64: a list of millions of IDs sums past u32.
+        let used: u64 = values
+            .iter()
+            .map(|&v| u64::from(1000 * bit_len(v) / f.bits()))
+            .sum();
+        seq_score = 1000 - (used / n as u64) as u32;
         let max = values.iter().copied().max().unwrap_or(0);
         let field = String::from(f.name());
         reasons.push(if seq_score >= 500 {
@@ -357,8 +365,8 @@ fn judge(
     // Any ID that does not fit, or lies in the future, all but rules the
     // layout out; the rest still ranks it among the ruled out.
     let score = if future > 0 || wide > 0 {
-        let ok = (n - future) as u32;
-        shape * ok / ids.len() as u32 / 20
+        let ok = (n - future) as u64;
+        (u64::from(shape) * ok / ids.len() as u64 / 20) as u32
     } else {
         shape
     };
@@ -461,6 +469,50 @@ mod tests {
         assert!(
             note.starts_with("ambiguous: this ID could come from twitter, discord"),
             "{note}"
+        );
+    }
+
+    #[test]
+    fn one_sonyflake_id_is_ambiguous_too() {
+        // One ID of machine 10.0.3.42: its bits fit Sonyflake's layout best,
+        // but one ID cannot decide.
+        let start = ms("2014-09-01T00:00:00Z") / 10;
+        let t = ms("2025-11-20T08:00:00Z");
+        let id = SnowflakeId::new(((t / 10 - start) << 24) | (3 << 8) | 42).unwrap();
+        let d = detect(&[id], &[], NOW);
+        assert_eq!(first(&d), "sonyflake", "{d:#?}");
+        assert!(d.ambiguous, "{d:#?}");
+        let fitting = d.candidates.iter().filter(|c| c.score > 0.0).count();
+        assert!(fitting > 1, "{d:#?}");
+        assert_eq!(d.tied, fitting);
+        let note = d.note.unwrap();
+        assert!(
+            note.starts_with("ambiguous: this ID could come from sonyflake, "),
+            "{note}"
+        );
+        // Given one layout only, there is nothing to be ambiguous about.
+        assert!(!detect(&[id], &[Layout::SONYFLAKE], NOW).ambiguous);
+    }
+
+    #[test]
+    fn an_id_given_twice_is_one_id() {
+        let id = crate::compose(ms("2024-06-01T12:00:00Z"), 2, 17, 0).unwrap();
+        let once = detect(&[id], &[], NOW);
+        let twice = detect(&[id, id, id], &[], NOW);
+        assert!(
+            twice.candidates.iter().all(|c| !c.why.contains("constant")),
+            "{twice:#?}"
+        );
+        assert_eq!(
+            (twice.ambiguous, &twice.note, twice.tied),
+            (once.ambiguous, &once.note, once.tied)
+        );
+        assert_eq!(twice.candidates, once.candidates);
+        // A repeat among others adds nothing either.
+        let other = crate::compose(ms("2024-06-01T12:00:01Z"), 2, 17, 1).unwrap();
+        assert_eq!(
+            detect(&[id, other, id, other], &[], NOW).candidates,
+            detect(&[id, other], &[], NOW).candidates
         );
     }
 

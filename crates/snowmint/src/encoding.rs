@@ -8,8 +8,9 @@ use core::fmt;
 use core::str::FromStr;
 
 use crate::error::{Error, Field};
+use crate::format::MAX_ID;
 use crate::id::SnowflakeId;
-use crate::layout::{Layout, MAX_ID};
+use crate::parse::parse_in_range;
 
 /// Crockford's base32 alphabet: no I, L, O or U.
 const CROCKFORD: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
@@ -126,9 +127,9 @@ impl Encoding {
     /// error naming the field `id`. Never panics.
     pub fn parse(self, input: &str) -> Result<SnowflakeId, Error> {
         match self {
-            Encoding::Decimal => Layout::TWITTER
-                .parse_field(Field::Id, input)
-                .map(SnowflakeId::from_raw),
+            Encoding::Decimal => {
+                parse_in_range(Field::Id, input, 0, MAX_ID).map(SnowflakeId::from_raw)
+            }
             Encoding::Hex => {
                 let s = input.trim();
                 let digits = s
@@ -229,6 +230,70 @@ impl FromStr for Encoding {
 impl fmt::Display for Encoding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// The ID type's textual forms, each through its one formatter and parser.
+impl SnowflakeId {
+    /// Formats as 16 lowercase hexadecimal digits (fixed width, so text order
+    /// is numeric order).
+    ///
+    /// ```
+    /// let id = snowmint::SnowflakeId::new(4194439168)?;
+    /// assert_eq!(id.hex().to_string(), "00000000fa021000");
+    /// # Ok::<(), snowmint::Error>(())
+    /// ```
+    pub const fn hex(self) -> Hex {
+        Hex(self)
+    }
+
+    /// Formats as 13 characters of Crockford base32 (fixed width, so text
+    /// order is numeric order).
+    ///
+    /// ```
+    /// let id = snowmint::SnowflakeId::new(4194439168)?;
+    /// assert_eq!(id.base32().to_string(), "0000003x04400");
+    /// # Ok::<(), snowmint::Error>(())
+    /// ```
+    pub const fn base32(self) -> Base32 {
+        Base32(self)
+    }
+
+    /// Formats as the 64 bits, most significant first.
+    pub const fn binary(self) -> Binary {
+        Binary(self)
+    }
+
+    /// Parses decimal text (the same as `FromStr`).
+    pub fn parse_decimal(input: &str) -> Result<SnowflakeId, Error> {
+        Encoding::Decimal.parse(input)
+    }
+
+    /// Parses hexadecimal text: 1 to 16 digits, either case, optional `0x`.
+    pub fn parse_hex(input: &str) -> Result<SnowflakeId, Error> {
+        Encoding::Hex.parse(input)
+    }
+
+    /// Parses Crockford base32: 1 to 13 characters, either case, with `I`/`L`
+    /// read as 1 and `O` as 0.
+    pub fn parse_base32(input: &str) -> Result<SnowflakeId, Error> {
+        Encoding::Base32.parse(input)
+    }
+}
+
+impl FromStr for SnowflakeId {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Encoding::Decimal.parse(s)
+    }
+}
+
+impl TryFrom<&str> for SnowflakeId {
+    type Error = Error;
+
+    fn try_from(s: &str) -> Result<Self, Self::Error> {
+        s.parse()
     }
 }
 

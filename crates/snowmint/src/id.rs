@@ -1,13 +1,11 @@
 //! [`SnowflakeId`], the 63-bit ID type.
 
 use core::fmt;
-use core::str::FromStr;
 
-use crate::encoding::{Base32, Binary, Encoding, Hex};
 use crate::error::{Error, Field};
-use crate::layout::{
-    DATACENTER_SHIFT, Layout, MAX_DATACENTER, MAX_ID, MAX_SEQUENCE, MAX_WORKER, Parts,
-    TIMESTAMP_SHIFT, TWITTER_EPOCH_MS, WORKER_SHIFT,
+use crate::format::{
+    DATACENTER_SHIFT, MAX_DATACENTER, MAX_ID, MAX_SEQUENCE, MAX_WORKER, TIMESTAMP_SHIFT,
+    TWITTER_EPOCH_MS, WORKER_SHIFT,
 };
 use crate::time::Iso8601;
 
@@ -55,17 +53,6 @@ impl SnowflakeId {
         SnowflakeId(value & MAX_ID)
     }
 
-    /// Builds an ID from its four values; see [`compose`](crate::compose).
-    #[inline]
-    pub const fn from_parts(
-        timestamp_ms: u64,
-        datacenter: u64,
-        worker: u64,
-        sequence: u64,
-    ) -> Result<SnowflakeId, Error> {
-        Layout::TWITTER.compose(timestamp_ms, datacenter, worker, sequence)
-    }
-
     /// The ID as an integer.
     pub const fn get(self) -> u64 {
         self.0
@@ -100,67 +87,6 @@ impl SnowflakeId {
     pub const fn sequence(self) -> u16 {
         (self.0 & MAX_SEQUENCE) as u16
     }
-
-    /// All four values at once.
-    #[inline]
-    pub const fn parts(self) -> Parts {
-        Layout::TWITTER.decode(self)
-    }
-
-    /// The smallest ID of a millisecond; see [`Layout::min_id_at`].
-    pub const fn min_at(timestamp_ms: u64) -> Result<SnowflakeId, Error> {
-        Layout::TWITTER.min_id_at(timestamp_ms)
-    }
-
-    /// The largest ID of a millisecond; see [`Layout::max_id_at`].
-    pub const fn max_at(timestamp_ms: u64) -> Result<SnowflakeId, Error> {
-        Layout::TWITTER.max_id_at(timestamp_ms)
-    }
-
-    /// Formats as 16 lowercase hexadecimal digits (fixed width, so text order
-    /// is numeric order).
-    ///
-    /// ```
-    /// let id = snowmint::SnowflakeId::new(4194439168)?;
-    /// assert_eq!(id.hex().to_string(), "00000000fa021000");
-    /// # Ok::<(), snowmint::Error>(())
-    /// ```
-    pub const fn hex(self) -> Hex {
-        Hex(self)
-    }
-
-    /// Formats as 13 characters of Crockford base32 (fixed width, so text
-    /// order is numeric order).
-    ///
-    /// ```
-    /// let id = snowmint::SnowflakeId::new(4194439168)?;
-    /// assert_eq!(id.base32().to_string(), "0000003x04400");
-    /// # Ok::<(), snowmint::Error>(())
-    /// ```
-    pub const fn base32(self) -> Base32 {
-        Base32(self)
-    }
-
-    /// Formats as the 64 bits, most significant first.
-    pub const fn binary(self) -> Binary {
-        Binary(self)
-    }
-
-    /// Parses decimal text (the same as `FromStr`).
-    pub fn parse_decimal(input: &str) -> Result<SnowflakeId, Error> {
-        Encoding::Decimal.parse(input)
-    }
-
-    /// Parses hexadecimal text: 1 to 16 digits, either case, optional `0x`.
-    pub fn parse_hex(input: &str) -> Result<SnowflakeId, Error> {
-        Encoding::Hex.parse(input)
-    }
-
-    /// Parses Crockford base32: 1 to 13 characters, either case, with `I`/`L`
-    /// read as 1 and `O` as 0.
-    pub fn parse_base32(input: &str) -> Result<SnowflakeId, Error> {
-        Encoding::Base32.parse(input)
-    }
 }
 
 impl fmt::Display for SnowflakeId {
@@ -190,22 +116,6 @@ impl fmt::UpperHex for SnowflakeId {
 impl fmt::Binary for SnowflakeId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Binary::fmt(&self.0, f)
-    }
-}
-
-impl FromStr for SnowflakeId {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Encoding::Decimal.parse(s)
-    }
-}
-
-impl TryFrom<&str> for SnowflakeId {
-    type Error = Error;
-
-    fn try_from(s: &str) -> Result<Self, Self::Error> {
-        s.parse()
     }
 }
 
@@ -250,15 +160,6 @@ impl From<SnowflakeId> for u128 {
 mod tests {
     use super::*;
     use alloc::string::ToString;
-
-    #[test]
-    fn reference_case() {
-        let id = SnowflakeId::from_parts(1288834975657, 1, 1, 0).unwrap();
-        assert_eq!(id.get(), 4194439168);
-        assert_eq!(id.delta_ms(), 1000);
-        let spec = "0 | 00000000000000000000000000000001111101000 | 00001 | 00001 | 000000000000";
-        assert_eq!(id.binary().to_string(), spec.replace(" | ", ""));
-    }
 
     #[test]
     fn conversions_refuse_the_sign_bit() {

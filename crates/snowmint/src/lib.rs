@@ -80,6 +80,7 @@ mod encoding;
 mod error;
 #[cfg(feature = "std")]
 mod flight;
+mod format;
 #[cfg(feature = "std")]
 mod generator;
 mod id;
@@ -88,6 +89,7 @@ mod id_range;
 mod identity;
 mod lab;
 mod layout;
+mod name;
 mod parse;
 mod problem;
 #[cfg(feature = "std")]
@@ -118,8 +120,9 @@ pub use layout::{
     DATACENTER_BITS, DATACENTER_SHIFT, FieldName, FieldOrder, IdSpan, Layout, LayoutField,
     MAX_BATCH, MAX_DATACENTER, MAX_DELTA_MS, MAX_FIELDS, MAX_ID, MAX_NAME_LEN, MAX_SEQUENCE,
     MAX_TIMESTAMP_MS, MAX_WORKER, MIN_TIMESTAMP_MS, Parts, SEQUENCE_BITS, TIMESTAMP_BITS,
-    TIMESTAMP_SHIFT, TWITTER_EPOCH_MS, WORKER_BITS, WORKER_SHIFT, compose, decode, parse_in_range,
+    TIMESTAMP_SHIFT, TWITTER_EPOCH_MS, WORKER_BITS, WORKER_SHIFT, compose, decode,
 };
+pub use parse::parse_in_range;
 pub use problem::LayoutProblem;
 #[cfg(feature = "std")]
 pub use reservation::{FileStore, MemoryStore, ReservationStore, StoreError, StoreErrorKind};

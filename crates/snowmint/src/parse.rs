@@ -1,4 +1,7 @@
-//! The one integer scanner every decimal parser goes through.
+//! The one integer scanner every decimal parser goes through, and the one
+//! range check of a typed integer.
+
+use crate::error::{Error, Field};
 
 /// What a piece of text holds, read as a decimal integer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +54,43 @@ fn wide(negative: bool, digits: &str) -> ParsedInt {
         };
     }
     ParsedInt::Int(if negative { -v } else { v })
+}
+
+/// Parses a decimal integer typed for `field` and checks it against
+/// `min..=max`: [`Layout::parse_field`](crate::Layout::parse_field) for a range of your own (say, how
+/// many IDs a command may print). Surrounding whitespace is ignored; never
+/// panics.
+///
+/// ```
+/// use snowmint::{Field, parse_in_range};
+/// assert_eq!(parse_in_range(Field::Count, "10", 1, 100), Ok(10));
+/// assert_eq!(
+///     parse_in_range(Field::Count, "0", 1, 100).unwrap_err().to_string(),
+///     "count must be 1..=100, got 0"
+/// );
+/// assert_eq!(
+///     parse_in_range(Field::Count, "lots", 1, 100).unwrap_err().to_string(),
+///     r#"count must be a decimal integer 1..=100, got "lots""#
+/// );
+/// ```
+pub fn parse_in_range(field: Field, input: &str, min: u64, max: u64) -> Result<u64, Error> {
+    match parse_int(input) {
+        ParsedInt::Int(v) if v >= i128::from(min) && v <= i128::from(max) => Ok(v as u64),
+        ParsedInt::Int(v) if field.is_time() => Err(Error::timestamp_in(field, v, min, max)),
+        ParsedInt::Int(v) => Err(Error::out_of_range(field, v, min, max)),
+        ParsedInt::TooWide => Err(Error::too_wide(field, input.trim(), min, max)),
+        ParsedInt::NotANumber => Err(Error::syntax(
+            field,
+            input,
+            if field.is_time() {
+                "Unix milliseconds"
+            } else {
+                "a decimal integer"
+            },
+            min,
+            max,
+        )),
+    }
 }
 
 #[cfg(test)]

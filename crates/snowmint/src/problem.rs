@@ -4,7 +4,8 @@
 use alloc::string::String;
 use core::fmt;
 
-use crate::layout::{Layout, MAX_FIELDS, MAX_NAME_LEN};
+use crate::name::{MAX_FIELDS, MAX_NAME_LEN, PRESET_NAMES};
+use crate::time::{Iso8601, MAX_UNIX_MS};
 
 /// An example spec for messages: Discord's.
 pub(crate) const EXAMPLE: &str =
@@ -108,14 +109,25 @@ pub enum LayoutProblem {
     },
     /// A field other than the time named `timestamp`.
     TimestampTwice,
+    /// The name of one slot (`worker`) given to the field of another.
+    NameOfAnotherSlot {
+        /// The name.
+        name: String,
+        /// The slot whose field it was given to.
+        slot: &'static str,
+    },
     /// Widths that add up to more than 64 bits.
     TooWide {
         /// Their sum.
         bits: u32,
     },
-    /// An epoch so late that the last time overflows 64 bits.
-    EpochTooLate,
-    /// [`Layout::new`]'s four widths do not add up to 63 or 64.
+    /// A time field whose last millisecond (from the epoch, the unit and
+    /// the width) lies past [`MAX_UNIX_MS`], 9999-12-31T23:59:59.999Z.
+    PastTheEnd {
+        /// That last millisecond, Unix ms (wider than a `u64` can be).
+        last_ms: u128,
+    },
+    /// [`Layout::new`](crate::Layout::new)'s four widths do not add up to 63 or 64.
     FourWidths,
     /// A time field of no bits.
     NoTimestampBits,
@@ -123,7 +135,7 @@ pub enum LayoutProblem {
 
 impl fmt::Display for LayoutProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let presets = || Layout::PRESET_NAMES.join(", ");
+        let presets = || PRESET_NAMES.join(", ");
         match self {
             LayoutProblem::Empty => write!(
                 f,
@@ -201,12 +213,22 @@ impl fmt::Display for LayoutProblem {
             LayoutProblem::TimestampTwice => {
                 f.write_str("only the time field may be named timestamp")
             }
+            LayoutProblem::NameOfAnotherSlot { name, slot } => {
+                write!(
+                    f,
+                    "{name} names the {name} slot, not the {slot} slot's field"
+                )
+            }
             LayoutProblem::TooWide { bits } => {
                 write!(f, "the widths add up to {bits} bits, more than 64")
             }
-            LayoutProblem::EpochTooLate => {
-                f.write_str("the epoch is so late that the last timestamp overflows 64 bits")
-            }
+            LayoutProblem::PastTheEnd { last_ms } => write!(
+                f,
+                "the time field runs past {} ({MAX_UNIX_MS}), where dates end: its last \
+                 millisecond would be {last_ms}; give it fewer bits, a shorter unit or an \
+                 earlier epoch",
+                Iso8601(MAX_UNIX_MS as i64)
+            ),
             LayoutProblem::FourWidths => {
                 f.write_str("the four widths must add up to 63 or 64 bits")
             }

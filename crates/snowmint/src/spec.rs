@@ -8,7 +8,8 @@ use core::fmt::Write;
 use core::str::FromStr;
 
 use crate::error::{Error, echo};
-use crate::layout::{FieldName, Layout, MAX_FIELDS};
+use crate::layout::{Layout, field_name};
+use crate::name::{FieldName, MAX_FIELDS};
 use crate::parse::{ParsedInt, parse_int};
 use crate::problem::LayoutProblem;
 
@@ -87,7 +88,7 @@ impl Layout {
         let layout = Layout::from_fields(epoch_ms, unit_ms, &fields)?;
         Ok(Layout::PRESETS
             .into_iter()
-            .find(|p| p.renamed("custom") == layout)
+            .find(|p| p.same_fields(&layout))
             .unwrap_or(layout))
     }
 
@@ -204,32 +205,6 @@ impl FromStr for Layout {
 
 fn bad(problem: LayoutProblem) -> Error {
     Error::layout(problem)
-}
-
-/// A field name, or an error saying what is wrong with it.
-pub(crate) fn field_name(name: &str) -> Result<FieldName, Error> {
-    FieldName::new(name).ok_or_else(|| bad(LayoutProblem::BadName { name: echo(name) }))
-}
-
-/// Checks that no two fields share a name and only the first is `timestamp`.
-pub(crate) fn check_names(layout: &Layout) -> Result<(), Error> {
-    let fields: Vec<_> = layout.fields().collect();
-    for (i, f) in fields.iter().enumerate() {
-        if matches!(f.name(), "sign" | "unused") {
-            return Err(bad(LayoutProblem::ReservedName {
-                name: f.name().to_string(),
-            }));
-        }
-        if i > 0 && f.name() == "timestamp" {
-            return Err(bad(LayoutProblem::TimestampTwice));
-        }
-        if fields[..i].iter().any(|g| g.name() == f.name()) {
-            return Err(bad(LayoutProblem::NamedTwice {
-                name: f.name().to_string(),
-            }));
-        }
-    }
-    Ok(())
 }
 
 fn parse_epoch(text: &str) -> Result<u64, Error> {
@@ -397,7 +372,11 @@ mod tests {
             ("", "empty"),
             (
                 "epoch=18446744073709551615;fields=timestamp:41",
-                "overflows 64 bits",
+                "runs past 9999-12-31T23:59:59.999Z",
+            ),
+            (
+                "epoch=0;unit=2ms;fields=timestamp:63",
+                "runs past 9999-12-31T23:59:59.999Z",
             ),
         ];
         for (spec, want) in cases {
@@ -418,8 +397,8 @@ mod tests {
         assert_eq!((l.epoch_ms(), l.unit_ms()), (1577833200000, 2000));
         assert_eq!(l.spec(), "epoch=1577833200000;unit=2s;fields=timestamp:30");
         assert_eq!(l.max_id(), (1 << 30) - 1);
-        let l = Layout::parse(" epoch = 5 ; unit = 1500ms ; fields = timestamp : 40 ").unwrap();
-        assert_eq!(l.spec(), "epoch=5;unit=1500ms;fields=timestamp:40");
+        let l = Layout::parse(" epoch = 5 ; unit = 1500ms ; fields = timestamp : 36 ").unwrap();
+        assert_eq!(l.spec(), "epoch=5;unit=1500ms;fields=timestamp:36");
         assert_eq!(Layout::parse("TWITTER"), Ok(Layout::TWITTER));
         assert_eq!("discord".parse::<Layout>(), Ok(Layout::DISCORD));
     }

@@ -6,6 +6,19 @@
 
 use core::fmt;
 
+/// The last millisecond a layout's time may reach, 9999-12-31T23:59:59.999Z
+/// in Unix ms: where four-digit years end, and with them ISO-8601 text as
+/// [`parse_iso8601`] reads it and the databases' date types (MySQL's
+/// `DATETIME`). A layout whose time field runs past it is refused, so every
+/// time of an accepted layout is a date this module can write and read.
+///
+/// ```
+/// use snowmint::time::{Iso8601, MAX_UNIX_MS, parse_iso8601};
+/// assert_eq!(Iso8601(MAX_UNIX_MS as i64).to_string(), "9999-12-31T23:59:59.999Z");
+/// assert_eq!(parse_iso8601("9999-12-31T23:59:59.999Z"), Some(MAX_UNIX_MS as i64));
+/// ```
+pub const MAX_UNIX_MS: u64 = 253_402_300_799_999;
+
 /// Formats Unix milliseconds as ISO-8601 UTC with millisecond precision,
 /// e.g. `2010-11-04T01:42:55.657Z`.
 ///

@@ -3,7 +3,7 @@
 //! printed or a one-line error naming the field; never a panic.
 
 use proptest::prelude::*;
-use snowmint::time::Iso8601;
+use snowmint::time::{Iso8601, MAX_UNIX_MS};
 use snowmint::{
     Encoding, Field, FieldOrder, Layout, MAX_DATACENTER, MAX_ID, MAX_SEQUENCE, MAX_TIMESTAMP_MS,
     MAX_WORKER, MIN_TIMESTAMP_MS, Parts, SnowflakeId, parse_timestamp,
@@ -63,6 +63,15 @@ fn any_text() -> impl Strategy<Value = String> {
         "[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\\.[0-9]{1,12})?)?(Z|[+-][0-9]{2}:[0-9]{2})?",
         any::<String>(),
     ]
+}
+
+/// The last millisecond of a layout's time field, computed without the
+/// library and wide enough never to overflow: `epoch + units * unit + unit - 1`,
+/// where the field holds `units` (its top bit is the sign bit at 64 bits).
+fn last_ms(epoch: u64, unit: u64, time_bits: u32, total: u32) -> u128 {
+    let usable = if total < 64 { time_bits } else { time_bits - 1 };
+    let units = (1u128 << usable) - 1;
+    u128::from(epoch) + units * u128::from(unit) + u128::from(unit) - 1
 }
 
 /// An error a user may see: one line, naming `field`.
@@ -208,16 +217,19 @@ proptest! {
             (64, 7, FieldOrder::SequenceThenIdentity),
         ] {
             let timestamp_bits = total - dc - worker - seq;
+            let past = last_ms(epoch, unit, u32::from(timestamp_bits), u32::from(total))
+                > u128::from(MAX_UNIX_MS);
             let layout = match Layout::new(epoch, timestamp_bits, dc, worker, seq)
-                .unwrap()
-                .with_unit_ms(unit)
+                .and_then(|l| l.with_unit_ms(unit))
             {
-                Ok(layout) => layout.with_order(order),
-                // Units of 7 ms in (almost) all 63 usable bits reach past
-                // 2^64 ms: refused, and only then.
+                Ok(layout) => {
+                    prop_assert!(!past, "{} bits of {} ms from {} accepted", timestamp_bits, unit, epoch);
+                    layout.with_order(order)
+                }
+                // A time field that runs past 9999: refused, and only then.
                 Err(e) => {
-                    prop_assert!(e.to_string().contains("overflows 64 bits"), "{}", e);
-                    prop_assert!(timestamp_bits >= 61, "{} bits refused", timestamp_bits);
+                    prop_assert!(e.to_string().contains("runs past 9999-12-31"), "{}", e);
+                    prop_assert!(past, "{} bits refused: {}", timestamp_bits, e);
                     continue;
                 }
             };
@@ -252,11 +264,16 @@ proptest! {
         let unit_text = if unit % 1000 == 0 { format!("{}s", unit / 1000) } else { format!("{unit}ms") };
         let list: Vec<String> = fields.iter().map(|(n, b)| format!("{n}:{b}")).collect();
         let spec = format!("epoch={epoch};unit={unit_text};fields={}", list.join(","));
+        let past = last_ms(epoch, unit, time_bits, total) > u128::from(MAX_UNIX_MS);
         let layout = match Layout::parse(&spec) {
-            Ok(l) => l,
+            Ok(l) => {
+                prop_assert!(!past, "{} accepted", spec);
+                l
+            }
             Err(e) => {
-                // Only a time field so wide that its last unit overflows u64.
-                prop_assert!(e.to_string().contains("overflows 64 bits"), "{}: {}", spec, e);
+                // Only a time field that runs past 9999.
+                prop_assert!(e.to_string().contains("runs past 9999-12-31"), "{}: {}", spec, e);
+                prop_assert!(past, "{}: {}", spec, e);
                 return Ok(());
             }
         };
@@ -272,6 +289,132 @@ proptest! {
         prop_assert_eq!(layout.compose_fields(time, &values).unwrap(), id);
         let b = layout.breakdown(id);
         prop_assert_eq!(b.segments.iter().map(|s| s.bits).sum::<u32>(), 64);
+    }
+
+    /// Every layout a spec can give either is refused naming the bound
+    /// (its time runs past 9999-12-31T23:59:59.999Z) or computes its first
+    /// and last IDs, times, spans, figures and partitions exactly: the
+    /// values below are worked out here in `u128`, and the library's own
+    /// arithmetic runs with overflow checks (a debug build), so a wrap
+    /// anywhere fails the test.
+    #[test]
+    fn accepted_layouts_compute_without_overflow(
+        epoch in prop_oneof![
+            4 => 0u64..=4_000_000_000_000,
+            2 => 0u64..=MAX_UNIX_MS,
+            1 => MAX_UNIX_MS - 100_000..=MAX_UNIX_MS + 10,
+            1 => any::<u64>(),
+        ],
+        unit in prop_oneof![
+            4 => 1u64..=10,
+            2 => 1u64..=100_000,
+            1 => 1u64..=MAX_UNIX_MS + 1,
+            1 => 1u64..=u64::MAX,
+        ],
+        time_bits in prop_oneof![3 => 1u32..=48, 1 => 1u32..=64],
+        widths in proptest::collection::vec(1u32..=24, 0..=5),
+        now in any::<u64>(),
+    ) {
+        let mut fields = vec![format!("timestamp:{time_bits}")];
+        let mut total = time_bits;
+        for (i, w) in widths.into_iter().enumerate() {
+            if total + w > 64 {
+                break;
+            }
+            total += w;
+            fields.push(format!("f{i}:{w}"));
+        }
+        let spec = format!("epoch={epoch};unit={unit}ms;fields={}", fields.join(","));
+        let last = last_ms(epoch, unit, time_bits, total);
+        let l = match Layout::parse(&spec) {
+            Err(e) => {
+                prop_assert!(last > u128::from(MAX_UNIX_MS), "{}: {}", spec, e);
+                prop_assert!(
+                    e.to_string().contains("runs past 9999-12-31T23:59:59.999Z (253402300799999)"),
+                    "{}: {}", spec, e
+                );
+                return Ok(());
+            }
+            Ok(l) => l,
+        };
+        prop_assert!(last <= u128::from(MAX_UNIX_MS), "{} accepted", spec);
+        let (lo, hi) = (l.min_timestamp_ms(), l.max_timestamp_ms());
+        prop_assert_eq!((u128::from(lo), u128::from(hi)), (u128::from(epoch), last));
+        let shift = total - time_bits;
+        let usable = if total < 64 { time_bits } else { time_bits - 1 };
+        let units = (1u128 << usable) - 1;
+        let max_id = (units << shift) | ((1u128 << shift) - 1);
+        prop_assert_eq!(u128::from(l.max_id()), max_id);
+        prop_assert_eq!(u128::from(l.ids_per_unit()), 1u128 << shift);
+        prop_assert_eq!(l.min_id_at(lo).unwrap().get(), 0);
+        prop_assert_eq!(u128::from(l.max_id_at(hi).unwrap().get()), max_id);
+        let span = l.span(lo, hi).unwrap();
+        prop_assert_eq!(u128::from(span.slots()), max_id + 1);
+        // The last ID decodes to the start of the last unit, a date that
+        // reads back as itself.
+        let top = SnowflakeId::new(l.max_id()).unwrap();
+        let t = l.decode(top).timestamp_ms;
+        prop_assert_eq!(u128::from(t), u128::from(epoch) + units * u128::from(unit));
+        let b = l.breakdown(top);
+        prop_assert_eq!(snowmint::time::parse_iso8601(&b.time), Some(t as i64));
+        prop_assert_eq!(l.parse_timestamp(&Iso8601(hi as i64).to_string(), 0), Ok(hi));
+        let report = snowmint::LayoutReport::new(&l, now);
+        prop_assert_eq!(snowmint::time::parse_iso8601(&report.end), Some(hi as i64));
+        prop_assert_eq!(i128::from(report.end_in_ms), (i128::from(hi) - i128::from(now)).clamp(i128::from(i64::MIN), i128::from(i64::MAX)));
+        if let Some(safe) = l.js_safe_until_ms() {
+            prop_assert!((lo..=hi).contains(&safe));
+        }
+        for field in [Field::Timestamp, Field::Datacenter, Field::Worker, Field::Sequence, Field::Id, Field::Count, Field::Ordinal, Field::From, Field::To] {
+            let (min, max) = l.range(field);
+            prop_assert!(min <= max, "{:?}", field);
+        }
+        // Monthly partitions at both ends of the layout's time.
+        for (from, to) in [(lo, lo.saturating_add(62 * 86_400_000).min(hi)), (hi.saturating_sub(62 * 86_400_000).max(lo), hi)] {
+            for dialect in [snowmint::sql::Dialect::Postgres, snowmint::sql::Dialect::Mysql] {
+                match snowmint::sql::partitions(dialect, &l, "t", "id", snowmint::sql::Period::Month, from, to) {
+                    Ok(ddl) => prop_assert!(!ddl.contains("1969-"), "{}", ddl),
+                    // A span of less than a month may hold no start.
+                    Err(e) => prop_assert!(e.to_string().starts_with("to "), "{}", e),
+                }
+            }
+        }
+    }
+
+    /// A field named like a slot fills that slot, whatever its place; the
+    /// slots are filled by distinct fields, as many as there are fields
+    /// below the time (up to three); and a slot's value is its field's.
+    #[test]
+    fn fields_named_like_slots_fill_them(
+        names in Just(vec!["datacenter", "worker", "sequence", "node", "shard"]).prop_shuffle(),
+        count in 1usize..=5,
+        widths in proptest::collection::vec(1u32..=8, 5),
+        raw in any::<u64>(),
+    ) {
+        let fields: Vec<String> = names[..count]
+            .iter()
+            .zip(&widths)
+            .map(|(n, w)| format!("{n}:{w}"))
+            .collect();
+        let spec = format!("epoch=0;fields=timestamp:30,{}", fields.join(","));
+        let l = Layout::parse(&spec).unwrap();
+        let slots = [Field::Datacenter, Field::Worker, Field::Sequence];
+        let mut filled = Vec::new();
+        for f in l.node_fields() {
+            if let Some(slot) = slots.into_iter().find(|s| s.name() == f.name()) {
+                prop_assert_eq!(f.slot(), Some(slot), "{}: {}", spec, f.name());
+            }
+            if let Some(slot) = f.slot() {
+                prop_assert!(!filled.contains(&slot), "{}: {:?} twice", spec, slot);
+                filled.push(slot);
+            }
+        }
+        prop_assert_eq!(filled.len(), count.min(3), "{}", spec);
+        let id = SnowflakeId::new(raw & l.max_id()).unwrap();
+        let p = l.decode(id);
+        for (slot, value) in [(Field::Datacenter, p.datacenter), (Field::Worker, p.worker), (Field::Sequence, p.sequence)] {
+            let want = l.node_fields().find(|f| f.slot() == Some(slot)).map_or(0, |f| f.value(id));
+            prop_assert_eq!(value, want, "{}: {:?}", spec, slot);
+        }
     }
 
     #[test]

@@ -181,6 +181,43 @@ fn a_custom_layout_of_our_own() {
 }
 
 #[test]
+fn fields_named_like_the_contracts_keys_report_under_their_own_names() {
+    // worker in bits 21..=17 holds 1, datacenter in bits 16..=12 holds 2.
+    let spec = "epoch=0;fields=timestamp:41,worker:5,datacenter:5,sequence:12";
+    let id = ((1u64 << 17) | (2 << 12)).to_string();
+    assert_eq!(id, "139264");
+    let v = json(&["decode", &id, "--layout", spec]);
+    assert_eq!(
+        (&v["datacenter"], &v["worker"], &v["sequence"]),
+        (&json!(2), &json!(1), &json!(0)),
+        "{v:#}"
+    );
+    for segment in v["segments"].as_array().unwrap() {
+        if let Some(key) = ["datacenter", "worker", "sequence"]
+            .into_iter()
+            .find(|k| segment["name"] == *k)
+        {
+            assert_eq!(segment["value"], v[key], "{segment:#}");
+        }
+    }
+    // Composing by field name gives the same object.
+    let composed = json(&[
+        "compose",
+        "--layout",
+        spec,
+        "--timestamp",
+        "0",
+        "--field",
+        "worker=1",
+        "--field",
+        "datacenter=2",
+        "--field",
+        "sequence=0",
+    ]);
+    assert_eq!(composed, v);
+}
+
+#[test]
 fn bad_specs_say_what_is_wrong() {
     let cases = [
         (
@@ -205,6 +242,12 @@ fn bad_specs_say_what_is_wrong() {
             "the field name \"Worker\" must be",
         ),
         ("epoch=0;fields=timestamp:41,w:5,w:5", "w is named twice"),
+        // 2^63 units of 2 ms: the time wrapped to 1969 once.
+        (
+            "epoch=0;unit=2ms;fields=timestamp:63",
+            "the time field runs past 9999-12-31T23:59:59.999Z (253402300799999), where dates \
+             end: its last millisecond would be 18446744073709551615",
+        ),
         (
             "flickr",
             "\"flickr\" is neither a preset (twitter, discord, instagram, sonyflake, mastodon)",
@@ -217,6 +260,21 @@ fn bad_specs_say_what_is_wrong() {
             vec!["range", "--from", "now", "--layout", spec],
             vec!["layout", spec],
             vec!["detect", "5", "--layout", spec],
+            vec![
+                "range",
+                "--from",
+                "2024-01-01",
+                "--to",
+                "2024-03-01",
+                "--partition",
+                "month",
+                "--sql",
+                "postgres",
+                "--table",
+                "t",
+                "--layout",
+                spec,
+            ],
         ] {
             let msg = bad(&args);
             assert!(msg.starts_with("invalid layout: "), "{args:?}: {msg}");
@@ -404,6 +462,16 @@ fn detect_names_the_system() {
         human.starts_with("ambiguous: this ID could come from"),
         "{human}"
     );
+    // One Sonyflake ID is ambiguous too, and an ID given twice is one ID.
+    let one = sony[0].to_string();
+    let v = json(&["detect", &one]);
+    assert_eq!(first(&v), "sonyflake", "{v:#}");
+    assert_eq!(v["ambiguous"], true, "{v:#}");
+    let twice = json(&["detect", &one, &one]);
+    assert_eq!(twice["ids"], 2);
+    for key in ["ambiguous", "note", "candidates"] {
+        assert_eq!(twice[key], v[key], "{key}");
+    }
     // A custom layout given with --layout competes, and wins on its IDs.
     let spec = "epoch=2020-01-01;fields=timestamp:40,node:4,seq:8";
     let ours: Vec<u64> = (0..10u64)

@@ -189,12 +189,14 @@ pub struct DecodeQuery {
     /// `epoch=EPOCH;unit=UNIT;fields=NAME:BITS,...` (URL-encoded; EPOCH
     /// Unix ms or ISO-8601, UNIT `<n>ms` or `<n>s`, fields from the most
     /// significant bit down, the first `timestamp`). Segments carry each
-    /// field's own name. The top-level keys keep the contract's slots: the
-    /// field named `sequence` (else the lowest) is `sequence`; of the
-    /// others the last is `worker` and the one before `datacenter`
-    /// (Instagram's shard and Sonyflake's machine are `worker`, Discord's
-    /// worker and process `datacenter` and `worker`); slots a layout lacks
-    /// are 0. `delta_ms` is milliseconds since the layout's epoch; a
+    /// field's own name. The top-level keys keep the contract's slots: a
+    /// field named `datacenter`, `worker` or `sequence` is that key; of the
+    /// others the lowest is `sequence`, then from the bottom up `worker`
+    /// and `datacenter`, each if no field is named so (Instagram's shard
+    /// and Sonyflake's machine are `worker`; the preset Discord's worker
+    /// and process are `datacenter` and `worker`); slots a layout lacks
+    /// are 0. A layout whose time runs past 9999-12-31T23:59:59.999Z is
+    /// refused. `delta_ms` is milliseconds since the layout's epoch; a
     /// segment's `value` is the field itself (Sonyflake's timestamp counts
     /// 10 ms units). Where the widths add up to 64 (Discord, Instagram,
     /// Mastodon) the time field's top bit is the sign of a 64-bit integer,

@@ -173,7 +173,7 @@ pub(crate) struct DetectDoc {
     /// How many IDs were looked at.
     #[schema(example = 1)]
     ids: usize,
-    /// Whether the best candidates are too close to call (one ID often fits several layouts alike).
+    /// Whether the best candidates are too close to call (always so for one ID that fits several layouts; an ID given twice counts once).
     ambiguous: bool,
     /// For an ambiguous answer, which layouts tie.
     #[schema(required = true)]

@@ -7,7 +7,6 @@ use maud::{Markup, html};
 use snowmint::{Breakdown, Encoding, Layout};
 
 use super::form::display_name;
-use super::result::is_node;
 use super::{Page, link};
 use crate::routes::page::i18n::Lang;
 
@@ -161,7 +160,7 @@ pub(super) fn table(page: &Page, list: &List) -> Markup {
         .segments
         .iter()
         .enumerate()
-        .filter(|(_, s)| is_node(s))
+        .filter(|(_, s)| s.is_node())
         .map(|(i, s)| {
             let key = match s.slot {
                 Some(snowmint::Field::Datacenter) => Some(Key::Slot("datacenter")),

@@ -103,15 +103,9 @@ pub(super) fn slot_class(seg: &Segment) -> &'static str {
         Some(Field::Datacenter) => "datacenter",
         Some(Field::Worker) => "worker",
         Some(Field::Sequence) => "sequence",
-        _ if is_node(seg) => "other",
+        _ if seg.is_node() => "other",
         _ => "sign",
     }
-}
-
-/// Whether a segment is a field below the time (no layout may call a
-/// field `sign` or `unused`).
-pub(super) fn is_node(seg: &Segment) -> bool {
-    seg.slot != Some(Field::Timestamp) && seg.name != "sign" && seg.name != "unused"
 }
 
 /// The letter the formula uses for a field: its slot's, or the field's
@@ -127,7 +121,7 @@ fn letter(seg: &Segment) -> &str {
 
 /// The fields below the timestamp, most significant first.
 fn fields(b: &Breakdown) -> impl Iterator<Item = &Segment> {
-    b.segments.iter().filter(|s| is_node(s))
+    b.segments.iter().filter(|s| s.is_node())
 }
 
 /// The legend's letters and the layout's names for them.

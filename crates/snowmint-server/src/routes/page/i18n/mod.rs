@@ -267,9 +267,12 @@ fn layout_problem_nb(problem: &LayoutProblem) -> String {
         ),
         P::TimestampTwice => "bare tidsfeltet kan hete timestamp".to_owned(),
         P::TooWide { bits } => format!("breddene blir til sammen {bits} biter, mer enn 64"),
-        P::EpochTooLate => {
-            "epoken er så sen at den siste tiden ikke får plass i 64 biter".to_owned()
-        }
+        P::PastTheEnd { last_ms } => format!(
+            "tidsfeltet går forbi 9999-12-31T23:59:59.999Z ({}), der datoene slutter: \
+             det siste millisekundet ville vært {last_ms}; gi det færre biter, en kortere \
+             enhet eller en tidligere epoke",
+            snowmint::time::MAX_UNIX_MS
+        ),
         P::FourWidths => "de fire breddene må bli 63 eller 64 biter til sammen".to_owned(),
         P::NoTimestampBits => "tidsstempelet trenger minst 1 bit".to_owned(),
         // A problem added later: the core's words.
