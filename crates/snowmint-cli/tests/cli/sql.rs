@@ -560,6 +560,15 @@ fn postgres_functions_agree_with_the_core() {
         !plan.contains("snowflake_") && plan.contains("CASE WHEN"),
         "{plan}"
     );
+    // An infinite time is out of range: NULL, as a constant (which the
+    // planner folds) and from a row.
+    let infinite = pg.psql(
+        "t",
+        "SELECT snowflake_min_id('infinity'), snowflake_max_id('-infinity');\n\
+         SELECT snowflake_min_id(ts), snowflake_max_id(ts) FROM (VALUES ('infinity'::timestamptz), \
+         ('-infinity')) AS v (ts);",
+    );
+    assert_eq!(infinite, "|\n|\n|\n", "{infinite:?}");
     // And it is the type the contract names.
     let types = pg.psql(
         "t",

@@ -158,8 +158,12 @@ impl Exprs<'_> {
                     "((({utc}::date - date '1970-01-01')::bigint * 86400000) \
                      + ((date_part('epoch', {utc}::time) * 1000000)::bigint / 1000))"
                 );
+                // An infinite time is out of range too (its date cannot
+                // be subtracted from): the first arm keeps it from the
+                // arithmetic, at run time and when the planner folds a
+                // constant.
                 format!(
-                    "CASE WHEN {ms} BETWEEN {} AND {} THEN {} END",
+                    "CASE WHEN NOT isfinite({ts}) THEN NULL WHEN {ms} BETWEEN {} AND {} THEN {} END",
                     s.min_ms,
                     s.max_ms,
                     or_low(units(ms.clone()))
