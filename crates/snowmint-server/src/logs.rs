@@ -5,14 +5,17 @@
 //! line of every request included) is formatted where it happens and handed
 //! to a bounded queue; the `snowmint-log` thread writes the queue to
 //! stderr in batches (woken by the first line after it went idle, it lets
-//! 10 ms of lines gather and writes them in one call). When stderr cannot keep up (a slow pipe, a stalled log shipper)
-//! and [`LogOptions::buffered_lines`] lines are waiting, **new lines are
-//! dropped, not waited for**: requests are never slowed by logging. Every
-//! dropped line is counted in `snowmint_log_lines_dropped_total`.
+//! 10 ms of lines gather, or fewer once half the queue's room is taken,
+//! and writes them in one call). When stderr cannot keep up (a slow pipe, a
+//! stalled log shipper) and [`LogOptions::buffered_lines`] lines are
+//! waiting, **new lines are dropped, not waited for**: requests are never
+//! slowed by logging. Every dropped line is counted in
+//! `snowmint_log_lines_dropped_total`.
 //!
 //! [`init_logs`] installs this as the process's subscriber and returns a
 //! [`LogGuard`]: keep it for the life of the program; dropping it writes
 //! what is still queued (waiting at most a second) and stops the thread.
+//! A line logged after that is counted as dropped.
 //!
 //! With [`LogFormat::Json`] every line on stderr is a JSON object: the
 //! events (fields at the top level: `timestamp`, `level`, `message`,
@@ -129,7 +132,7 @@ pub(crate) fn dropped_lines() -> u64 {
 /// thread for the writer.
 pub fn init_logs(options: &LogOptions) -> Result<LogGuard, LogError> {
     let filter = filter(&options.filter)?;
-    let (writer, guard) = writer(options.buffered_lines, std::io::stderr())?;
+    let (writer, guard) = writer(options.buffered_lines, BATCH_WINDOW, std::io::stderr())?;
     let queue = Arc::clone(&writer.queue);
     tracing::subscriber::set_global_default(subscriber(options.format, filter, writer))
         .map_err(|_| LogError::AlreadyInstalled)?;
@@ -168,8 +171,9 @@ fn filter(filter: &str) -> Result<EnvFilter, LogError> {
 }
 
 /// How long the writer thread lets lines gather after the first one of a
-/// batch before it writes them: the thread is woken at most once per
-/// window, not once per line, and writes a window's lines in one call.
+/// batch before it writes them: the thread is woken about once per window,
+/// not once per line, and writes a window's lines in one call. A burst
+/// that fills half the queue ends the window early ([`Queue::soon`]).
 const BATCH_WINDOW: Duration = Duration::from_millis(10);
 
 /// How long dropping the guard waits for the queued lines to be written.
@@ -178,9 +182,12 @@ const FINAL_WRITE_WAIT: Duration = Duration::from_secs(1);
 /// The lines waiting for the writer thread.
 ///
 /// A request appends its line under a mutex held for a copy, and wakes the
-/// thread only if the thread is idle (the first line of a batch); the
-/// thread then waits [`BATCH_WINDOW`] for more and takes them all in one
-/// swap. (`tracing-appender`'s non-blocking writer wakes its thread for
+/// thread only if the thread is idle (the first line of a batch) or if its
+/// line is the one that fills half the queue while the thread lets a batch
+/// gather (so a burst is written as soon as it is big, not after a window
+/// in which it could outgrow the queue while stderr keeps up); the thread
+/// waits up to [`BATCH_WINDOW`] for more and takes them all in one swap.
+/// (`tracing-appender`'s non-blocking writer wakes its thread for
 /// every line and writes each with a call of its own: a futex wake, a
 /// context switch and a `write` per request, which cost the HTTP path
 /// about a tenth of its throughput.)
@@ -189,10 +196,14 @@ struct Queue {
     state: Mutex<Pending>,
     /// Signalled when the idle thread has a first line, and at close.
     wake: Condvar,
-    /// Lines past `limit` that were dropped.
+    /// Lines past `limit`, or after the thread stopped, that were dropped.
     dropped: AtomicU64,
     /// Lines that may wait.
     limit: usize,
+    /// Lines that end a batch's window early: half of `limit`.
+    soon: usize,
+    /// How long a batch may gather ([`BATCH_WINDOW`]).
+    window: Duration,
 }
 
 #[derive(Debug, Default)]
@@ -201,8 +212,13 @@ struct Pending {
     lines: usize,
     /// The thread waits for a first line (and must be woken for it).
     idle: bool,
+    /// The thread lets a batch gather (and must be woken when it is
+    /// `soon` lines).
+    gathering: bool,
     /// The guard was dropped: write what is left and stop.
     closed: bool,
+    /// The thread took its last batch: nothing queued now is written.
+    finished: bool,
 }
 
 impl Queue {
@@ -213,18 +229,27 @@ impl Queue {
     }
 
     /// Queues one formatted event (tracing's formatter writes each in one
-    /// call), or drops and counts it when `limit` lines are waiting.
+    /// call), or drops and counts it when `limit` lines are waiting or the
+    /// thread has stopped.
     fn push(&self, line: &[u8]) {
         let mut pending = self.lock();
-        if pending.lines >= self.limit {
+        if pending.lines >= self.limit || pending.finished {
             drop(pending);
             self.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
         pending.bytes.extend_from_slice(line);
         pending.lines += 1;
-        if pending.idle {
+        let wake = if pending.idle {
             pending.idle = false;
+            true
+        } else if pending.gathering && pending.lines == self.soon {
+            pending.gathering = false;
+            true
+        } else {
+            false
+        };
+        if wake {
             drop(pending);
             self.wake.notify_one();
         }
@@ -235,7 +260,8 @@ impl Queue {
     }
 
     /// The writer thread: waits for a first line, lets a window's lines
-    /// gather, writes them in one call; at close, writes what is left.
+    /// gather (or `soon` lines), writes them in one call; at close, writes
+    /// what is left.
     fn run(&self, out: &mut dyn Write) {
         let mut batch = Vec::new();
         loop {
@@ -248,21 +274,24 @@ impl Queue {
                     .unwrap_or_else(PoisonError::into_inner);
             }
             pending.idle = false;
-            let window_ends = Instant::now() + BATCH_WINDOW;
-            while !pending.closed {
+            let window_ends = Instant::now() + self.window;
+            while !pending.closed && pending.lines < self.soon {
                 let left = window_ends.saturating_duration_since(Instant::now());
                 if left.is_zero() {
                     break;
                 }
+                pending.gathering = true;
                 pending = self
                     .wake
                     .wait_timeout(pending, left)
                     .unwrap_or_else(PoisonError::into_inner)
                     .0;
             }
+            pending.gathering = false;
             std::mem::swap(&mut pending.bytes, &mut batch);
             pending.lines = 0;
             let closed = pending.closed;
+            pending.finished = closed;
             drop(pending);
             // Nothing to report an error to: stderr is where it would go.
             let _ = out.write_all(&batch).and_then(|()| out.flush());
@@ -320,16 +349,21 @@ impl Drop for WriterGuard {
 }
 
 /// The lossy queue in front of `out` (at most `buffered_lines` lines
-/// waiting), and the guard of the thread that writes it.
+/// waiting, a batch gathering for at most `window`), and the guard of the
+/// thread that writes it.
 fn writer<W: Write + Send + 'static>(
     buffered_lines: usize,
+    window: Duration,
     mut out: W,
 ) -> Result<(QueueWriter, WriterGuard), LogError> {
+    let limit = buffered_lines.max(1);
     let queue = Arc::new(Queue {
         state: Mutex::new(Pending::default()),
         wake: Condvar::new(),
         dropped: AtomicU64::new(0),
-        limit: buffered_lines.max(1),
+        limit,
+        soon: limit.div_ceil(2),
+        window,
     });
     let (done_tx, done) = mpsc::channel();
     let thread = {
@@ -390,6 +424,8 @@ mod tests {
     struct Gate {
         open: Arc<(Mutex<bool>, Condvar)>,
         written: Arc<Mutex<Vec<u8>>>,
+        /// Signalled after every write.
+        grown: Arc<Condvar>,
         calls: Arc<Mutex<usize>>,
     }
 
@@ -403,6 +439,22 @@ mod tests {
             let written = String::from_utf8(self.written.lock().unwrap().clone()).unwrap();
             written.lines().map(str::to_owned).collect()
         }
+        /// Waits until `n` lines are written, for at most `limit`: whether
+        /// they were.
+        fn wait_for_lines(&self, n: usize, limit: Duration) -> bool {
+            let deadline = Instant::now() + limit;
+            let mut written = self.written.lock().unwrap();
+            loop {
+                if written.iter().filter(|&&b| b == b'\n').count() >= n {
+                    return true;
+                }
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return false;
+                }
+                written = self.grown.wait_timeout(written, left).unwrap().0;
+            }
+        }
     }
 
     impl Write for Gate {
@@ -414,6 +466,7 @@ mod tests {
             }
             *self.calls.lock().unwrap() += 1;
             self.written.lock().unwrap().extend_from_slice(buf);
+            self.grown.notify_all();
             Ok(buf.len())
         }
         fn flush(&mut self) -> std::io::Result<()> {
@@ -429,7 +482,7 @@ mod tests {
     #[test]
     fn a_stuck_writer_drops_and_counts_lines_instead_of_blocking() {
         let gate = Gate::default();
-        let (writer, guard) = writer(4, gate.clone()).unwrap();
+        let (writer, guard) = writer(4, BATCH_WINDOW, gate.clone()).unwrap();
         let queue = Arc::clone(&writer.queue);
         let subscriber = subscriber(LogFormat::Json, filter("info").unwrap(), writer);
         tracing::subscriber::with_default(subscriber, || {
@@ -459,7 +512,7 @@ mod tests {
     #[test]
     fn queued_lines_are_written_in_one_call_and_all_written_at_the_end() {
         let gate = Gate::default();
-        let (writer, guard) = writer(10_000, gate.clone()).unwrap();
+        let (writer, guard) = writer(10_000, BATCH_WINDOW, gate.clone()).unwrap();
         let queue = Arc::clone(&writer.queue);
         let subscriber = subscriber(LogFormat::Json, filter("info").unwrap(), writer);
         tracing::subscriber::with_default(subscriber, || {
@@ -489,7 +542,7 @@ mod tests {
     fn a_line_on_an_idle_queue_is_written_soon() {
         let gate = Gate::default();
         gate.open();
-        let (writer, guard) = writer(10, gate.clone()).unwrap();
+        let (writer, guard) = writer(10, BATCH_WINDOW, gate.clone()).unwrap();
         let subscriber = subscriber(LogFormat::Text, filter("info").unwrap(), writer);
         tracing::subscriber::with_default(subscriber, || {
             tracing::info!(target: "snowmint::access", "first");
@@ -501,6 +554,61 @@ mod tests {
         }
         assert!(gate.lines()[0].contains("first"), "{:?}", gate.lines());
         drop(guard);
+    }
+
+    /// A burst is written when it fills half the queue, not only when the
+    /// window ends: with room for 100 lines and a window far longer than
+    /// the test (so only that wake can start a write), after each of ten
+    /// bursts of 60 lines all but fewer than half the room (50) are
+    /// written while stderr keeps up, and none is dropped; the rest is
+    /// written at the end. (With a fixed window, a queue of 100 at 10 ms
+    /// dropped lines above about 10,000 lines a second however fast stderr
+    /// was.)
+    #[test]
+    fn a_burst_that_fills_half_the_queue_is_written_at_once() {
+        let gate = Gate::default();
+        gate.open();
+        let (writer, guard) = writer(100, Duration::from_secs(3600), gate.clone()).unwrap();
+        let queue = Arc::clone(&writer.queue);
+        let subscriber = subscriber(LogFormat::Json, filter("info").unwrap(), writer);
+        tracing::subscriber::with_default(subscriber, || {
+            for burst in 1..=10 {
+                for i in 0..60 {
+                    tracing::info!(target: "snowmint::access", i, "request");
+                }
+                let due = 60 * burst - 49;
+                assert!(
+                    gate.wait_for_lines(due, Duration::from_secs(20)),
+                    "burst {burst}: {} of {due} lines written, {} dropped",
+                    gate.lines().len(),
+                    queue.dropped()
+                );
+            }
+        });
+        assert_eq!(queue.dropped(), 0);
+        drop(guard);
+        assert_eq!(gate.lines().len(), 600);
+    }
+
+    /// Once the guard is dropped and the thread has written the last
+    /// batch, a line has nowhere to go: it is counted as dropped, not
+    /// queued for no one.
+    #[test]
+    fn a_line_after_the_writer_stopped_is_counted_as_dropped() {
+        let gate = Gate::default();
+        gate.open();
+        let (writer, guard) = writer(10, BATCH_WINDOW, gate.clone()).unwrap();
+        let queue = Arc::clone(&writer.queue);
+        let subscriber = subscriber(LogFormat::Text, filter("info").unwrap(), writer);
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!(target: "snowmint::access", "before");
+            drop(guard);
+            tracing::info!(target: "snowmint::access", "after");
+        });
+        let lines = gate.lines();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("before"), "{lines:?}");
+        assert_eq!(queue.dropped(), 1);
     }
 
     #[test]

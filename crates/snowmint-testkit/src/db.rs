@@ -269,6 +269,14 @@ impl Mariadb {
         };
         let dir = tempfile::tempdir().expect("a temporary directory");
         let data = dir.path().join("data");
+        // Temporary tables in a directory of this server's own: in the
+        // shared /tmp, the bootstrap of another server (of another test
+        // run, whose process IDs may be the same numbers) can take or
+        // remove a file of the same name, and the install fails
+        // ("Could not remove temporary table '/tmp/#sql-temptable-...'").
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir(&tmp).expect("a temporary directory for mariadbd");
+        let tmpdir = format!("--tmpdir={}", path(&tmp));
         let user = if is_root() {
             vec!["--user=root"]
         } else {
@@ -278,6 +286,7 @@ impl Mariadb {
             .args(["--no-defaults", "--auth-root-authentication-method=normal"])
             .args(["--skip-test-db", "--skip-name-resolve"])
             .arg(format!("--datadir={}", path(&data)))
+            .arg(&tmpdir)
             .args(&user)
             .output()
             .expect("run mariadb-install-db");
@@ -292,6 +301,7 @@ impl Mariadb {
             .args(["--no-defaults", "--skip-networking", "--skip-log-bin"])
             .args(["--innodb-buffer-pool-size=32M", "--innodb-log-file-size=8M"])
             .arg(format!("--datadir={}", path(&data)))
+            .arg(&tmpdir)
             .arg(format!("--socket={}", path(&socket)))
             .arg(format!(
                 "--pid-file={}",

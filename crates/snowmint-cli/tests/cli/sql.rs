@@ -43,22 +43,66 @@ impl Rng {
     }
 }
 
-/// The prefix each layout's functions get: the default for Twitter's,
-/// the layout's name for the others (so all can live in one database, and
-/// `--prefix` is tested too).
-fn prefix(layout: &Layout) -> String {
-    match layout.name() {
-        "twitter" => "snowflake_".into(),
-        name => format!("{name}_"),
-    }
+/// Layouts whose field names are words some database reserves, so that
+/// every one is a parameter, a function and (SQLite) a column name in every
+/// dialect: MySQL's `partition` (the issue's example), PostgreSQL's
+/// `position`, `row`, `none`, `bit`, and words of the SQL standard, of
+/// MySQL, MariaDB and SQLite. Two are narrower than 63 bits, so that IDs
+/// with bits above them are out of range.
+const AWKWARD: [&str; 6] = [
+    "epoch=2020-01-01;fields=timestamp:41,partition:10,sequence:12",
+    "epoch=0;fields=timestamp:39,position:6,row:6,none:6,bit:6",
+    "epoch=2010-01-01;fields=timestamp:41,order:2,key:2,user:2,select:2,group:2,table:2,\
+     limit:2,window:2,rank:2,range:2,values:2",
+    "epoch=2015-01-01;fields=timestamp:40,all:2,when:2,end:2,interval:2,div:2,mod:2,xor:2,\
+     true:2,null:2,between:2,check:2",
+    "epoch=0;fields=timestamp:30,lateral:3,rows:3,natural:3,default:3,primary:3,returning:3,\
+     in:3,is:3,on:3,over:3",
+    "epoch=0;fields=timestamp:40,node:8",
+];
+
+/// One layout the scripts are loaded and checked for.
+struct Case {
+    layout: Layout,
+    /// What `--layout` is given.
+    arg: String,
+    /// The prefix of its functions (so that all live in one database;
+    /// `current_` makes `current_user`, a keyword of PostgreSQL and MySQL).
+    prefix: String,
+    /// Random IDs, times and compositions.
+    random: usize,
+}
+
+/// Every preset (Twitter's with the default prefix, the others with their
+/// name), then every [`AWKWARD`] layout.
+fn cases() -> Vec<Case> {
+    let presets = Layout::PRESETS.into_iter().map(|layout| Case {
+        arg: layout.name().to_owned(),
+        prefix: match layout.name() {
+            "twitter" => "snowflake_".into(),
+            name => format!("{name}_"),
+        },
+        layout,
+        random: RANDOM,
+    });
+    let awkward = AWKWARD.iter().enumerate().map(|(i, spec)| Case {
+        layout: spec.parse().unwrap_or_else(|e| panic!("{spec}: {e}")),
+        arg: (*spec).to_owned(),
+        prefix: if spec.contains(",user:") {
+            "current_".into()
+        } else {
+            format!("w{i}_")
+        },
+        random: RANDOM / 8,
+    });
+    presets.chain(awkward).collect()
 }
 
 /// `snowmint sql DIALECT --layout L [--prefix P] [extra]`'s script.
-fn script(dialect: &str, layout: &Layout, extra: &[&str]) -> String {
-    let p = prefix(layout);
-    let mut args = vec!["sql", dialect, "--layout", layout.name()];
-    if layout.name() != "twitter" {
-        args.extend(["--prefix", &p]);
+fn script(dialect: &str, case: &Case, extra: &[&str]) -> String {
+    let mut args = vec!["sql", dialect, "--layout", &case.arg];
+    if case.prefix != "snowflake_" {
+        args.extend(["--prefix", &case.prefix]);
     }
     args.extend(extra);
     let run = run_with(&args, &[]);
@@ -67,54 +111,87 @@ fn script(dialect: &str, layout: &Layout, extra: &[&str]) -> String {
     run.stdout
 }
 
-/// The layout's fields below the time, as the functions name them, with
-/// their values in `id` (from the core's breakdown).
-fn fields(layout: &Layout, id: u64) -> Vec<(String, u64)> {
-    layout
-        .breakdown(SnowflakeId::new(id).unwrap())
-        .segments
-        .iter()
-        .filter(|s| s.name != "sign" && s.name != "timestamp")
-        .map(|s| (s.label.replace(' ', "_"), s.value))
+/// A field's name as the functions name it (Mastodon's "sequence data"
+/// is `sequence_data`).
+fn sql_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
-/// IDs to check: the edges, then random ones over all 63 bits.
-fn ids(layout: &Layout, rng: &mut Rng) -> Vec<u64> {
+/// The core's ID for a database's `bigint`: `None` where the core refuses
+/// it (negative, or bits above the layout's set).
+fn core_id(layout: &Layout, id: i64) -> Option<SnowflakeId> {
+    let id = SnowflakeId::new(u64::try_from(id).ok()?).ok()?;
+    layout.check_id(id).ok()
+}
+
+/// The layout's fields below the time, as the functions name them, with
+/// their values in `id` (from the core).
+fn fields(layout: &Layout, id: SnowflakeId) -> Vec<(String, u64)> {
+    let mut v: Vec<_> = layout
+        .node_fields()
+        .filter(|f| f.bits() > 0)
+        .map(|f| (sql_name(f.name()), f.shift(), f.value(id)))
+        .collect();
+    v.sort_by_key(|f| std::cmp::Reverse(f.1));
+    v.into_iter().map(|(n, _, value)| (n, value)).collect()
+}
+
+/// IDs to check: the edges (negative, the layout's largest and one past
+/// it, the range's ends, every field's largest value), then random ones
+/// over all 64 bits and within the layout.
+fn ids(layout: &Layout, rng: &mut Rng, random: usize) -> Vec<i64> {
     let (lo, hi) = (layout.min_timestamp_ms(), layout.max_timestamp_ms());
+    let max = layout.max_id();
+    let as_i64 = |id: u64| i64::try_from(id).unwrap();
     let mut out = vec![
         0,
         1,
-        MAX_ID,
-        MAX_ID - 1,
-        layout.max_id_at(lo).unwrap().get(),
-        layout.min_id_at(hi).unwrap().get(),
-        layout.max_id_at(hi).unwrap().get(),
+        -1,
+        i64::MIN,
+        as_i64(MAX_ID),
+        as_i64(MAX_ID - 1),
+        as_i64(max),
+        as_i64(layout.max_id_at(lo).unwrap().get()),
+        as_i64(layout.min_id_at(hi).unwrap().get()),
+        as_i64(layout.max_id_at(hi).unwrap().get()),
     ];
-    for (_, bits, shift) in field_bits(layout) {
+    if max < MAX_ID {
+        out.extend([as_i64(max + 1), as_i64(max + 1) | 1, -as_i64(max)]);
+    }
+    for (_, _, bits, shift) in field_bits(layout) {
         out.push(((1 << bits) - 1) << shift);
     }
-    out.extend((0..RANDOM).map(|_| rng.next() >> 1));
+    out.extend((0..random).map(|_| rng.next() as i64));
+    out.extend((0..random).map(|_| as_i64(rng.next() % (max + 1))));
     out
 }
 
-/// (name, bits, shift) of each field, most significant first.
-fn field_bits(layout: &Layout) -> Vec<(String, u32, u32)> {
+/// (layout's name, SQL name, bits, shift) of each field, most significant
+/// first.
+fn field_bits(layout: &Layout) -> Vec<(String, String, u32, u32)> {
     let mut v: Vec<_> = layout
-        .breakdown(SnowflakeId::MAX)
-        .segments
-        .iter()
-        .filter(|s| s.name != "sign" && s.name != "timestamp")
-        .map(|s| (s.label.replace(' ', "_"), s.bits, s.lsb))
+        .node_fields()
+        .filter(|f| f.bits() > 0)
+        .map(|f| (f.name().to_owned(), sql_name(f.name()), f.bits(), f.shift()))
         .collect();
-    v.sort_by_key(|f| std::cmp::Reverse(f.2));
+    v.sort_by_key(|f| std::cmp::Reverse(f.3));
     v
 }
 
 /// Times to check min_id and max_id at, in microseconds since 1970: the
-/// edges of the layout's range (a microsecond inside and outside), then
-/// random ones from a second before the epoch to a second after the end.
-fn times_us(layout: &Layout, rng: &mut Rng, sub_ms: bool) -> Vec<i64> {
+/// edges of the layout's range (a microsecond inside and outside), random
+/// ones from a second before the epoch to a second after the end, and
+/// random whole milliseconds (where a time in a double, as PostgreSQL
+/// before 14 extracts it, floors one early after 2038).
+fn times_us(layout: &Layout, rng: &mut Rng, sub_ms: bool, random: usize) -> Vec<i64> {
     let (lo, hi) = (
         layout.min_timestamp_ms() as i64,
         layout.max_timestamp_ms() as i64,
@@ -127,11 +204,12 @@ fn times_us(layout: &Layout, rng: &mut Rng, sub_ms: bool) -> Vec<i64> {
         hi * 1000 + 1000 - step,
         hi * 1000 + 1000,
     ];
-    for _ in 0..RANDOM {
+    for _ in 0..random {
         let ms = rng.range(lo - 1000, hi + 1000);
         let us = if sub_ms { rng.range(0, 999) } else { 0 };
         out.push(ms * 1000 + us);
     }
+    out.extend((0..random / 4).map(|_| rng.range(lo, hi) * 1000));
     // MySQL's DATETIME and SQLite's dates start in year 1000 / 0.
     out.retain(|&us| us >= 0);
     out
@@ -157,14 +235,14 @@ fn iso_us(us: i64) -> String {
 }
 
 /// Compositions to check: (unix_ms, field values), in range or not.
-fn compositions(layout: &Layout, rng: &mut Rng) -> Vec<(i64, Vec<i64>)> {
+fn compositions(layout: &Layout, rng: &mut Rng, random: usize) -> Vec<(i64, Vec<i64>)> {
     let (lo, hi) = (
         layout.min_timestamp_ms() as i64,
         layout.max_timestamp_ms() as i64,
     );
     let maxes: Vec<i64> = field_bits(layout)
         .iter()
-        .map(|(_, bits, _)| (1 << bits) - 1)
+        .map(|(_, _, bits, _)| (1 << bits) - 1)
         .collect();
     let mut out = vec![
         (lo, vec![0; maxes.len()]),
@@ -179,7 +257,7 @@ fn compositions(layout: &Layout, rng: &mut Rng) -> Vec<(i64, Vec<i64>)> {
         over[i] = -1;
         out.push((hi, over));
     }
-    for _ in 0..RANDOM {
+    for _ in 0..random {
         let fields = maxes.iter().map(|&m| rng.range(0, m)).collect();
         out.push((rng.range(lo, hi), fields));
     }
@@ -189,27 +267,15 @@ fn compositions(layout: &Layout, rng: &mut Rng) -> Vec<(i64, Vec<i64>)> {
 /// The core's composition, or `None` where it refuses.
 fn composed(layout: &Layout, ms: i64, fields: &[i64]) -> Option<u64> {
     let ms = u64::try_from(ms).ok()?;
-    let mut parts = [0u64; 3];
     let names = field_bits(layout);
-    for ((name, _, _), &v) in names.iter().zip(fields) {
-        let v = u64::try_from(v).ok()?;
-        // The core's slots: Parts keeps datacenter, worker and sequence.
-        let slot = slot_of(layout, name);
-        parts[slot] = v;
+    let mut values = Vec::new();
+    for ((name, _, _, _), &v) in names.iter().zip(fields) {
+        values.push((name.as_str(), u64::try_from(v).ok()?));
     }
     layout
-        .compose(ms, parts[0], parts[1], parts[2])
+        .compose_fields(ms, &values)
         .ok()
         .map(SnowflakeId::get)
-}
-
-/// Which of the core's three slots a labelled field fills.
-fn slot_of(layout: &Layout, name: &str) -> usize {
-    use snowmint::Field;
-    [Field::Datacenter, Field::Worker, Field::Sequence]
-        .iter()
-        .position(|&f| layout.label(f).replace(' ', "_") == name)
-        .expect("a field of the layout")
 }
 
 /// Rows `n<sep>value` into a map; a missing value is `null`.
@@ -267,22 +333,43 @@ enum Db {
     Lite,
 }
 
-/// Checks every function of every preset in one dialect: `run` runs a
-/// script and returns its rows.
+impl Db {
+    /// `name` quoted, as a test writes a name the database may reserve.
+    fn quote(self, name: &str) -> String {
+        match self {
+            Db::Pg => format!("\"{name}\""),
+            Db::My | Db::Lite => format!("`{name}`"),
+        }
+    }
+
+    /// A call of the function `name` (quoted, and in MySQL qualified by
+    /// the database `t`: a stored function of a native function's name,
+    /// `current_user`, is called only so).
+    fn call(self, name: &str, args: &str) -> String {
+        match self {
+            Db::My => format!("`t`.`{name}`({args})"),
+            _ => format!("{}({args})", self.quote(name)),
+        }
+    }
+}
+
+/// Checks every function of every [`cases`] layout in one dialect: `run`
+/// runs a script and returns its rows.
 fn check_functions(db: Db, run: &dyn Fn(&str) -> String) {
     let mut rng = Rng::new();
     let (sep, null) = match db {
         Db::Pg | Db::Lite => ('|', ""),
         Db::My => ('\t', "NULL"),
     };
-    for layout in Layout::PRESETS {
-        let p = prefix(&layout);
-        let name = layout.name();
-        let ids = ids(&layout, &mut rng);
-        let times = times_us(&layout, &mut rng, db != Db::Lite);
-        let parts = compositions(&layout, &mut rng);
-        let fields_of = field_bits(&layout);
-        let field_cols: Vec<String> = fields_of.iter().map(|(n, _, _)| n.clone()).collect();
+    for case in cases() {
+        let layout = &case.layout;
+        let p = &case.prefix;
+        let name = case.arg.as_str();
+        let ids = ids(layout, &mut rng, case.random);
+        let times = times_us(layout, &mut rng, db != Db::Lite, case.random);
+        let parts = compositions(layout, &mut rng, case.random);
+        let fields_of = field_bits(layout);
+        let field_cols: Vec<String> = fields_of.iter().map(|(_, n, _, _)| n.clone()).collect();
         let int = if db == Db::My { "INT" } else { "integer" };
         let big = if db == Db::Lite { "INTEGER" } else { "bigint" };
         let time_type = match db {
@@ -307,7 +394,10 @@ fn check_functions(db: Db, run: &dyn Fn(&str) -> String) {
             values(&ids, |id| id.to_string()),
             values(&times, |&us| format!("'{}'", time_text(us))),
         );
-        let cols: String = field_cols.iter().map(|c| format!(", {c} {int}")).collect();
+        let cols: String = field_cols
+            .iter()
+            .map(|c| format!(", {} {int}", db.quote(c)))
+            .collect();
         let _ = write!(
             setup,
             "CREATE TABLE {p}parts (n {int}, unix_ms {big}{cols});\n\
@@ -322,9 +412,9 @@ fn check_functions(db: Db, run: &dyn Fn(&str) -> String) {
         );
         // The script itself (SQLite: with a view over the IDs' table).
         let loaded = match db {
-            Db::Pg => script("postgres", &layout, &[]),
-            Db::My => script("mysql", &layout, &[]),
-            Db::Lite => script("sqlite", &layout, &["--table", &format!("{p}ids")]),
+            Db::Pg => script("postgres", &case, &[]),
+            Db::My => script("mysql", &case, &[]),
+            Db::Lite => script("sqlite", &case, &["--table", &format!("{p}ids")]),
         };
         run(&format!("{setup}\n{loaded}"));
         // The expressions SQLite's script lists: `-- name(args) = expr`.
@@ -340,18 +430,22 @@ fn check_functions(db: Db, run: &dyn Fn(&str) -> String) {
             Db::My => "SET time_zone = '+05:45';\n",
             Db::Lite => "",
         };
-        let query = |select: &str, from: &str, function: &str| {
+        let query = |args: &str, from: &str, function: &str| {
             let sql = match db {
-                Db::Lite if from == "ids" => {
-                    format!("SELECT n, {p}{function} FROM {p}ids_decoded ORDER BY n;")
-                }
+                Db::Lite if from == "ids" => format!(
+                    "SELECT n, {} FROM {p}ids_decoded ORDER BY n;",
+                    db.quote(&format!("{p}{function}"))
+                ),
                 Db::Lite => format!(
                     "SELECT n, {} FROM {p}{from} ORDER BY n;",
                     exprs
                         .get(&format!("{p}{function}"))
                         .unwrap_or_else(|| panic!("{name}: {p}{function} in {loaded}"))
                 ),
-                _ => format!("{zone}SELECT n, {select} FROM {p}{from} ORDER BY n;"),
+                _ => format!(
+                    "{zone}SELECT n, {} FROM {p}{from} ORDER BY n;",
+                    db.call(&format!("{p}{function}"), args)
+                ),
             };
             rows(&run(&sql), sep, null)
         };
@@ -360,17 +454,23 @@ fn check_functions(db: Db, run: &dyn Fn(&str) -> String) {
         let parts_at = |n: usize| format!("{name} compose {:?}", parts[n]);
 
         // time(id): the decoded millisecond, as each database writes it.
-        let select = match db {
-            Db::Pg => format!(
-                "to_char({p}time(id) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+        let got = match db {
+            Db::Pg => rows(
+                &run(&format!(
+                    "{zone}SELECT n, to_char({} AT TIME ZONE 'UTC', \
+                     'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') FROM {p}ids ORDER BY n;",
+                    db.call(&format!("{p}time"), "id")
+                )),
+                sep,
+                null,
             ),
-            _ => format!("{p}time(id)"),
+            _ => query("id", "ids", "time"),
         };
         let want: Vec<_> = ids
             .iter()
             .map(|&id| {
-                let t = Iso8601(layout.decode(SnowflakeId::new(id).unwrap()).timestamp_ms as i64)
-                    .to_string();
+                let id = core_id(layout, id)?;
+                let t = Iso8601(layout.decode(id).timestamp_ms as i64).to_string();
                 Some(if db == Db::My {
                     t.replace('T', " ").replace('Z', "")
                 } else {
@@ -378,33 +478,21 @@ fn check_functions(db: Db, run: &dyn Fn(&str) -> String) {
                 })
             })
             .collect();
-        agree(
-            &format!("{name} {p}time"),
-            &query(&select, "ids", "time"),
-            &want,
-            &id_at,
-        );
+        agree(&format!("{name} {p}time"), &got, &want, &id_at);
 
         let want: Vec<_> = ids
             .iter()
-            .map(|&id| {
-                Some(
-                    layout
-                        .decode(SnowflakeId::new(id).unwrap())
-                        .timestamp_ms
-                        .to_string(),
-                )
-            })
+            .map(|&id| Some(layout.decode(core_id(layout, id)?).timestamp_ms.to_string()))
             .collect();
-        let got = query(&format!("{p}unix_ms(id)"), "ids", "unix_ms");
+        let got = query("id", "ids", "unix_ms");
         agree(&format!("{name} {p}unix_ms"), &got, &want, &id_at);
 
         for (i, field) in field_cols.iter().enumerate() {
             let want: Vec<_> = ids
                 .iter()
-                .map(|&id| Some(fields(&layout, id)[i].1.to_string()))
+                .map(|&id| Some(fields(layout, core_id(layout, id)?)[i].1.to_string()))
                 .collect();
-            let got = query(&format!("{p}{field}(id)"), "ids", field);
+            let got = query("id", "ids", field);
             agree(&format!("{name} {p}{field}"), &got, &want, &id_at);
         }
 
@@ -412,23 +500,23 @@ fn check_functions(db: Db, run: &dyn Fn(&str) -> String) {
             let want: Vec<_> = times
                 .iter()
                 .map(|&us| {
-                    let (lo, hi) = bounds(&layout, us);
+                    let (lo, hi) = bounds(layout, us);
                     (if max { hi } else { lo }).map(|v| v.to_string())
                 })
                 .collect();
-            let got = query(&format!("{p}{function}(ts)"), "times", function);
+            let got = query("ts", "times", function);
             agree(&format!("{name} {p}{function}"), &got, &want, &time_at);
         }
 
         let want: Vec<_> = parts
             .iter()
-            .map(|(ms, f)| composed(&layout, *ms, f).map(|v| v.to_string()))
+            .map(|(ms, f)| composed(layout, *ms, f).map(|v| v.to_string()))
             .collect();
         let args = std::iter::once("unix_ms".to_owned())
-            .chain(field_cols.iter().cloned())
+            .chain(field_cols.iter().map(|c| db.quote(c)))
             .collect::<Vec<_>>()
             .join(", ");
-        let got = query(&format!("{p}compose({args})"), "parts", "compose");
+        let got = query(&args, "parts", "compose");
         agree(&format!("{name} {p}compose"), &got, &want, &parts_at);
     }
 }
@@ -461,6 +549,26 @@ fn postgres_functions_agree_with_the_core() {
         "{plan}"
     );
     assert!(plan.contains("events_pkey"), "{plan}");
+    // And inlined: a call per row costs a function call, an inlined one
+    // only its expression (a STRICT function with a CASE is never inlined).
+    let plan = pg.psql(
+        "t",
+        "EXPLAIN (VERBOSE, COSTS OFF) SELECT snowflake_time(id), snowflake_unix_ms(id), \
+         snowflake_worker(id), snowflake_min_id(now()) FROM events;",
+    );
+    assert!(
+        !plan.contains("snowflake_") && plan.contains("CASE WHEN"),
+        "{plan}"
+    );
+    // An infinite time is out of range: NULL, as a constant (which the
+    // planner folds) and from a row.
+    let infinite = pg.psql(
+        "t",
+        "SELECT snowflake_min_id('infinity'), snowflake_max_id('-infinity');\n\
+         SELECT snowflake_min_id(ts), snowflake_max_id(ts) FROM (VALUES ('infinity'::timestamptz), \
+         ('-infinity')) AS v (ts);",
+    );
+    assert_eq!(infinite, "|\n|\n|\n", "{infinite:?}");
     // And it is the type the contract names.
     let types = pg.psql(
         "t",
@@ -486,12 +594,98 @@ fn mariadb_functions_agree_with_the_core() {
          WHERE ROUTINE_SCHEMA = 't' AND ROUTINE_NAME = 'snowflake_time';",
     );
     assert_eq!(types.trim(), "datetime(3)");
+    // Now, as the script says to write it, in a session whose time zone
+    // is not UTC: of rows minted half an hour and two hours ago, the
+    // script's "last hour" holds one. With NOW(), the session's time
+    // (5 h 45 ahead), it would hold none.
+    let script = run_with(&["sql", "mysql"], &[]).stdout;
+    let example = script
+        .lines()
+        .filter_map(|l| l.strip_prefix("--   "))
+        .find(|l| l.contains("UTC_TIMESTAMP(6)"))
+        .unwrap_or_else(|| panic!("the script says how to ask for now:\n{script}"));
+    let now = snowmint::unix_now_ms();
+    let minted = |ago_ms: u64| Layout::TWITTER.min_id_at(now - ago_ms).unwrap();
+    my.sql(
+        "t",
+        &format!(
+            "CREATE TABLE events (id BIGINT PRIMARY KEY);\n\
+             INSERT INTO events VALUES ({}), ({});",
+            minted(1_800_000),
+            minted(7_200_000)
+        ),
+    );
+    let in_zone = |sql: &str| my.sql("t", &format!("SET time_zone = '+05:45';\n{sql}"));
+    assert_eq!(in_zone(example).trim(), "1", "{example}");
+    let with_now = example.replace("UTC_TIMESTAMP(6)", "NOW(6)");
+    assert_eq!(in_zone(&with_now).trim(), "0", "{with_now}");
 }
 
 #[test]
 fn sqlite_expressions_agree_with_the_core() {
     let Some(lite) = Sqlite::open() else { return };
     check_functions(Db::Lite, &|sql| lite.sql(sql));
+}
+
+/// SQLite's view over a table and an ID column whose names SQLite
+/// reserves (`order`, `group`), or that are the expressions' other
+/// parameters (`ts`, `unix_ms`): its columns are the table's and one per
+/// function of the ID, and a value that is not an ID of the layout is NULL
+/// in each.
+#[test]
+fn sqlite_views_over_reserved_and_parameter_names() {
+    let Some(lite) = Sqlite::open() else { return };
+    let id = 1541815603606036480_u64;
+    let parts = Layout::TWITTER.decode(SnowflakeId::new(id).unwrap());
+    for column in ["group", "ts", "unix_ms"] {
+        let script = run_with(
+            &["sql", "sqlite", "--table", "order", "--column", column],
+            &[],
+        );
+        assert_eq!(script.code, Some(0), "{column}: {}", script.stderr);
+        let out = lite.sql(&format!(
+            "DROP TABLE IF EXISTS `order`;\n\
+             CREATE TABLE `order` (`{column}` INTEGER, note TEXT);\n\
+             INSERT INTO `order` VALUES ({id}, 'a'), (-1, 'b'), (9223372036854775807, 'c');\n\
+             {}\n\
+             SELECT name FROM pragma_table_info('order_decoded');\n\
+             SELECT * FROM order_decoded ORDER BY note;",
+            script.stdout
+        ));
+        let mut lines = out.lines();
+        let names: Vec<&str> = lines.by_ref().take(7).collect();
+        assert_eq!(
+            names,
+            [
+                column,
+                "note",
+                "snowflake_time",
+                "snowflake_unix_ms",
+                "snowflake_datacenter",
+                "snowflake_worker",
+                "snowflake_sequence"
+            ],
+            "{column}: {out}"
+        );
+        let rows: Vec<&str> = lines.collect();
+        let time = Iso8601(parts.timestamp_ms as i64);
+        assert_eq!(
+            rows,
+            [
+                format!(
+                    "{id}|a|{time}|{}|{}|{}|{}",
+                    parts.timestamp_ms, parts.datacenter, parts.worker, parts.sequence
+                ),
+                "-1|b|||||".to_owned(),
+                format!(
+                    "9223372036854775807|c|{}|{}|31|31|4095",
+                    Iso8601(Layout::TWITTER.max_timestamp_ms() as i64),
+                    Layout::TWITTER.max_timestamp_ms()
+                ),
+            ],
+            "{column}: {out}"
+        );
+    }
 }
 
 /// Unix ms of an ISO-8601 time.
@@ -636,26 +830,40 @@ fn partition_cases() -> Vec<(Vec<&'static str>, Layout, Vec<Expect>)> {
     ]
 }
 
+/// The table and ID column of partition case `i`: the first case's are
+/// words the databases reserve.
+fn partition_names(i: usize) -> (String, &'static str) {
+    if i == 0 {
+        ("user".to_owned(), "order")
+    } else {
+        (format!("events{i}"), "id")
+    }
+}
+
 #[test]
 fn postgres_partitions_route_boundary_ids() {
     let Some(pg) = Postgres::start() else { return };
     pg.create_database("t");
     for (i, (args, layout, parts)) in partition_cases().into_iter().enumerate() {
-        let table = format!("events{i}");
+        let (table, column) = partition_names(i);
         let mut args = args.clone();
-        args.extend(["--sql", "postgres", "--table", &table]);
+        args.extend(["--sql", "postgres", "--table", &table, "--column", column]);
         let ddl = partition_ddl(&args);
-        assert!(ddl.contains("PARTITION BY RANGE (id)"), "{ddl}");
+        assert!(
+            ddl.contains(&format!("PARTITION BY RANGE (\"{column}\")")),
+            "{ddl}"
+        );
         let rows = boundary_rows(&layout, &parts);
         let list: Vec<String> = rows.iter().map(|(id, _)| format!("({id})")).collect();
         let out = pg.psql(
             "t",
             &format!(
-                "CREATE TABLE {table} (id bigint NOT NULL, PRIMARY KEY (id)) PARTITION BY RANGE (id);\n\
+                "CREATE TABLE \"{table}\" (\"{column}\" bigint NOT NULL, PRIMARY KEY (\"{column}\")) \
+                 PARTITION BY RANGE (\"{column}\");\n\
                  {ddl}\n\
-                 INSERT INTO {table} VALUES {};\n\
-                 SELECT count(*) FROM pg_inherits WHERE inhparent = '{table}'::regclass;\n\
-                 SELECT tableoid::regclass, id FROM {table} ORDER BY id;",
+                 INSERT INTO \"{table}\" VALUES {};\n\
+                 SELECT count(*) FROM pg_inherits WHERE inhparent = '\"{table}\"'::regclass;\n\
+                 SELECT tableoid::regclass, \"{column}\" FROM \"{table}\" ORDER BY 2;",
                 list.join(", ")
             ),
         );
@@ -682,7 +890,7 @@ fn postgres_partitions_route_boundary_ids() {
         // period have no partition.
         let before = layout.min_id_at(parts[0].first).unwrap().get() - 1;
         let err = pg
-            .try_psql("t", &format!("INSERT INTO {table} VALUES ({before});"))
+            .try_psql("t", &format!("INSERT INTO \"{table}\" VALUES ({before});"))
             .unwrap_err();
         assert!(err.contains("no partition of relation"), "{err}");
         let last = parts.last().unwrap();
@@ -691,7 +899,7 @@ fn postgres_partitions_route_boundary_ids() {
                 let err = pg
                     .try_psql(
                         "t",
-                        &format!("INSERT INTO {table} VALUES ({});", next.get() + 1),
+                        &format!("INSERT INTO \"{table}\" VALUES ({});", next.get() + 1),
                     )
                     .unwrap_err();
                 assert!(err.contains("no partition of relation"), "{err}");
@@ -707,9 +915,9 @@ fn mariadb_partitions_route_boundary_ids() {
     let Some(my) = Mariadb::start() else { return };
     my.create_database("t");
     for (i, (args, layout, parts)) in partition_cases().into_iter().enumerate() {
-        let table = format!("events{i}");
+        let (table, column) = partition_names(i);
         let mut args = args.clone();
-        args.extend(["--sql", "mysql", "--table", &table]);
+        args.extend(["--sql", "mysql", "--table", &table, "--column", column]);
         let ddl = partition_ddl(&args);
         let mut rows = boundary_rows(&layout, &parts);
         // MySQL's first partition takes what is older.
@@ -721,20 +929,25 @@ fn mariadb_partitions_route_boundary_ids() {
         let list: Vec<String> = rows.iter().map(|(id, _)| format!("({id})")).collect();
         let mut select: Vec<String> = parts
             .iter()
-            .map(|p| format!("SELECT 'p{0}', id FROM {table} PARTITION (p{0})", p.suffix))
+            .map(|p| {
+                format!(
+                    "SELECT 'p{0}', `{column}` FROM `{table}` PARTITION (p{0})",
+                    p.suffix
+                )
+            })
             .collect();
         if first > 0 {
             select.push(format!(
-                "SELECT 'p_before', id FROM {table} PARTITION (p_before)"
+                "SELECT 'p_before', `{column}` FROM `{table}` PARTITION (p_before)"
             ));
         }
         let out = my.sql(
             "t",
             &format!(
-                "CREATE TABLE {table} (id BIGINT NOT NULL, PRIMARY KEY (id));\n\
+                "CREATE TABLE `{table}` (`{column}` BIGINT NOT NULL, PRIMARY KEY (`{column}`));\n\
                  {ddl}\n\
-                 INSERT INTO {table} VALUES {};\n\
-                 SELECT * FROM ({}) AS p ORDER BY id;",
+                 INSERT INTO `{table}` VALUES {};\n\
+                 SELECT * FROM ({}) AS p ORDER BY 2;",
                 list.join(", "),
                 select.join(" UNION ALL ")
             ),
@@ -765,7 +978,10 @@ fn mariadb_partitions_route_boundary_ids() {
         let next = layout.max_id_at(last.last).unwrap().get();
         if next < MAX_ID {
             let err = my
-                .try_sql("t", &format!("INSERT INTO {table} VALUES ({});", next + 1))
+                .try_sql(
+                    "t",
+                    &format!("INSERT INTO `{table}` VALUES ({});", next + 1),
+                )
                 .unwrap_err();
             assert!(err.contains("no partition for value"), "{err}");
         } else {
@@ -799,6 +1015,18 @@ fn bad_input_is_refused_naming_the_field() {
     let e = refused(&["sql", "postgres", "--table", "events"]);
     assert!(
         e.starts_with("error: table cannot be used with postgres"),
+        "{e}"
+    );
+    let e = refused(&[
+        "sql",
+        "sqlite",
+        "--table",
+        "events",
+        "--column",
+        "snowflake_worker",
+    ]);
+    assert!(
+        e.starts_with("error: column must not be a column the view adds (snowflake_time, "),
         "{e}"
     );
     let e = refused(&["sql", "sqlite", "--table", "events; DROP TABLE users"]);

@@ -32,6 +32,8 @@ pub(crate) enum Kind {
         dialect: &'static str,
         why: &'static str,
     },
+    /// SQLite's ID column has the name of a column the view adds.
+    ViewColumn { found: String, columns: String },
     /// No partition period starts in `[from, to)`.
     NoPeriod {
         period: &'static str,
@@ -93,6 +95,7 @@ impl SqlError {
             Kind::Unknown { field, .. }
             | Kind::Identifier { field, .. }
             | Kind::NotFor { field, .. } => field,
+            Kind::ViewColumn { .. } => "column",
             Kind::Clash { .. } => "layout",
             Kind::TooLong { .. } => "prefix",
             Kind::NoPeriod { .. } => "to",
@@ -141,6 +144,11 @@ impl fmt::Display for SqlError {
                 dialect,
                 why,
             } => write!(f, "{field} cannot be used with {dialect}: {why}"),
+            Kind::ViewColumn { found, columns } => write!(
+                f,
+                "column must not be a column the view adds ({columns}), got {found:?}: \
+                 use another prefix"
+            ),
             Kind::NoPeriod {
                 period,
                 first_ms,

@@ -4,7 +4,8 @@
 //!
 //! Every operator is parenthesised: PostgreSQL and SQLite give `<<`, `>>`,
 //! `&` and `|` one precedence (so `a << 22 | b` would shift `a | b`), and
-//! bind `+` tighter than all of them.
+//! bind `+` tighter than all of them. Every name that comes from a layout
+//! or an option (a field, a function, a column) is quoted ([`ident`]).
 
 use alloc::format;
 use alloc::string::String;
@@ -12,8 +13,8 @@ use alloc::vec::Vec;
 use core::fmt::Write as _;
 
 use super::Dialect;
-use super::error::SqlError;
-use super::shape::{Shape, ShapeField, function_name};
+use super::error::{Kind, SqlError};
+use super::shape::{Shape, ShapeField, function_name, ident};
 use crate::time::Iso8601;
 
 /// The expressions of one dialect over one shape.
@@ -44,6 +45,22 @@ impl Exprs<'_> {
             units
         } else {
             format!("({} + {units})", s.epoch_ms)
+        }
+    }
+
+    /// `expr`, a function of `id`, where `id` is an ID of the layout (not
+    /// negative, no bit above the layout's set), else NULL: the core
+    /// refuses such an ID, and the bit arithmetic would read a time and
+    /// fields out of it (or, in MySQL, of its unsigned wrap).
+    pub fn of_id(&self, id: &str, expr: String) -> String {
+        if self.shape.max_id == crate::MAX_ID {
+            // Every bigint that is not negative.
+            format!("CASE WHEN {id} >= 0 THEN {expr} END")
+        } else {
+            format!(
+                "CASE WHEN {id} BETWEEN 0 AND {} THEN {expr} END",
+                self.shape.max_id
+            )
         }
     }
 
@@ -128,16 +145,28 @@ impl Exprs<'_> {
         };
         match self.dialect {
             Dialect::Postgres => {
-                // Exact (numeric) milliseconds, floored: a microsecond
-                // before the epoch is out of range, not the epoch.
+                // Whole days (date arithmetic, an integer) and the
+                // microseconds of the day, floored to the millisecond: a
+                // microsecond before the epoch is out of range, not the
+                // epoch. date_part is a double on every version (extract
+                // is numeric only from 14, and a double of the seconds
+                // since 1970 floors some milliseconds after 2038 one
+                // early); the microseconds of one day are exact in it,
+                // and rounded back to an integer.
+                let utc = format!("({ts} AT TIME ZONE 'UTC')");
                 let ms = format!(
-                    "floor(extract(epoch FROM {ts} - timestamptz '1970-01-01 00:00:00+00') * 1000)"
+                    "((({utc}::date - date '1970-01-01')::bigint * 86400000) \
+                     + ((date_part('epoch', {utc}::time) * 1000000)::bigint / 1000))"
                 );
+                // An infinite time is out of range too (its date cannot
+                // be subtracted from): the first arm keeps it from the
+                // arithmetic, at run time and when the planner folds a
+                // constant.
                 format!(
-                    "CASE WHEN {ms} BETWEEN {} AND {} THEN {} END",
+                    "CASE WHEN NOT isfinite({ts}) THEN NULL WHEN {ms} BETWEEN {} AND {} THEN {} END",
                     s.min_ms,
                     s.max_ms,
-                    or_low(units(format!("{ms}::bigint")))
+                    or_low(units(ms.clone()))
                 )
             }
             Dialect::Mysql => {
@@ -172,7 +201,7 @@ impl Exprs<'_> {
             let _ = write!(
                 cond,
                 " AND {} BETWEEN 0 AND {}",
-                param(&f.name, self.dialect),
+                ident(self.dialect, &f.name),
                 f.max()
             );
         }
@@ -198,8 +227,8 @@ impl Exprs<'_> {
         for f in &s.fields {
             // A PostgreSQL integer shifted by 32 or more would overflow.
             let v = match self.dialect {
-                Dialect::Postgres => format!("{}::bigint", param(&f.name, self.dialect)),
-                _ => param(&f.name, self.dialect),
+                Dialect::Postgres => format!("{}::bigint", ident(self.dialect, &f.name)),
+                _ => ident(self.dialect, &f.name),
             };
             parts.push(if f.shift == 0 {
                 v
@@ -218,34 +247,12 @@ impl Exprs<'_> {
     }
 }
 
-/// Words the databases reserve that a layout's field could be called (a
-/// spec's names are `[a-z0-9_]`): as a parameter or column such a name is
-/// quoted.
-const RESERVED_WORDS: [&str; 48] = [
-    "all", "and", "any", "as", "asc", "between", "both", "by", "case", "cast", "check", "column",
-    "create", "default", "desc", "distinct", "div", "else", "end", "for", "from", "grant", "group",
-    "having", "in", "index", "interval", "into", "is", "key", "limit", "mod", "not", "null",
-    "offset", "on", "or", "order", "primary", "range", "select", "table", "then", "to", "union",
-    "user", "when", "where",
-];
-
-/// A field's name as a parameter (or, in SQLite, a column): as it is when
-/// it is a plain identifier that no database reserves, else quoted (a
-/// name that starts with a digit, `order`).
-fn param(name: &str, dialect: Dialect) -> String {
-    let plain = name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
-        && !RESERVED_WORDS.contains(&name);
-    match (plain, dialect) {
-        (true, _) => String::from(name),
-        (false, Dialect::Mysql) => format!("`{name}`"),
-        (false, _) => format!("\"{name}\""),
-    }
-}
-
 /// One function: its name without the prefix, its arguments, what it
 /// returns, the expression, and what it is for.
 struct Function {
     name: String,
+    /// A function of the ID (a column of SQLite's view).
+    of_id: bool,
     args: Vec<(String, &'static str)>,
     returns: &'static str,
     body: String,
@@ -289,7 +296,8 @@ fn field_type(t: &Types, f: &ShapeField) -> &'static str {
     if f.bits <= 31 { t.int } else { t.bigint }
 }
 
-/// Every function of a shape, in the order the script defines them.
+/// Every function of a shape, in the order the script defines them; `id`
+/// is the ID as the expressions read it (a parameter, or SQLite's column).
 fn all(shape: &Shape, dialect: Dialect, id: &str) -> Vec<Function> {
     let e = Exprs { shape, dialect };
     let t = match dialect {
@@ -300,9 +308,10 @@ fn all(shape: &Shape, dialect: Dialect, id: &str) -> Vec<Function> {
     let mut out = Vec::new();
     let one = |name: &str, returns, body, doc: String| Function {
         name: name.into(),
+        of_id: true,
         args: alloc::vec![(String::from(id), t.bigint)],
         returns,
-        body,
+        body: e.of_id(id, body),
         doc,
     };
     let zone = match dialect {
@@ -314,24 +323,28 @@ fn all(shape: &Shape, dialect: Dialect, id: &str) -> Vec<Function> {
         "time",
         t.time,
         e.time(id),
-        format!("The time of a Snowflake ID{zone}"),
+        format!("The time of a Snowflake ID{zone}, NULL for a value that is not one"),
     ));
     out.push(one(
         "unix_ms",
         t.bigint,
         e.unix_ms(id),
-        "The time of a Snowflake ID in Unix milliseconds".into(),
+        "The time of a Snowflake ID in Unix milliseconds, NULL for a value that is not one".into(),
     ));
     for f in &shape.fields {
         out.push(one(
             &f.name,
             field_type(t, f),
             e.field(f, id),
-            format!("The {} field of a Snowflake ID ({} bits)", f.name, f.bits),
+            format!(
+                "The {} field of a Snowflake ID ({} bits), NULL for a value that is not one",
+                f.name, f.bits
+            ),
         ));
     }
     let bound = |name: &str, max: bool, doc: &str| Function {
         name: name.into(),
+        of_id: false,
         args: alloc::vec![(String::from("ts"), t.time_in)],
         returns: t.bigint,
         body: e.bound_id("ts", max),
@@ -352,10 +365,11 @@ fn all(shape: &Shape, dialect: Dialect, id: &str) -> Vec<Function> {
         shape
             .fields
             .iter()
-            .map(|f| (param(&f.name, dialect), field_type(t, f))),
+            .map(|f| (ident(dialect, &f.name), field_type(t, f))),
     );
     out.push(Function {
         name: "compose".into(),
+        of_id: false,
         args,
         returns: t.bigint,
         body: e.compose(),
@@ -454,8 +468,8 @@ pub(crate) fn postgres(shape: &Shape, prefix: &str) -> Result<String, SqlError> 
         "--\n\
          -- Every function is IMMUTABLE: the planner computes a call on constants\n\
          -- once, so `id BETWEEN {min}(a) AND {max}(b)` is a range scan of\n\
-         -- the primary key. Input out of range gives NULL. Times are timestamptz:\n\
-         -- give them a zone.\n\
+         -- the primary key. Input out of range gives NULL (a negative ID, or one\n\
+         -- with bits above the layout's). Times are timestamptz: give them a zone.\n\
          --\n\
          --   SELECT {time}(id), {field}(id) FROM events WHERE id = 1541815603606036480;\n\
          --   SELECT count(*) FROM events\n\
@@ -465,14 +479,17 @@ pub(crate) fn postgres(shape: &Shape, prefix: &str) -> Result<String, SqlError> 
         time = name("time")?,
         field = function_name(prefix, field, false)?,
     );
+    // Not STRICT: PostgreSQL never inlines a STRICT function whose body
+    // is a CASE (every body is one), and each body is NULL for a NULL
+    // argument as it is.
     for f in &functions {
-        let fname = function_name(prefix, &f.name, false)?;
+        let fname = ident(Dialect::Postgres, &function_name(prefix, &f.name, false)?);
         let args: Vec<String> = f.args.iter().map(|(n, t)| format!("{n} {t}")).collect();
         let types: Vec<&str> = f.args.iter().map(|(_, t)| *t).collect();
         let _ = write!(
             out,
             "CREATE OR REPLACE FUNCTION {fname}({}) RETURNS {}\n\
-             LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE\n\
+             LANGUAGE sql IMMUTABLE PARALLEL SAFE\n\
              AS $$ SELECT {} $$;\n\
              COMMENT ON FUNCTION {fname}({}) IS {};\n\n",
             args.join(", "),
@@ -502,20 +519,22 @@ pub(crate) fn mysql(shape: &Shape, prefix: &str) -> Result<String, SqlError> {
         "--\n\
          -- Load with `mariadb DATABASE < FILE` (or mysql): each function is a single\n\
          -- RETURN, so no DELIMITER is needed. Every function is DETERMINISTIC and\n\
-         -- NO SQL (so binary logging accepts it); input out of range gives NULL.\n\
-         -- Times are DATETIME in UTC, whatever the session's time_zone (not\n\
-         -- FROM_UNIXTIME or TIMESTAMP, which stop in 2038); write them without a\n\
-         -- zone, '2024-01-01 00:00:00'.\n\
+         -- NO SQL (so binary logging accepts it); input out of range gives NULL\n\
+         -- (a negative ID, or one with bits above the layout's). Times are DATETIME\n\
+         -- in UTC, whatever the session's time_zone (not FROM_UNIXTIME or TIMESTAMP,\n\
+         -- which stop in 2038); write them without a zone, '2024-01-01 00:00:00'.\n\
+         -- Now is UTC_TIMESTAMP(6), not NOW(), which is in the session's time_zone.\n\
          --\n\
          --   SELECT {time}(id) FROM events WHERE id = 1541815603606036480;\n\
          --   SELECT count(*) FROM events\n\
-         --    WHERE id BETWEEN {min}('2024-01-01') AND {max}('2024-01-31 23:59:59.999');\n\n",
+         --    WHERE id BETWEEN {min}('2024-01-01') AND {max}('2024-01-31 23:59:59.999');\n\
+         --   SELECT count(*) FROM events WHERE id >= {min}(UTC_TIMESTAMP(6) - INTERVAL 1 HOUR);\n\n",
         min = name("min_id")?,
         max = name("max_id")?,
         time = name("time")?,
     );
     for f in &functions {
-        let fname = function_name(prefix, &f.name, false)?;
+        let fname = ident(Dialect::Mysql, &function_name(prefix, &f.name, false)?);
         let args: Vec<String> = f.args.iter().map(|(n, t)| format!("{n} {t}")).collect();
         let _ = write!(
             out,
@@ -541,7 +560,7 @@ pub(crate) fn sqlite(
     table: Option<&str>,
     column: &str,
 ) -> Result<String, SqlError> {
-    let functions = all(shape, Dialect::Sqlite, column);
+    let functions = all(shape, Dialect::Sqlite, &ident(Dialect::Sqlite, column));
     let mut out = String::new();
     header(
         &mut out,
@@ -566,17 +585,30 @@ pub(crate) fn sqlite(
     match table {
         Some(table) => {
             let view = format!("{table}_decoded");
+            let columns = functions
+                .iter()
+                .filter(|f| f.of_id)
+                .map(|f| function_name(prefix, &f.name, false))
+                .collect::<Result<Vec<_>, _>>()?;
+            // SQLite's names are case-insensitive: the view would have two
+            // columns of one name.
+            if columns.iter().any(|c| c.eq_ignore_ascii_case(column)) {
+                return Err(SqlError(Kind::ViewColumn {
+                    found: column.into(),
+                    columns: columns.join(", "),
+                }));
+            }
+            let (q_view, q_table) = (ident(Dialect::Sqlite, &view), ident(Dialect::Sqlite, table));
             let _ = write!(
                 out,
                 "\n-- The view {view}: every column of {table}, and what its {column} holds.\n\
-                 DROP VIEW IF EXISTS {view};\n\
-                 CREATE VIEW {view} AS SELECT {table}.*"
+                 DROP VIEW IF EXISTS {q_view};\n\
+                 CREATE VIEW {q_view} AS SELECT {q_table}.*"
             );
-            for f in functions.iter().filter(|f| f.args[0].0 == column) {
-                let fname = function_name(prefix, &f.name, false)?;
-                let _ = write!(out, ",\n  {} AS {fname}", f.body);
+            for (f, name) in functions.iter().filter(|f| f.of_id).zip(&columns) {
+                let _ = write!(out, ",\n  {} AS {}", f.body, ident(Dialect::Sqlite, name));
             }
-            let _ = writeln!(out, "\nFROM {table};");
+            let _ = writeln!(out, "\nFROM {q_table};");
         }
         None => {
             let _ = writeln!(

@@ -15,7 +15,9 @@
 //! | `min_id(ts)`, `max_id(ts)` | the smallest and largest ID of the time unit of `ts`, for `WHERE id BETWEEN ...` |
 //! | `compose(unix_ms, fields...)` | an ID from its values |
 //!
-//! Input out of range gives `NULL`, where the core would refuse it. The
+//! Input out of range gives `NULL`, where the core would refuse it (an ID
+//! that is negative or has bits above the layout's, a time outside the
+//! layout's range, a field value above its width). The
 //! functions are `IMMUTABLE` (PostgreSQL) and `DETERMINISTIC` (MySQL), so
 //! the planner computes calls on constants once; each is one expression
 //! over the database's own integer and time arithmetic, exact over the
@@ -31,13 +33,13 @@
 //! use snowmint::sql::{self, Dialect, Options, Period};
 //!
 //! let script = sql::functions(Dialect::Postgres, &Layout::INSTAGRAM, &Options::default())?;
-//! assert!(script.contains("CREATE OR REPLACE FUNCTION snowflake_shard(id bigint) RETURNS integer"));
+//! assert!(script.contains("CREATE OR REPLACE FUNCTION \"snowflake_shard\"(id bigint) RETURNS integer"));
 //!
 //! let jan = snowmint::parse_timestamp("2024-01-01T00:00:00Z", 0)?;
 //! let apr = snowmint::parse_timestamp("2024-04-01T00:00:00Z", 0)?;
 //! let ddl = sql::partitions(Dialect::Postgres, &Layout::TWITTER, "events", "id", Period::Month, jan, apr)?;
 //! assert!(ddl.contains(
-//!     "CREATE TABLE events_2024_01 PARTITION OF events \
+//!     "CREATE TABLE \"events_2024_01\" PARTITION OF \"events\" \
 //!      FOR VALUES FROM (1741610183685046272) TO (1752844207518646272);"
 //! ));
 //! assert_eq!(ddl.matches("PARTITION OF").count(), 3);
@@ -46,7 +48,10 @@
 //!
 //! Every name that goes into the SQL text (a table, a column, the prefix)
 //! must be a plain identifier ([`check_identifier`]), so no input can change
-//! what a script does.
+//! what a script does; and every name from a layout or an option (a field,
+//! a function, a table, a column) is quoted, `"user"` (PostgreSQL) or
+//! `` `user` `` (MySQL, SQLite), so that no database takes one for a
+//! keyword.
 
 mod error;
 mod functions;
@@ -154,9 +159,9 @@ impl Default for Options<'_> {
 ///
 /// Refused: a prefix, table or column that is not a plain identifier, a
 /// table or column for a dialect other than SQLite (whose functions take
-/// the ID as their argument), and a layout field whose function would
-/// have the name of another (`time`, `unix_ms`, `min_id`, `max_id`,
-/// `compose`).
+/// the ID as their argument), a column of the name of one the view adds
+/// (`snowflake_time`, ...), and a layout field whose function would have
+/// the name of another (`time`, `unix_ms`, `min_id`, `max_id`, `compose`).
 ///
 /// ```
 /// use snowmint::Layout;
@@ -167,7 +172,7 @@ impl Default for Options<'_> {
 ///     &Layout::TWITTER,
 ///     &Options { table: Some("events"), ..Options::default() },
 /// )?;
-/// assert!(lite.contains("CREATE VIEW events_decoded AS SELECT events.*"));
+/// assert!(lite.contains("CREATE VIEW `events_decoded` AS SELECT `events`.*"));
 ///
 /// let err = sql::functions(
 ///     Dialect::Mysql,
@@ -301,28 +306,99 @@ mod tests {
         let e = with(Dialect::Sqlite, None, None, "p;").unwrap_err();
         assert_eq!(e.field(), "prefix");
         let s = with(Dialect::Sqlite, Some("events"), Some("snowflake"), "sf_").unwrap();
-        assert!(s.contains("(snowflake >> 22)"), "{s}");
-        assert!(s.contains(" AS sf_worker"), "{s}");
-        assert!(!s.contains("(id >> "), "{s}");
+        assert!(s.contains("(`snowflake` >> 22)"), "{s}");
+        assert!(s.contains(" AS `sf_worker`"), "{s}");
+        assert!(!s.contains("(id >> ") && !s.contains("`id`"), "{s}");
+        // The view's columns are the functions of the ID, whatever the ID
+        // column is called (`ts` and `unix_ms` are also parameters).
+        for column in ["ts", "unix_ms", "id"] {
+            let s = with(Dialect::Sqlite, Some("events"), Some(column), "sf_").unwrap();
+            let view = &s[s.find("CREATE VIEW").unwrap()..];
+            assert_eq!(view.matches(" AS `sf_").count(), 5, "{view}");
+            assert!(
+                !view.contains("sf_min_id") && !view.contains("sf_compose"),
+                "{view}"
+            );
+        }
+        let e = with(Dialect::Sqlite, Some("events"), Some("SF_Time"), "sf_").unwrap_err();
+        assert_eq!(e.field(), "column");
+        assert_eq!(
+            e.to_string(),
+            "column must not be a column the view adds (sf_time, sf_unix_ms, sf_datacenter, \
+             sf_worker, sf_sequence), got \"SF_Time\": use another prefix"
+        );
     }
 
     #[test]
-    fn reserved_field_names_are_quoted_as_parameters() {
-        let l: Layout = "epoch=0;fields=timestamp:41,order:5,key:5,sequence:12"
+    fn every_name_from_a_layout_or_an_option_is_quoted() {
+        let l: Layout = "epoch=0;fields=timestamp:41,partition:5,position:5,sequence:12"
             .parse()
             .unwrap();
         let pg = functions(Dialect::Postgres, &l, &Options::default()).unwrap();
         assert!(
-            pg.contains("snowflake_compose(unix_ms bigint, \"order\" integer, \"key\" integer, sequence integer)"),
+            pg.contains(
+                "FUNCTION \"snowflake_compose\"(unix_ms bigint, \"partition\" integer, \
+                 \"position\" integer, \"sequence\" integer)"
+            ),
             "{pg}"
         );
-        assert!(pg.contains("(\"order\"::bigint << 17)"), "{pg}");
-        assert!(pg.contains("FUNCTION snowflake_order(id bigint)"), "{pg}");
+        assert!(pg.contains("(\"partition\"::bigint << 17)"), "{pg}");
+        assert!(
+            pg.contains("FUNCTION \"snowflake_position\"(id bigint)"),
+            "{pg}"
+        );
         let my = functions(Dialect::Mysql, &l, &Options::default()).unwrap();
         assert!(
-            my.contains("(unix_ms BIGINT, `order` INT, `key` INT, sequence INT)"),
+            my.contains("(unix_ms BIGINT, `partition` INT, `position` INT, `sequence` INT)"),
             "{my}"
         );
+        assert!(
+            my.contains("DROP FUNCTION IF EXISTS `snowflake_partition`;"),
+            "{my}"
+        );
+        // PostgreSQL folds an unquoted name to lower case: quoted, it is
+        // the same name.
+        let (a, b) = (1704067200000, 1711929600000);
+        let ddl = partitions(Dialect::Postgres, &l, "User", "Order", Period::Month, a, b).unwrap();
+        assert!(
+            ddl.contains("CREATE TABLE \"user_2024_01\" PARTITION OF \"user\" FOR VALUES"),
+            "{ddl}"
+        );
+        assert!(ddl.contains("PARTITION BY RANGE (\"order\")"), "{ddl}");
+        let ddl = partitions(Dialect::Mysql, &l, "user", "order", Period::Month, a, b).unwrap();
+        assert!(
+            ddl.contains("ALTER TABLE `user` PARTITION BY RANGE (`order`) ("),
+            "{ddl}"
+        );
+    }
+
+    #[test]
+    fn functions_of_the_id_refuse_a_value_that_is_not_an_id_of_the_layout() {
+        let l: Layout = "epoch=0;fields=timestamp:40,node:8".parse().unwrap();
+        for d in Dialect::ALL {
+            let s = functions(d, &l, &Options::default()).unwrap();
+            let guard = match d {
+                Dialect::Sqlite => "CASE WHEN `id` BETWEEN 0 AND 281474976710655 THEN",
+                _ => "CASE WHEN id BETWEEN 0 AND 281474976710655 THEN",
+            };
+            // time, unix_ms and node.
+            assert_eq!(s.matches(guard).count(), 3, "{s}");
+        }
+        // A layout of 63 bits or more takes every bigint that is not negative.
+        let s = functions(Dialect::Mysql, &Layout::TWITTER, &Options::default()).unwrap();
+        assert_eq!(s.matches("CASE WHEN id >= 0 THEN").count(), 5, "{s}");
+    }
+
+    /// `extract` answers numeric from PostgreSQL 14 and a double before
+    /// it, so a script using it would compute differently on 12 and 13
+    /// than where it is tested; `date_part` is a double on every version.
+    #[test]
+    fn postgres_scripts_compute_alike_on_every_version() {
+        for layout in Layout::PRESETS {
+            let s = functions(Dialect::Postgres, &layout, &Options::default()).unwrap();
+            assert!(!s.to_ascii_lowercase().contains("extract("), "{s}");
+            assert!(s.contains("date_part('epoch', "), "{s}");
+        }
     }
 
     #[test]
@@ -339,7 +415,7 @@ mod tests {
         assert_eq!(e.field(), "table");
         let my = partitions(Dialect::Mysql, &l, "events", "id", Period::Month, a, b).unwrap();
         assert!(
-            my.contains("ALTER TABLE events PARTITION BY RANGE (id) ("),
+            my.contains("ALTER TABLE `events` PARTITION BY RANGE (`id`) ("),
             "{my}"
         );
         let min = |ms| l.min_id_at(ms).unwrap();

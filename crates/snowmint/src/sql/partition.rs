@@ -9,7 +9,7 @@ use core::str::FromStr;
 
 use super::Dialect;
 use super::error::{Kind, SqlError};
-use super::shape::Shape;
+use super::shape::{Shape, ident};
 use crate::time::{Iso8601, civil_from_days, days_from_civil};
 
 const DAY_MS: u64 = 86_400_000;
@@ -210,18 +210,20 @@ pub(crate) fn ddl(
         Iso8601(to_ms as i64),
         count = parts.len(),
     );
+    // Quoted: `user`, `order` and `partition` are tables too.
+    let (q_table, q_column) = (ident(dialect, table), ident(dialect, column));
     match dialect {
         Dialect::Postgres => {
             let _ = write!(
                 out,
                 "-- The parent table, if it does not exist yet (the key must hold {column}):\n\
-                 --   CREATE TABLE {table} ({column} bigint NOT NULL, ..., PRIMARY KEY ({column})) PARTITION BY RANGE ({column});\n"
+                 --   CREATE TABLE {q_table} ({q_column} bigint NOT NULL, ..., PRIMARY KEY ({q_column})) PARTITION BY RANGE ({q_column});\n"
             );
             for p in &parts {
                 let _ = writeln!(
                     out,
-                    "CREATE TABLE {table}_{} PARTITION OF {table} FOR VALUES FROM ({}) TO ({}); -- {}",
-                    p.suffix,
+                    "CREATE TABLE {} PARTITION OF {q_table} FOR VALUES FROM ({}) TO ({}); -- {}",
+                    ident(dialect, &format!("{table}_{}", p.suffix)),
                     pg_bound(p.lower, "MINVALUE"),
                     pg_bound(p.upper, "MAXVALUE"),
                     span(p),
@@ -234,7 +236,7 @@ pub(crate) fn ddl(
                 "-- MySQL names only upper bounds: p_before takes the IDs below the first\n\
                  -- {period}. A new table takes the same PARTITION BY clause in its CREATE TABLE\n\
                  -- (every unique key must hold {column}):\n\
-                 --   CREATE TABLE {table} ({column} BIGINT NOT NULL, ..., PRIMARY KEY ({column})) PARTITION BY RANGE ({column}) (...);\n"
+                 --   CREATE TABLE {q_table} ({q_column} BIGINT NOT NULL, ..., PRIMARY KEY ({q_column})) PARTITION BY RANGE ({q_column}) (...);\n"
             );
             if last.upper.is_some() {
                 let after = period.next(last.end);
@@ -244,12 +246,15 @@ pub(crate) fn ddl(
                 let _ = writeln!(
                     out,
                     "-- The next {period}, later:\n\
-                     --   ALTER TABLE {table} ADD PARTITION (PARTITION p{} VALUES LESS THAN {});",
+                     --   ALTER TABLE {q_table} ADD PARTITION (PARTITION p{} VALUES LESS THAN {});",
                     period.suffix(last.end),
                     my_bound(upper),
                 );
             }
-            let _ = writeln!(out, "ALTER TABLE {table} PARTITION BY RANGE ({column}) (");
+            let _ = writeln!(
+                out,
+                "ALTER TABLE {q_table} PARTITION BY RANGE ({q_column}) ("
+            );
             // (definition, comment): the comma goes between them.
             let mut lines = Vec::new();
             if let Some(lower) = first.lower.filter(|&l| l > 0) {

@@ -4,6 +4,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::Dialect;
 use super::error::{Kind, SqlError};
 use crate::layout::Layout;
 
@@ -26,6 +27,9 @@ pub(crate) struct Shape {
     /// First and last Unix millisecond an ID holds.
     pub min_ms: u64,
     pub max_ms: u64,
+    /// The largest ID: the bits above the layout's fields (and a sign bit)
+    /// clear.
+    pub max_id: u64,
     /// The other fields, most significant first; none has zero width.
     pub fields: Vec<ShapeField>,
 }
@@ -69,6 +73,7 @@ impl Shape {
             time_bits: time.bits(),
             min_ms: layout.min_timestamp_ms(),
             max_ms: layout.max_timestamp_ms(),
+            max_id: layout.max_id(),
             fields,
         }
     }
@@ -141,6 +146,21 @@ pub fn check_identifier(field: &'static str, value: &str) -> Result<(), SqlError
         Ok(())
     } else {
         Err(SqlError::identifier(field, value, max_len))
+    }
+}
+
+/// `name` (a plain identifier: [`check_identifier`], or a field's name) as
+/// a quoted identifier of `dialect`, so that no database can take it for a
+/// keyword (`partition`, `position`, `user`, ...; each database reserves
+/// other words, and each version more): `"name"` in PostgreSQL, in lower
+/// case (what PostgreSQL makes of the name unquoted, so `--table Events`
+/// still means the table `events`), and `` `name` `` in MySQL and SQLite
+/// (where a double-quoted name that is not a column silently becomes a
+/// string, and a backquoted one is an error).
+pub(crate) fn ident(dialect: Dialect, name: &str) -> String {
+    match dialect {
+        Dialect::Postgres => alloc::format!("\"{}\"", name.to_ascii_lowercase()),
+        Dialect::Mysql | Dialect::Sqlite => alloc::format!("`{name}`"),
     }
 }
 
