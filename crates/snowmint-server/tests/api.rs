@@ -276,6 +276,72 @@ async fn a_repeated_parameter_is_named() {
     }
 }
 
+/// An unknown parameter (a typo) is refused naming it and what the route
+/// takes, on every route, never dropped: `To` for `to` once answered a
+/// one-millisecond range.
+#[tokio::test]
+async fn an_unknown_parameter_is_refused_naming_it() {
+    let h = harness();
+    let message = error(
+        &h.state,
+        "GET",
+        "/api/v1/range?from=2024-01-01&To=2024-02-01",
+        StatusCode::BAD_REQUEST,
+        Some("To"),
+    )
+    .await;
+    assert_eq!(
+        message,
+        r#"unknown parameter "To": this route takes only from, to, layout"#
+    );
+    for (method, uri, name) in [
+        (
+            "GET",
+            "/api/v1/compose?datacenter=1&worker=1&sequence=0&sequense=1",
+            "sequense",
+        ),
+        (
+            "GET",
+            "/api/v1/compose?layout=twitter&datacenter=1&worker=1&sequence=0&process=1",
+            "process",
+        ),
+        ("GET", "/api/v1/decode/4194439168?form=hex", "form"),
+        ("GET", "/api/v1/sql?dialect=postgres&prefx=a_", "prefx"),
+        ("GET", "/api/v1/layout?layuot=discord", "layuot"),
+        ("GET", "/api/v1/detect?ids=1&id=2", "id"),
+        ("POST", "/api/v1/ids?cont=3", "cont"),
+        ("GET", "/api/v1/openapi.json?v=1", "v"),
+        ("GET", "/healthz?probe", "probe"),
+        ("GET", "/readyz?probe=1", "probe"),
+        ("GET", "/metrics?x=", "x"),
+    ] {
+        let message = error(&h.state, method, uri, StatusCode::BAD_REQUEST, Some(name)).await;
+        assert!(
+            message.starts_with(&format!("unknown parameter \"{name}\": this route takes ")),
+            "{uri}: {message}"
+        );
+    }
+    let message = error(
+        &h.state,
+        "GET",
+        "/healthz?probe",
+        StatusCode::BAD_REQUEST,
+        Some("probe"),
+    )
+    .await;
+    assert!(message.ends_with("takes no parameters"), "{message}");
+    // Another layout's parameters are its fields: the core names a stranger.
+    let message = error(
+        &h.state,
+        "GET",
+        "/api/v1/compose?layout=discord&timestamp=1462015105796&worker=1&process=0&increment=0&datacenter=1",
+        StatusCode::BAD_REQUEST,
+        Some("datacenter"),
+    )
+    .await;
+    assert!(message.contains("datacenter"), "{message}");
+}
+
 #[tokio::test]
 async fn decode_reads_decimal_hex_and_base32() {
     let h = harness();
@@ -2443,9 +2509,10 @@ async fn over_limit_heads_and_bodies_answer_414_431_413_in_the_error_shape() {
         }
     }
     // Just under the limits is served.
+    // (Padded with leading zeros: an unknown parameter would be refused.)
     let fits = format!(
-        "/api/v1/decode/4194439168?pad={}",
-        "1".repeat(snowmint_server::MAX_URI_BYTES - 60)
+        "/api/v1/decode/{}4194439168",
+        "0".repeat(snowmint_server::MAX_URI_BYTES - 40)
     );
     let (status, head, _) = raw_request(
         served.addr,
