@@ -2123,6 +2123,44 @@ async fn request_bodies_are_refused_with_413_in_the_error_shape() {
     assert_eq!(status, StatusCode::OK);
 }
 
+/// `--client-quota Q`: a count more than Q can never pass, whatever the
+/// wait, so it is a 400 naming `count` and the quota; a count the quota
+/// will allow later is a 429 with `Retry-After`, as the contract says.
+#[tokio::test]
+async fn a_client_quota_answers_400_for_a_count_it_never_allows_and_429_with_retry_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::default();
+    config.state_dir = dir.path().to_owned();
+    config.client_quota = std::num::NonZeroU32::new(10);
+    let served = Served::start(static_state(&config).unwrap()).await;
+    let client = reqwest::Client::new();
+    let mint = |count: u32| {
+        client
+            .post(format!("{}/api/v1/ids?count={count}", served.base()))
+            .send()
+    };
+    let response = mint(11).await.unwrap();
+    assert_eq!(response.status(), 400);
+    assert!(response.headers().get("retry-after").is_none());
+    let body = response.text().await.unwrap();
+    let message = error_shape("count=11", &body);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["field"],
+        "count"
+    );
+    assert_eq!(
+        message,
+        "count must be at most this client's quota of 10 IDs a second (--client-quota), got 11"
+    );
+    assert_eq!(mint(10).await.unwrap().status(), 200);
+    let response = mint(1).await.unwrap();
+    assert_eq!(response.status(), 429);
+    // One ID comes back within 100 ms: a second, rounded up.
+    assert_eq!(response.headers()["retry-after"], "1");
+    drop(client);
+    served.stop().await;
+}
+
 /// HTTP/2 with prior knowledge (h2c) over plain TCP, for internal callers.
 #[tokio::test]
 async fn serves_http2_with_prior_knowledge() {

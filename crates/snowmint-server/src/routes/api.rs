@@ -591,7 +591,7 @@ pub(crate) fn count(input: Option<&str>) -> Result<usize, ApiError> {
     params(MintQuery),
     responses(
         (status = 200, description = "Fresh IDs, strictly increasing, as decimal strings", body = crate::routes::schema::IdsDoc),
-        (status = 400, description = "count out of range; or a parameter this route does not take (`field` names it)", body = ErrorBody),
+        (status = 400, description = "count out of range, or more than this client's whole quota (`--client-quota`), which no wait would let pass (`field` is `count`); or a parameter this route does not take (`field` names it)", body = ErrorBody),
         (status = 401, description = "The server requires a token (`--api-token-file`) and the request has no `Authorization: Bearer` with it", body = ErrorBody,
             headers(("WWW-Authenticate" = String, description = "`Bearer`, with `error=\"invalid_token\"` when a wrong token was sent"))),
         (status = 403, description = "A browser request from another origin that `--cors-origin` does not allow", body = ErrorBody),
