@@ -2121,6 +2121,55 @@ async fn request_bodies_are_refused_with_413_in_the_error_shape() {
     )
     .await;
     assert_eq!(status, StatusCode::OK);
+    // A body of undeclared length is measured as it arrives.
+    for (len, expected) in [(2000, StatusCode::PAYLOAD_TOO_LARGE), (10, StatusCode::OK)] {
+        let request = Request::builder()
+            .method("POST")
+            .uri("/api/v1/ids?count=1")
+            .body(Body::new(Undeclared::of(len)))
+            .unwrap();
+        let response = app(h.state.clone()).oneshot(request).await.unwrap();
+        assert_eq!(response.status(), expected, "{len} bytes");
+        if expected == StatusCode::PAYLOAD_TOO_LARGE {
+            let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+                .await
+                .unwrap();
+            assert_eq!(
+                serde_json::from_slice::<Value>(&bytes).unwrap(),
+                json!({"error": "request bodies are limited to 1024 bytes (the API takes none), got more",
+                       "field": null})
+            );
+        }
+    }
+}
+
+/// A request body without a declared length (as chunked HTTP/1.1 or
+/// HTTP/2 without `Content-Length` arrive): its bytes in frames of 100.
+struct Undeclared(Vec<axum::body::Bytes>);
+
+impl Undeclared {
+    fn of(len: usize) -> Undeclared {
+        let bytes = vec![b'x'; len];
+        Undeclared(
+            bytes
+                .chunks(100)
+                .rev()
+                .map(axum::body::Bytes::copy_from_slice)
+                .collect(),
+        )
+    }
+}
+
+impl hyper::body::Body for Undeclared {
+    type Data = axum::body::Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        std::task::Poll::Ready(self.0.pop().map(|b| Ok(hyper::body::Frame::data(b))))
+    }
 }
 
 /// `--client-quota Q`: a count more than Q can never pass, whatever the
@@ -2184,6 +2233,20 @@ async fn serves_http2_with_prior_knowledge() {
         .unwrap();
     let body: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(body["ids"].as_array().unwrap().len(), 3);
+    drop(client);
+    // A body without Content-Length (HTTP/2 frames) past the limit: 413.
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .http2_only(true)
+        .build_http::<Undeclared>();
+    for (len, expected) in [(5000, StatusCode::PAYLOAD_TOO_LARGE), (10, StatusCode::OK)] {
+        let request = Request::builder()
+            .method("POST")
+            .uri(format!("{}/api/v1/ids?count=1", served.base()))
+            .body(Undeclared::of(len))
+            .unwrap();
+        let response = client.request(request).await.unwrap();
+        assert_eq!(response.status(), expected, "{len} bytes");
+    }
     drop(client);
     served.stop().await;
 }
@@ -2521,6 +2584,11 @@ async fn over_limit_heads_and_bodies_answer_414_431_413_in_the_error_shape() {
         (431, format!("GET /healthz HTTP/1.1\r\nHost: a\r\nX-Big: {big_header}\r\nConnection: close\r\n\r\n")),
         (431, format!("GET /healthz HTTP/1.1\r\nHost: a\r\n{many_headers}Connection: close\r\n\r\n")),
         (413, "POST /api/v1/ids HTTP/1.1\r\nHost: a\r\nContent-Length: 5000\r\nConnection: close\r\n\r\n".to_owned()),
+        // Chunked, no Content-Length: five chunks of 256 bytes.
+        (413, format!(
+            "POST /api/v1/ids HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{}0\r\n\r\n",
+            format!("100\r\n{}\r\n", "x".repeat(256)).repeat(5)
+        )),
         (404, "GET /nope HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".to_owned()),
         (405, "PUT /api/v1/ids HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned()),
         (400, "GET /assets/%FF HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".to_owned()),
