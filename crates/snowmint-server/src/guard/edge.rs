@@ -21,7 +21,8 @@
 //! - `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`
 //!   on every response (the page adds its Content-Security-Policy).
 //! - An error that some layer answered in plain text (an extractor's
-//!   rejection, such as a path that is not UTF-8) is rewritten into
+//!   rejection, such as a path that is not UTF-8; not the page's HTML) is
+//!   rewritten into
 //!   `{"error", "field": null}` with the same status and headers.
 //! - Each answer is counted by route pattern, method and status, and timed;
 //!   and one access-log line per request, at info level with target
@@ -164,7 +165,7 @@ where
                     }
                 };
                 let status = response.status();
-                if (status.is_client_error() || status.is_server_error()) && !is_json(&response) {
+                if (status.is_client_error() || status.is_server_error()) && !is_shaped(&response) {
                     response = as_error_shape(response).await;
                 }
                 let headers = response.headers_mut();
@@ -339,11 +340,15 @@ fn panicked() -> Response {
     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, None, "internal error").into_response()
 }
 
-fn is_json(response: &Response) -> bool {
+/// Whether an error is already in a shape of ours: JSON, or the page
+/// (which answers a refused query 400 with the error in place).
+fn is_shaped(response: &Response) -> bool {
     response
         .headers()
         .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"))
+        .is_some_and(|v| {
+            v.as_bytes().starts_with(b"application/json") || v.as_bytes().starts_with(b"text/html")
+        })
 }
 
 /// The same status and headers, the body as `{"error": <its text>, "field": null}`.

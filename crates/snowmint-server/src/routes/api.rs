@@ -307,6 +307,17 @@ pub(crate) fn encoding(from: Option<&str>) -> Result<Encoding, ApiError> {
     }
 }
 
+/// The one reading of an ID of the API and the page (one ID, or each line
+/// of the page's list): `text` in `encoding`, with no bit set above
+/// `layout`'s fields.
+pub(crate) fn decode_id(
+    encoding: Encoding,
+    layout: &Layout,
+    text: &str,
+) -> Result<SnowflakeId, snowmint::Error> {
+    layout.check_id(encoding.parse(text)?)
+}
+
 /// Decode an ID into its four values.
 #[utoipa::path(
     get,
@@ -335,7 +346,7 @@ pub(crate) async fn decode(
         Err(e) => ApiError::from(e),
         Ok(_) => ApiError::bad_request(Some("id"), "id is not valid UTF-8".to_owned()),
     })?;
-    let id = layout.check_id(encoding.parse(&id)?)?;
+    let id = decode_id(encoding, &layout, &id)?;
     Ok(Json(layout.breakdown(id)).into_response())
 }
 

@@ -174,6 +174,9 @@ pub(super) fn panel(page: &Page) -> Markup {
                 (picker(page, "at", t.picker_label, &at, Some(layout.range(Field::Timestamp))))
                 // The script replaces these when the layout changes.
                 div.trio #compose-fields data-layout=(layout.to_param()) {
+                    // Which layout these fields are, so that a submit after
+                    // the select changed (without JavaScript) is understood.
+                    input type="hidden" name="fields_of" value=(layout.to_param());
                     @for (name, label, value) in &fields {
                         (TextField {
                             name,
