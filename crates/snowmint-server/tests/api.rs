@@ -1509,21 +1509,16 @@ mod openapi_patterns {
             prop_assert!(encoding.parse(&text).is_ok(), "{:?} {}", encoding, text);
         }
 
-        /// Every spec the `layout` pattern admits holds every time a
-        /// range admits and every ID a decode admits.
+        /// What the `layout` pattern admits is read as a spec: taken, or
+        /// refused naming what is wrong with it as a layout.
         #[test]
-        fn generated_specs_take_every_admitted_time_and_id(
+        fn generated_specs_are_taken_or_refused_as_layouts(
             text in string_regex(&unanchored(&layout_spec_pattern())).unwrap()
         ) {
-            let layout = snowmint::Layout::parse(&text);
-            prop_assert!(layout.is_ok(), "{}", text);
-            let layout = layout.unwrap();
-            let twitter = snowmint::Layout::TWITTER;
-            prop_assert_eq!(
-                layout.range(snowmint::Field::Timestamp),
-                twitter.range(snowmint::Field::Timestamp)
-            );
-            prop_assert!(layout.check_id(SnowflakeId::MAX).is_ok(), "{}", text);
+            if let Err(e) = snowmint::Layout::parse(&text) {
+                prop_assert!(e.layout_problem().is_some(), "{}: {}", text, e);
+                prop_assert_eq!(e.field(), snowmint::Field::Layout);
+            }
         }
 
         #[test]
@@ -1531,6 +1526,25 @@ mod openapi_patterns {
             text in string_regex(&unanchored(&pattern(COMPOSE, "timestamp", 2))).unwrap()
         ) {
             prop_assert!(snowmint::parse_timestamp(&text, 0).is_ok(), "{}", text);
+        }
+    }
+
+    /// The document admits every spec the server takes, not only those of
+    /// Twitter's epoch: Discord's documented spec, every preset written as
+    /// a spec, and a spec written loosely.
+    #[test]
+    fn the_layout_pattern_admits_specs_of_any_epoch() {
+        let re = Regex::new(&layout_spec_pattern()).unwrap();
+        let mut specs: Vec<String> = snowmint::Layout::PRESETS
+            .iter()
+            .map(snowmint::Layout::spec)
+            .collect();
+        specs
+            .push("epoch=1420070400000;fields=timestamp:42,worker:5,process:5,increment:12".into());
+        specs.push(" fields = timestamp:41, node:10 ,step:12 ; epoch=2020-01-01 ;unit=1s;".into());
+        for spec in specs {
+            assert!(snowmint::Layout::parse(&spec).is_ok(), "{spec}");
+            assert!(re.is_match(&spec), "{spec}");
         }
     }
 
