@@ -156,7 +156,8 @@ pub(super) fn panel(page: &Page) -> Markup {
     html! {
         section #compose .card aria-labelledby="compose-h" {
             h2 #compose-h { (t.compose_heading) }
-            form #compose-form method="get" action="/" novalidate {
+            // The answer lands where the reader looks: on the result.
+            form #compose-form method="get" action="/#result" novalidate {
                 (lang_hidden(page))
                 (layout_select(page, "compose-layout"))
                 noscript { p.hint { (t.compose_noscript) } }
@@ -174,9 +175,6 @@ pub(super) fn panel(page: &Page) -> Markup {
                 (picker(page, "at", t.picker_label, &at, Some(layout.range(Field::Timestamp))))
                 // The script replaces these when the layout changes.
                 div.trio #compose-fields data-layout=(layout.to_param()) {
-                    // Which layout these fields are, so that a submit after
-                    // the select changed (without JavaScript) is understood.
-                    input type="hidden" name="fields_of" value=(layout.to_param());
                     @for (name, label, value) in &fields {
                         (TextField {
                             name,
@@ -187,6 +185,9 @@ pub(super) fn panel(page: &Page) -> Markup {
                             numeric: true,
                         }.render(page))
                     }
+                    // Which layout these fields are, so that a submit after
+                    // the select changed (without JavaScript) is understood.
+                    input type="hidden" name="fields_of" value=(layout.to_param());
                 }
                 button type="submit" { (t.compose_submit) }
             }

@@ -49,7 +49,8 @@ pub(super) fn panel(page: &Page) -> Markup {
     html! {
         section #decode .card aria-labelledby="decode-h" {
             h2 #decode-h { (t.decode_heading) }
-            form #decode-form method="get" action="/" novalidate {
+            // The answer lands where the reader looks: on the result.
+            form #decode-form method="get" action="/#result" novalidate {
                 (lang_hidden(page))
                 (TextField {
                     name: "id",
