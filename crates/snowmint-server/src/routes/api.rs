@@ -287,11 +287,15 @@ pub(crate) struct DecodePath {
 /// so is whitespace alone (`layout=%0A`), as for `count`, rather than read
 /// as "no layout".
 pub(crate) fn layout(name: Option<&str>) -> Result<Layout, ApiError> {
+    layout_param(name).map_err(|e| ApiError::bad_request(Some("layout"), e.to_string()))
+}
+
+/// [`layout`]'s reading, with the core's error (which the page words in
+/// its language): the one reading of `layout` of the API and the page.
+pub(crate) fn layout_param(name: Option<&str>) -> Result<Layout, snowmint::Error> {
     match name {
         None | Some("") => Ok(Layout::TWITTER),
-        Some(text) => {
-            Layout::parse(text).map_err(|e| ApiError::bad_request(Some("layout"), e.to_string()))
-        }
+        Some(text) => Layout::parse(text),
     }
 }
 

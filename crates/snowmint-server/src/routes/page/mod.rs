@@ -229,13 +229,13 @@ impl PageQuery {
         Ok(own.as_deref())
     }
 
-    /// The layout chosen: a preset or a spec in `layout`, or with `layout`
-    /// `custom` the spec its three parts spell (a blank unit is 1 ms).
-    /// Missing or empty is Twitter's.
+    /// The layout chosen: a preset or a spec in `layout`, read as the API
+    /// reads it (missing or empty is Twitter's, whitespace alone refused),
+    /// or with `layout` `custom` the spec its three parts spell (a blank
+    /// unit is 1 ms).
     fn chosen_layout(&self) -> Result<Layout, snowmint::Error> {
-        match self.layout.as_deref().map(str::trim) {
-            None | Some("") => Ok(Layout::TWITTER),
-            Some("custom") => {
+        match self.layout.as_deref() {
+            Some(text) if text.trim() == "custom" => {
                 let part = |v: &Option<String>| v.as_deref().unwrap_or("").trim().to_owned();
                 let unit = Some(part(&self.layout_unit))
                     .filter(|u| !u.is_empty())
@@ -246,7 +246,7 @@ impl PageQuery {
                     part(&self.layout_fields)
                 ))
             }
-            Some(text) => Layout::parse(text),
+            other => api::layout_param(other),
         }
     }
 

@@ -797,6 +797,14 @@ async fn a_parameter_the_api_refuses_is_refused_not_ignored() {
         let page = get(uri).await;
         assert_eq!(page.status, StatusCode::OK, "{uri}: {}", page.text());
     }
+    // Whitespace alone is no layout (the API refuses it too), not Twitter's.
+    let page = get("/?id=1&layout=%20").await;
+    assert!(
+        by_id(page.text(), "layout-error").starts_with("invalid layout: "),
+        "{}",
+        page.text()
+    );
+    assert!(!page.text().contains(r#"id="id-value""#));
     // The compose form says which layout its fields are.
     let html = get("/?layout=discord&timestamp=1462015105796").await;
     assert!(
