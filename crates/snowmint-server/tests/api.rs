@@ -330,6 +330,20 @@ async fn an_unknown_parameter_is_refused_naming_it() {
     )
     .await;
     assert!(message.ends_with("takes no parameters"), "{message}");
+    // The document says so.
+    let (_, doc) = json(&h.state, "GET", "/api/v1/openapi.json").await;
+    let description = doc["info"]["description"].as_str().unwrap();
+    assert!(
+        description.contains("a query parameter an operation does not list"),
+        "{description}"
+    );
+    let range_400 = doc["paths"]["/api/v1/range"]["get"]["responses"]["400"]["description"]
+        .as_str()
+        .unwrap();
+    assert!(
+        range_400.contains("a parameter this route does not take"),
+        "{range_400}"
+    );
     // Another layout's parameters are its fields: the core names a stranger.
     let message = error(
         &h.state,
