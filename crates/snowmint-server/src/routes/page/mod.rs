@@ -262,12 +262,13 @@ impl PageQuery {
         if let Some(name) = &self.unknown {
             return unknown(name);
         }
+        // The form writes a layout here; anything else is refused.
+        let drawn = match api::layout_param(self.fields_of.as_deref()) {
+            Ok(drawn) => self.fields_of.as_ref().map(|_| drawn),
+            Err(e) => return Some(("fields_of".into(), lang.layout_error(&e))),
+        };
         // A bad layout is the outcome's to report; its fields are unknown.
         if let Ok(chosen) = self.chosen_layout() {
-            let drawn = self
-                .fields_of
-                .as_deref()
-                .and_then(|l| Layout::parse(l).ok());
             let known = |name: &str| {
                 [Some(chosen), drawn]
                     .into_iter()

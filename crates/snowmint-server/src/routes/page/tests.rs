@@ -744,6 +744,11 @@ async fn a_parameter_the_api_refuses_is_refused_not_ignored() {
             r#"unknown parameter "process": no form of this page has it"#,
         ),
         (
+            "/?layout=twitter&fields_of=epoch%3D0&timestamp=1&datacenter=1",
+            "fields_of",
+            "invalid layout: the fields are missing: add fields=NAME:BITS,..., as in epoch=1420070400000;fields=timestamp:42,worker:5,process:5,increment:12",
+        ),
+        (
             "/?id=10&from=hexx",
             "from",
             r#"from must be one of decimal, hex, base32, got "hexx""#,
