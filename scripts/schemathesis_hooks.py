@@ -11,12 +11,11 @@ request goes to the server as schemathesis generated it.
   swapped, or `from` set to `to` when `from` is missing.
 - `GET /api/v1/range` reads its times in `layout`, whose span of times the
   document gives in `x-time-span-ms` (the times' own schema is the default
-  layout's, which every spec the document's pattern admits spans): a
+  layout's, which every spec of `LANGUAGE` below spans): a
   request whose times are each valid but outside its preset's span
   (`from=2010-11-04T01:42:54.657Z&layout=sonyflake`, before Sonyflake's
   epoch) gets the default layout. This one is a third rule, kept because
   OpenAPI cannot state it either: scripts/schemathesis says why.
-
 - A spec `layout` (every operation that takes one): the document's pattern
   admits every spec the server takes, and its description says in words
   what else makes one valid (widths adding up to at most 64, names
@@ -34,8 +33,9 @@ request goes to the server as schemathesis generated it.
 
 Negative cases (schemathesis's own mode) are left as generated, so negative
 testing is untouched, and a rule fires only when the values it joins are
-each valid. The forms' patterns, the times' bounds and the presets' spans
-are read from the document, not copied here.
+each valid. The forms' patterns, the times' bounds, the presets' spans and
+the default layout's epoch are read from the document, not copied here
+(`LANGUAGE`'s widths, Twitter's 41 and 22, are written below).
 """
 
 import datetime
