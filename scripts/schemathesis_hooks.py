@@ -11,27 +11,37 @@ request goes to the server as schemathesis generated it.
   swapped, or `from` set to `to` when `from` is missing.
 - `GET /api/v1/range` reads its times in `layout`, whose span of times the
   document gives in `x-time-span-ms` (the times' own schema is the default
-  layout's, which every spec the document's pattern admits spans): a
+  layout's, which every spec of `LANGUAGE` below spans): a
   request whose times are each valid but outside its preset's span
   (`from=2010-11-04T01:42:54.657Z&layout=sonyflake`, before Sonyflake's
   epoch) gets the default layout. This one is a third rule, kept because
   OpenAPI cannot state it either: scripts/schemathesis says why.
-
-A spec `layout` needs no hook: the document's pattern admits only specs
-valid with every time and ID it admits. (`GET /api/v1/compose` takes a
-layout's own field names as parameters, which OpenAPI cannot state: the
-document gives Twitter's and no `layout`; tests/api.rs composes in other
-layouts.)
+- A spec `layout` (every operation that takes one): the document's pattern
+  admits every spec the server takes, and its description says in words
+  what else makes one valid (widths adding up to at most 64, names
+  distinct, ...) and that every time and ID must lie in the spec's own
+  span and bits. A pattern cannot say that, so the testing tool's limit is
+  kept here, not in the contract: a generated spec outside `LANGUAGE`
+  (specs valid with every time and ID the document admits: Twitter's epoch
+  in Unix ms or ISO-8601, the unit `1ms` left out or written, a 41-bit
+  time or 42 with the sign bit, the 22 bits below cut into `sequence`,
+  `worker,sequence` or `datacenter,worker,sequence` with those of 1 to 5
+  bits) is replaced by one of them, picked by the spec's text.
+  (`GET /api/v1/compose` takes a layout's own field names as parameters,
+  which OpenAPI cannot state: the document gives Twitter's and no
+  `layout`; tests/api.rs composes in other layouts.)
 
 Negative cases (schemathesis's own mode) are left as generated, so negative
 testing is untouched, and a rule fires only when the values it joins are
-each valid. The forms' patterns, the times' bounds and the presets' spans
-are read from the document, not copied here.
+each valid. The forms' patterns, the times' bounds, the presets' spans and
+the default layout's epoch are read from the document, not copied here
+(`LANGUAGE`'s widths, Twitter's 41 and 22, are written below).
 """
 
 import datetime
 import re
 import time
+import zlib
 
 import schemathesis
 
@@ -46,6 +56,9 @@ ISO8601 = []
 UNIX_MS = []
 # Preset name -> [first, last] Unix ms it encodes, from the document.
 SPANS = {}
+# The specs a generated `layout` may be (see the module's docstring), built
+# from the default layout's epoch in the document.
+LANGUAGE = []
 
 
 @schemathesis.hook
@@ -67,6 +80,30 @@ def after_load_schema(context, schema):
     assert FORMS and ISO8601 and UNIX_MS and SPANS, (
         "the document no longer has what these hooks read"
     )
+    LANGUAGE.extend(_language(SPANS["twitter"][0]))
+
+
+def _language(epoch_ms):
+    """Specs of Twitter's epoch and 41 time bits, the 22 below cut in
+    up to three: each spans exactly the default layout's times and holds
+    every 63-bit ID."""
+    when = datetime.datetime.fromtimestamp(epoch_ms / 1000, tz=datetime.timezone.utc)
+    iso = when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{epoch_ms % 1000:03d}Z"
+    below = 22
+    cuts = [f"sequence:{below}"]
+    cuts += [f"worker:{w},sequence:{below - w}" for w in range(1, below)]
+    cuts += [
+        f"datacenter:{d},worker:{w},sequence:{below - d - w}"
+        for d in range(1, 6)
+        for w in range(1, 6)
+    ]
+    return [
+        f"{epoch}{unit};fields={time_field},{cut}"
+        for epoch in (f"epoch={epoch_ms}", f"epoch={iso}")
+        for unit in ("", ";unit=1ms")
+        for time_field in ("timestamp:41", "timestamp:42")
+        for cut in cuts
+    ]
 
 
 @schemathesis.hook
@@ -74,11 +111,23 @@ def map_case(context, case):
     meta = getattr(case, "meta", None)
     if meta is not None and meta.generation.mode.is_negative:
         return case
+    _layout(case)
     if case.path == DECODE:
         _decode(case)
     elif case.path == RANGE:
         _range(case)
     return case
+
+
+def _layout(case):
+    query = case.query
+    if not query or not isinstance(query.get("layout"), str):
+        return
+    layout = query["layout"]
+    # Missing or empty is the default; presets are the document's enum.
+    if layout == "" or layout in SPANS or layout in LANGUAGE:
+        return
+    query["layout"] = LANGUAGE[zlib.crc32(layout.encode()) % len(LANGUAGE)]
 
 
 def _decode(case):

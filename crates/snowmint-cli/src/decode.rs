@@ -33,10 +33,12 @@ pub struct DecodeArgs {
     #[arg(value_name = "ID", allow_negative_numbers = true)]
     pub id: String,
     /// The ID's textual form
+    // Case as the core's parser (which the API and the page use) reads it.
     #[arg(
         long,
         value_name = "FORM",
         default_value = "decimal",
+        ignore_case = true,
         value_parser = PossibleValuesParser::new(Encoding::ALL.map(Encoding::name))
             .try_map(|s| s.parse::<Encoding>()),
     )]

@@ -40,6 +40,8 @@
     for (const [text, picker] of PICKERS) {
       if ((data.get(text) || "").trim() !== "") data.delete(picker);
     }
+    // The compose fields' own layout matters only when it is another.
+    if (data.get("fields_of") === data.get("layout")) data.delete("fields_of");
     for (const [k, v] of data) {
       if (v !== "") params.append(k, v);
     }
@@ -50,8 +52,10 @@
     return params.toString();
   }
 
-  // Fetches /?query and replaces the result, the errors and the language link.
-  async function update(form, submitter) {
+  // Fetches /?query and replaces the result, the errors and the language
+  // link; after a submit, scrolls the result into view (as the form's
+  // action, /#result, does without this script).
+  async function update(form, submitter, submitted) {
     const qs = query(form, submitter);
     // A focused control inside the result (a sort heading) keeps the focus.
     const active = document.activeElement;
@@ -106,6 +110,7 @@
     for (const button of $("result").querySelectorAll("[data-copy]")) button.hidden = false;
     localTime();
     if (refocus && $(refocus)) $(refocus).focus();
+    else if (submitted) $("result").scrollIntoView({ block: "start" });
   }
 
   // The decoded time in the reader's own zone, beside the server's UTC.
@@ -131,7 +136,7 @@
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       clearTimeout(timer);
-      update(form, e.submitter);
+      update(form, e.submitter, true);
     });
   }
 

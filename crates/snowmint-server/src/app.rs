@@ -12,7 +12,7 @@ use crate::guard::edge::EdgeLayer;
 use crate::guard::origin::RefuseCrossSite;
 use crate::guard::token::RequireToken;
 use crate::routes::state::AppState;
-use crate::routes::{api, openapi, page};
+use crate::routes::{api, page};
 
 /// The whole service as a router: the public listener's routes, with
 /// `/metrics` unless the state says an admin listener serves it.
@@ -29,18 +29,7 @@ pub fn app(state: AppState) -> Router {
         .route("/api/v1/layout", with_cors(&state, get(api::layout_lab)))
         .route("/api/v1/detect", with_cors(&state, get(api::detect)))
         .route("/api/v1/ids", with_cors(&state, mint))
-        .route(
-            "/api/v1/openapi.json",
-            with_cors(
-                &state,
-                get(|| async {
-                    (
-                        [(axum::http::header::CONTENT_TYPE, "application/json")],
-                        openapi::document(),
-                    )
-                }),
-            ),
-        )
+        .route("/api/v1/openapi.json", with_cors(&state, get(api::openapi)))
         .route("/healthz", get(api::healthz))
         .route("/readyz", get(api::readyz));
     if state.metrics_on_public() {

@@ -276,6 +276,86 @@ async fn a_repeated_parameter_is_named() {
     }
 }
 
+/// An unknown parameter (a typo) is refused naming it and what the route
+/// takes, on every route, never dropped: `To` for `to` once answered a
+/// one-millisecond range.
+#[tokio::test]
+async fn an_unknown_parameter_is_refused_naming_it() {
+    let h = harness();
+    let message = error(
+        &h.state,
+        "GET",
+        "/api/v1/range?from=2024-01-01&To=2024-02-01",
+        StatusCode::BAD_REQUEST,
+        Some("To"),
+    )
+    .await;
+    assert_eq!(
+        message,
+        r#"unknown parameter "To": this route takes only from, to, layout"#
+    );
+    for (method, uri, name) in [
+        (
+            "GET",
+            "/api/v1/compose?datacenter=1&worker=1&sequence=0&sequense=1",
+            "sequense",
+        ),
+        (
+            "GET",
+            "/api/v1/compose?layout=twitter&datacenter=1&worker=1&sequence=0&process=1",
+            "process",
+        ),
+        ("GET", "/api/v1/decode/4194439168?form=hex", "form"),
+        ("GET", "/api/v1/sql?dialect=postgres&prefx=a_", "prefx"),
+        ("GET", "/api/v1/layout?layuot=discord", "layuot"),
+        ("GET", "/api/v1/detect?ids=1&id=2", "id"),
+        ("POST", "/api/v1/ids?cont=3", "cont"),
+        ("GET", "/api/v1/openapi.json?v=1", "v"),
+        ("GET", "/healthz?probe", "probe"),
+        ("GET", "/readyz?probe=1", "probe"),
+        ("GET", "/metrics?x=", "x"),
+    ] {
+        let message = error(&h.state, method, uri, StatusCode::BAD_REQUEST, Some(name)).await;
+        assert!(
+            message.starts_with(&format!("unknown parameter \"{name}\": this route takes ")),
+            "{uri}: {message}"
+        );
+    }
+    let message = error(
+        &h.state,
+        "GET",
+        "/healthz?probe",
+        StatusCode::BAD_REQUEST,
+        Some("probe"),
+    )
+    .await;
+    assert!(message.ends_with("takes no parameters"), "{message}");
+    // The document says so.
+    let (_, doc) = json(&h.state, "GET", "/api/v1/openapi.json").await;
+    let description = doc["info"]["description"].as_str().unwrap();
+    assert!(
+        description.contains("a query parameter an operation does not list"),
+        "{description}"
+    );
+    let range_400 = doc["paths"]["/api/v1/range"]["get"]["responses"]["400"]["description"]
+        .as_str()
+        .unwrap();
+    assert!(
+        range_400.contains("a parameter this route does not take"),
+        "{range_400}"
+    );
+    // Another layout's parameters are its fields: the core names a stranger.
+    let message = error(
+        &h.state,
+        "GET",
+        "/api/v1/compose?layout=discord&timestamp=1462015105796&worker=1&process=0&increment=0&datacenter=1",
+        StatusCode::BAD_REQUEST,
+        Some("datacenter"),
+    )
+    .await;
+    assert!(message.contains("datacenter"), "{message}");
+}
+
 #[tokio::test]
 async fn decode_reads_decimal_hex_and_base32() {
     let h = harness();
@@ -1443,21 +1523,16 @@ mod openapi_patterns {
             prop_assert!(encoding.parse(&text).is_ok(), "{:?} {}", encoding, text);
         }
 
-        /// Every spec the `layout` pattern admits holds every time a
-        /// range admits and every ID a decode admits.
+        /// What the `layout` pattern admits is read as a spec: taken, or
+        /// refused naming what is wrong with it as a layout.
         #[test]
-        fn generated_specs_take_every_admitted_time_and_id(
+        fn generated_specs_are_taken_or_refused_as_layouts(
             text in string_regex(&unanchored(&layout_spec_pattern())).unwrap()
         ) {
-            let layout = snowmint::Layout::parse(&text);
-            prop_assert!(layout.is_ok(), "{}", text);
-            let layout = layout.unwrap();
-            let twitter = snowmint::Layout::TWITTER;
-            prop_assert_eq!(
-                layout.range(snowmint::Field::Timestamp),
-                twitter.range(snowmint::Field::Timestamp)
-            );
-            prop_assert!(layout.check_id(SnowflakeId::MAX).is_ok(), "{}", text);
+            if let Err(e) = snowmint::Layout::parse(&text) {
+                prop_assert!(e.layout_problem().is_some(), "{}: {}", text, e);
+                prop_assert_eq!(e.field(), snowmint::Field::Layout);
+            }
         }
 
         #[test]
@@ -1465,6 +1540,25 @@ mod openapi_patterns {
             text in string_regex(&unanchored(&pattern(COMPOSE, "timestamp", 2))).unwrap()
         ) {
             prop_assert!(snowmint::parse_timestamp(&text, 0).is_ok(), "{}", text);
+        }
+    }
+
+    /// The document admits every spec the server takes, not only those of
+    /// Twitter's epoch: Discord's documented spec, every preset written as
+    /// a spec, and a spec written loosely.
+    #[test]
+    fn the_layout_pattern_admits_specs_of_any_epoch() {
+        let re = Regex::new(&layout_spec_pattern()).unwrap();
+        let mut specs: Vec<String> = snowmint::Layout::PRESETS
+            .iter()
+            .map(snowmint::Layout::spec)
+            .collect();
+        specs
+            .push("epoch=1420070400000;fields=timestamp:42,worker:5,process:5,increment:12".into());
+        specs.push(" fields = timestamp:41, node:10 ,step:12 ; epoch=2020-01-01 ;unit=1s;".into());
+        for spec in specs {
+            assert!(snowmint::Layout::parse(&spec).is_ok(), "{spec}");
+            assert!(re.is_match(&spec), "{spec}");
         }
     }
 
@@ -1741,7 +1835,10 @@ async fn no_input_yields_a_server_error() {
                 !status.is_server_error(),
                 "{method} {uri} -> {status}: {body}"
             );
-            if status.is_client_error() {
+            if status.is_client_error() && body.starts_with("<!DOCTYPE html>") {
+                // The page refuses a query with the error in place.
+                assert!(body.contains(r#"id="query-error" role="alert""#), "{uri}");
+            } else if status.is_client_error() {
                 let v: Value = serde_json::from_str(&body)
                     .unwrap_or_else(|_| panic!("{method} {uri}: {body}"));
                 assert!(
@@ -2055,6 +2152,93 @@ async fn request_bodies_are_refused_with_413_in_the_error_shape() {
     )
     .await;
     assert_eq!(status, StatusCode::OK);
+    // A body of undeclared length is measured as it arrives.
+    for (len, expected) in [(2000, StatusCode::PAYLOAD_TOO_LARGE), (10, StatusCode::OK)] {
+        let request = Request::builder()
+            .method("POST")
+            .uri("/api/v1/ids?count=1")
+            .body(Body::new(Undeclared::of(len)))
+            .unwrap();
+        let response = app(h.state.clone()).oneshot(request).await.unwrap();
+        assert_eq!(response.status(), expected, "{len} bytes");
+        if expected == StatusCode::PAYLOAD_TOO_LARGE {
+            let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+                .await
+                .unwrap();
+            assert_eq!(
+                serde_json::from_slice::<Value>(&bytes).unwrap(),
+                json!({"error": "request bodies are limited to 1024 bytes (the API takes none), got more",
+                       "field": null})
+            );
+        }
+    }
+}
+
+/// A request body without a declared length (as chunked HTTP/1.1 or
+/// HTTP/2 without `Content-Length` arrive): its bytes in frames of 100.
+struct Undeclared(Vec<axum::body::Bytes>);
+
+impl Undeclared {
+    fn of(len: usize) -> Undeclared {
+        let bytes = vec![b'x'; len];
+        Undeclared(
+            bytes
+                .chunks(100)
+                .rev()
+                .map(axum::body::Bytes::copy_from_slice)
+                .collect(),
+        )
+    }
+}
+
+impl hyper::body::Body for Undeclared {
+    type Data = axum::body::Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        std::task::Poll::Ready(self.0.pop().map(|b| Ok(hyper::body::Frame::data(b))))
+    }
+}
+
+/// `--client-quota Q`: a count more than Q can never pass, whatever the
+/// wait, so it is a 400 naming `count` and the quota; a count the quota
+/// will allow later is a 429 with `Retry-After`, as the contract says.
+#[tokio::test]
+async fn a_client_quota_answers_400_for_a_count_it_never_allows_and_429_with_retry_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::default();
+    config.state_dir = dir.path().to_owned();
+    config.client_quota = std::num::NonZeroU32::new(10);
+    let served = Served::start(static_state(&config).unwrap()).await;
+    let client = reqwest::Client::new();
+    let mint = |count: u32| {
+        client
+            .post(format!("{}/api/v1/ids?count={count}", served.base()))
+            .send()
+    };
+    let response = mint(11).await.unwrap();
+    assert_eq!(response.status(), 400);
+    assert!(response.headers().get("retry-after").is_none());
+    let body = response.text().await.unwrap();
+    let message = error_shape("count=11", &body);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["field"],
+        "count"
+    );
+    assert_eq!(
+        message,
+        "count must be at most this client's quota of 10 IDs a second (--client-quota), got 11"
+    );
+    assert_eq!(mint(10).await.unwrap().status(), 200);
+    let response = mint(1).await.unwrap();
+    assert_eq!(response.status(), 429);
+    // One ID comes back within 100 ms: a second, rounded up.
+    assert_eq!(response.headers()["retry-after"], "1");
+    drop(client);
+    served.stop().await;
 }
 
 /// HTTP/2 with prior knowledge (h2c) over plain TCP, for internal callers.
@@ -2080,6 +2264,20 @@ async fn serves_http2_with_prior_knowledge() {
         .unwrap();
     let body: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(body["ids"].as_array().unwrap().len(), 3);
+    drop(client);
+    // A body without Content-Length (HTTP/2 frames) past the limit: 413.
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .http2_only(true)
+        .build_http::<Undeclared>();
+    for (len, expected) in [(5000, StatusCode::PAYLOAD_TOO_LARGE), (10, StatusCode::OK)] {
+        let request = Request::builder()
+            .method("POST")
+            .uri(format!("{}/api/v1/ids?count=1", served.base()))
+            .body(Undeclared::of(len))
+            .unwrap();
+        let response = client.request(request).await.unwrap();
+        assert_eq!(response.status(), expected, "{len} bytes");
+    }
     drop(client);
     served.stop().await;
 }
@@ -2417,6 +2615,11 @@ async fn over_limit_heads_and_bodies_answer_414_431_413_in_the_error_shape() {
         (431, format!("GET /healthz HTTP/1.1\r\nHost: a\r\nX-Big: {big_header}\r\nConnection: close\r\n\r\n")),
         (431, format!("GET /healthz HTTP/1.1\r\nHost: a\r\n{many_headers}Connection: close\r\n\r\n")),
         (413, "POST /api/v1/ids HTTP/1.1\r\nHost: a\r\nContent-Length: 5000\r\nConnection: close\r\n\r\n".to_owned()),
+        // Chunked, no Content-Length: five chunks of 256 bytes.
+        (413, format!(
+            "POST /api/v1/ids HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{}0\r\n\r\n",
+            format!("100\r\n{}\r\n", "x".repeat(256)).repeat(5)
+        )),
         (404, "GET /nope HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".to_owned()),
         (405, "PUT /api/v1/ids HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned()),
         (400, "GET /assets/%FF HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".to_owned()),
@@ -2443,9 +2646,10 @@ async fn over_limit_heads_and_bodies_answer_414_431_413_in_the_error_shape() {
         }
     }
     // Just under the limits is served.
+    // (Padded with leading zeros: an unknown parameter would be refused.)
     let fits = format!(
-        "/api/v1/decode/4194439168?pad={}",
-        "1".repeat(snowmint_server::MAX_URI_BYTES - 60)
+        "/api/v1/decode/{}4194439168",
+        "0".repeat(snowmint_server::MAX_URI_BYTES - 40)
     );
     let (status, head, _) = raw_request(
         served.addr,

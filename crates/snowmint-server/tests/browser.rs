@@ -373,6 +373,33 @@ impl Session {
         panic!("{css} never appeared");
     }
 
+    /// Waits (bounded) until the element `css` has text and lies wholly
+    /// inside the viewport.
+    async fn wait_in_view(&self, css: &str) {
+        let mut last = json!(null);
+        for _ in 0..200 {
+            last = self
+                .client
+                .execute(
+                    "const el = document.querySelector(arguments[0]);
+                     if (!el || !el.textContent.trim()) return null;
+                     const r = el.getBoundingClientRect();
+                     return [r.top, r.bottom, window.innerHeight, window.scrollY];",
+                    vec![json!(css)],
+                )
+                .await
+                .unwrap();
+            if let Some([top, bottom, height, _]) = last.as_array().map(Vec::as_slice)
+                && top.as_f64().unwrap() >= 0.0
+                && bottom.as_f64().unwrap() <= height.as_f64().unwrap()
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("{css} never came into view; last [top, bottom, viewport, scrollY]: {last}");
+    }
+
     async fn close(mut self) {
         if let Err(e) = self.client.clone().close().await {
             eprintln!("closing the browser session: {e}");
@@ -1568,4 +1595,34 @@ async fn compose_in_another_layout_and_custom_inputs_without_javascript() {
         assert_eq!(error, expected);
     }
     s.close().await;
+}
+
+/// After a submit the result is where the reader is: on a phone-sized
+/// window (the result card is the fourth down, past three forms), the
+/// answer is in the viewport, with and without JavaScript.
+#[tokio::test]
+async fn a_submitted_result_is_in_view_on_a_phone_with_and_without_javascript() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    for javascript in [false, true] {
+        let Some(s) = Session::start(javascript).await else {
+            return;
+        };
+        s.client.set_window_size(360, 740).await.unwrap();
+        for (field, typed, answer) in [
+            ("id", "4194439168", "#id-value"),
+            ("datacenter", "1", "#id-value"),
+            ("range_from", "2024-01-01T00:00:00Z", "#range-min"),
+        ] {
+            s.goto("/").await;
+            if javascript {
+                s.wait_for("#now:not([hidden])").await;
+            }
+            let input = s.client.find(Locator::Id(field)).await.unwrap();
+            input.clear().await.unwrap();
+            input.send_keys(typed).await.unwrap();
+            input.send_keys(&Key::Enter.to_string()).await.unwrap();
+            s.wait_in_view(answer).await;
+        }
+        s.close().await;
+    }
 }

@@ -313,6 +313,9 @@ fn decode_other_forms() {
         ("base32", "0000003x04400"),
         ("base32", "0000003X04400"),
         ("decimal", "4194439168"),
+        // As the API's and the page's `from` read it (the core's parser).
+        ("HEX", "0xFA021000"),
+        ("Base32", "0000003x04400"),
     ] {
         let v: Value =
             serde_json::from_str(&ok(&["decode", input, "--from", from, "--json"])).unwrap();

@@ -78,7 +78,9 @@ impl Admission {
     }
 
     /// Takes `n` IDs from `client`'s quota, or answers 429 with
-    /// `Retry-After`. Without a quota, or without a known client, admits.
+    /// `Retry-After`; a count more than the whole quota, which no wait
+    /// lets pass, is a 400 naming `count` and the quota. Without a quota,
+    /// or without a known client, admits.
     pub(crate) fn check_quota(
         &self,
         client: Option<IpAddr>,
@@ -106,11 +108,17 @@ impl Admission {
                 )
                 .retry_after(wait.as_secs_f64().ceil() as u64)
             }
-            Err(_) => ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                Some("count"),
-                format!("count is more than this client's quota allows at once, got {n}"),
-            ),
+            // No wait would ever let it pass: the client's mistake, not
+            // the quota's, so no Retry-After (and not counted as refused).
+            Err(governor::InsufficientCapacity(quota)) => {
+                return Err(ApiError::bad_request(
+                    Some("count"),
+                    format!(
+                        "count must be at most this client's quota of {quota} IDs a second \
+                         (--client-quota), got {n}"
+                    ),
+                ));
+            }
         };
         metrics.mint_rejected(Rejection::Quota);
         static THROTTLE: Throttle = Throttle::new();
@@ -326,13 +334,18 @@ mod tests {
         assert_eq!(err.status(), StatusCode::TOO_MANY_REQUESTS);
         let response = axum::response::IntoResponse::into_response(err);
         assert_eq!(response.headers()["retry-after"], "1");
-        // More than the whole quota at once can never pass: say so.
-        let err = admission.check_quota(ip, 11, &metrics).unwrap_err();
-        assert_eq!(err.field(), Some("count"));
-        assert_eq!(
-            err.message(),
-            "count is more than this client's quota allows at once, got 11"
-        );
+        // More than the whole quota at once can never pass: a 400 that
+        // says so, whatever is left of the quota.
+        for ip in [ip, Some(IpAddr::from([127, 0, 0, 3]))] {
+            let err = admission.check_quota(ip, 11, &metrics).unwrap_err();
+            assert_eq!(err.status(), StatusCode::BAD_REQUEST);
+            assert_eq!(err.field(), Some("count"));
+            assert_eq!(
+                err.message(),
+                "count must be at most this client's quota of 10 IDs a second \
+                 (--client-quota), got 11"
+            );
+        }
         // Another client, or an unknown one, is not affected.
         admission
             .check_quota(Some(IpAddr::from([127, 0, 0, 1])), 10, &metrics)
@@ -341,7 +354,7 @@ mod tests {
         assert!(
             metrics
                 .render(crate::routes::metrics::Format::Text)
-                .contains(r#"snowmint_mints_rejected_total{reason="quota"} 2"#)
+                .contains(r#"snowmint_mints_rejected_total{reason="quota"} 1"#)
         );
     }
 }

@@ -7,7 +7,11 @@
 //!   limits of its own (a 64 KiB target, about 400 KiB of head, 100
 //!   headers) past which it answers with an empty body; these lower ones
 //!   come first, so a client almost always gets JSON. A declared body over
-//!   [`MAX_BODY_BYTES`] is answered 413 (the API takes none).
+//!   [`MAX_BODY_BYTES`] is answered 413 (the API takes none), and so is a
+//!   body of undeclared length (chunked, or HTTP/2 without
+//!   `Content-Length`) once more than that has arrived: such a body is read
+//!   up to the limit before the route sees the request, since no route
+//!   reads one.
 //! - A request still unanswered after [`REQUEST_TIMEOUT`] is answered 503.
 //!   The timer is armed only once a request has to wait: one that is
 //!   answered when first polled (health, the page, a mint that needs no
@@ -17,7 +21,8 @@
 //! - `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`
 //!   on every response (the page adds its Content-Security-Policy).
 //! - An error that some layer answered in plain text (an extractor's
-//!   rejection, such as a path that is not UTF-8) is rewritten into
+//!   rejection, such as a path that is not UTF-8; not the page's HTML) is
+//!   rewritten into
 //!   `{"error", "field": null}` with the same status and headers.
 //! - Each answer is counted by route pattern, method and status, and timed;
 //!   and one access-log line per request, at info level with target
@@ -103,7 +108,7 @@ pub(crate) struct Edge<S> {
 
 impl<S> Service<Request> for Edge<S>
 where
-    S: Service<Request, Response = Response, Error = Infallible>,
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
     S::Future: Send + 'static,
 {
     type Response = Response;
@@ -127,21 +132,40 @@ where
             version = ?request.version(),
         );
         let answer = match refusal(&request) {
-            Some(refusal) => Err(refusal),
+            Some(refusal) => Answer::Refused(refusal),
+            // The body must be read (up to the limit) before the call: the
+            // service that was polled ready goes with it, a clone stays.
+            None if undeclared_body(&request) => {
+                let ready = self.inner.clone();
+                Answer::ReadFirst(request, std::mem::replace(&mut self.inner, ready))
+            }
             // A panic in the call itself, as in its future, is a 500.
-            None => Ok(catch_unwind(AssertUnwindSafe(|| self.inner.call(request)))),
+            None => Answer::Called(catch_unwind(AssertUnwindSafe(|| self.inner.call(request)))),
         };
         let metrics = Arc::clone(&self.metrics);
         Box::pin(
             async move {
                 tracing::debug!("started processing request");
                 let mut response = match answer {
-                    Err(refusal) => refusal.into_response(),
-                    Ok(Ok(future)) => within_timeout(future, started).await,
-                    Ok(Err(_panic)) => panicked(),
+                    Answer::Refused(refusal) => refusal.into_response(),
+                    Answer::Called(Ok(future)) => within_timeout(future, started).await,
+                    Answer::Called(Err(_panic)) => panicked(),
+                    Answer::ReadFirst(request, mut inner) => {
+                        let deadline = tokio::time::Instant::from_std(started) + REQUEST_TIMEOUT;
+                        match tokio::time::timeout_at(deadline, bounded_body(request)).await {
+                            Err(_elapsed) => timed_out(),
+                            Ok(Err(refusal)) => refusal.into_response(),
+                            Ok(Ok(request)) => {
+                                match catch_unwind(AssertUnwindSafe(|| inner.call(request))) {
+                                    Ok(future) => within_timeout(future, started).await,
+                                    Err(_panic) => panicked(),
+                                }
+                            }
+                        }
+                    }
                 };
                 let status = response.status();
-                if (status.is_client_error() || status.is_server_error()) && !is_json(&response) {
+                if (status.is_client_error() || status.is_server_error()) && !is_shaped(&response) {
                     response = as_error_shape(response).await;
                 }
                 let headers = response.headers_mut();
@@ -174,6 +198,60 @@ where
             .instrument(span),
         )
     }
+}
+
+/// What [`Edge::call`] decided before its future runs.
+enum Answer<S: Service<Request>> {
+    /// Over a limit: answered without the routes.
+    Refused(ApiError),
+    /// The routes' future (or the panic of the call).
+    Called(std::thread::Result<S::Future>),
+    /// A body of undeclared length, read before the call.
+    ReadFirst(Request, S),
+}
+
+/// Whether the request has a body of undeclared length (chunked, or
+/// HTTP/2 without `Content-Length`), which only reading it can measure.
+fn undeclared_body(request: &Request) -> bool {
+    use axum::body::HttpBody;
+    let body = request.body();
+    !request.headers().contains_key(header::CONTENT_LENGTH)
+        && !body.is_end_stream()
+        && body.size_hint().exact() != Some(0)
+}
+
+/// The request with its body read, or 413 once more than
+/// [`MAX_BODY_BYTES`] of it has arrived.
+async fn bounded_body(request: Request) -> Result<Request, ApiError> {
+    use axum::body::HttpBody;
+    let (parts, mut body) = request.into_parts();
+    let mut bytes = Vec::new();
+    while let Some(frame) = poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+        let Ok(frame) = frame else {
+            return Err(ApiError::bad_request(
+                None,
+                "the request body could not be read",
+            ));
+        };
+        if let Some(data) = frame.data_ref() {
+            bytes.extend_from_slice(data);
+            if bytes.len() as u64 > MAX_BODY_BYTES {
+                return Err(too_large("more"));
+            }
+        }
+    }
+    Ok(Request::from_parts(parts, Body::from(bytes)))
+}
+
+/// 413 for a body of `got` bytes.
+fn too_large(got: impl std::fmt::Display) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        None,
+        format!(
+            "request bodies are limited to {MAX_BODY_BYTES} bytes (the API takes none), got {got}"
+        ),
+    )
 }
 
 /// Polls the route's future, catching a panic; once it has to wait, arms
@@ -229,13 +307,7 @@ fn refusal(request: &Request) -> Option<ApiError> {
         ));
     }
     match body_length(request) {
-        Some(n) if n > MAX_BODY_BYTES => Some(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            None,
-            format!(
-                "request bodies are limited to {MAX_BODY_BYTES} bytes (the API takes none), got {n}"
-            ),
-        )),
+        Some(n) if n > MAX_BODY_BYTES => Some(too_large(n)),
         _ => None,
     }
 }
@@ -268,11 +340,15 @@ fn panicked() -> Response {
     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, None, "internal error").into_response()
 }
 
-fn is_json(response: &Response) -> bool {
+/// Whether an error is already in a shape of ours: JSON, or the page
+/// (which answers a refused query 400 with the error in place).
+fn is_shaped(response: &Response) -> bool {
     response
         .headers()
         .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"))
+        .is_some_and(|v| {
+            v.as_bytes().starts_with(b"application/json") || v.as_bytes().starts_with(b"text/html")
+        })
 }
 
 /// The same status and headers, the body as `{"error": <its text>, "field": null}`.

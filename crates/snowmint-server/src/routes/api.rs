@@ -11,6 +11,8 @@ use axum::{Json, extract::Query};
 use serde::Deserialize;
 use snowmint::sql::Dialect;
 use snowmint::{Encoding, Field, Layout, SnowflakeId};
+use utoipa::IntoParams;
+use utoipa::openapi::path::ParameterIn;
 
 use crate::mint::generator::IdRange;
 use crate::mint::minter::MAX_BATCH;
@@ -18,41 +20,98 @@ use crate::routes::error::{ApiError, ErrorBody};
 use crate::routes::state::AppState;
 
 /// A query string read into `T`, whose rejection answers in the API's error
-/// shape instead of axum's plain text.
+/// shape instead of axum's plain text. `T` refuses unknown names
+/// (`#[serde(deny_unknown_fields)]`); the parameters it documents are the
+/// ones it takes, so an unknown one is refused naming it and them.
 #[derive(Debug)]
 pub(crate) struct ApiQuery<T>(pub T);
 
 impl<T, S> FromRequestParts<S> for ApiQuery<T>
 where
-    T: serde::de::DeserializeOwned + Send,
+    T: serde::de::DeserializeOwned + IntoParams + Send,
     S: Send + Sync,
 {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        match Query::<T>::from_request_parts(parts, state).await {
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        match Query::<T>::try_from_uri(&parts.uri) {
             Ok(Query(v)) => Ok(ApiQuery(v)),
             Err(rejection) => {
-                let text = rejection.body_text();
-                // serde names a repeated parameter: say which, as the page does.
-                let repeated = text
-                    .split_once("duplicate field `")
-                    .and_then(|(_, rest)| rest.split_once('`'))
-                    .map(|(name, _)| name);
-                Err(match repeated {
-                    Some(name) => ApiError::bad_request(
-                        Some(name),
-                        format!("{name} is given more than once in the query; give it once"),
-                    ),
-                    None => ApiError::bad_request(
-                        None,
-                        format!("the query string cannot be read: {text}"),
-                    ),
-                })
+                let known = param_names::<T>();
+                let known: Vec<&str> = known.iter().map(String::as_str).collect();
+                if let Ok(Query(pairs)) = Query::<Vec<(String, String)>>::try_from_uri(&parts.uri) {
+                    known_params(&pairs, &known)?;
+                }
+                Err(query_error(&rejection.body_text()))
             }
         }
     }
 }
+
+/// The query parameters `T` documents, which are the ones it takes.
+fn param_names<T: IntoParams>() -> Vec<String> {
+    T::into_params(|| Some(ParameterIn::Query))
+        .into_iter()
+        .map(|p| p.name)
+        .collect()
+}
+
+/// The query's pairs as sent, for a route whose parameters depend on
+/// another's value (compose's layout fields); the route checks the names
+/// with [`known_params`].
+#[derive(Debug)]
+pub(crate) struct ApiPairs(pub Vec<(String, String)>);
+
+impl<S: Send + Sync> FromRequestParts<S> for ApiPairs {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        Query::<Vec<(String, String)>>::try_from_uri(&parts.uri)
+            .map(|Query(pairs)| ApiPairs(pairs))
+            .map_err(|rejection| query_error(&rejection.body_text()))
+    }
+}
+
+/// Refuses the first parameter of `pairs` not in `known`, naming it and
+/// what the route takes: nothing in a query is silently ignored.
+pub(crate) fn known_params(pairs: &[(String, String)], known: &[&str]) -> Result<(), ApiError> {
+    let Some((name, _)) = pairs
+        .iter()
+        .find(|(name, _)| !known.contains(&name.as_str()))
+    else {
+        return Ok(());
+    };
+    let takes = match known {
+        [] => "no parameters".to_owned(),
+        _ => format!("only {}", known.join(", ")),
+    };
+    Err(ApiError::bad_request(
+        Some(name),
+        format!("unknown parameter {}: this route takes {takes}", echo(name)),
+    ))
+}
+
+/// A query string serde could not read: a repeated parameter named, as
+/// the page names it; anything else as serde says it.
+fn query_error(text: &str) -> ApiError {
+    let repeated = text
+        .split_once("duplicate field `")
+        .and_then(|(_, rest)| rest.split_once('`'))
+        .map(|(name, _)| name);
+    match repeated {
+        Some(name) => ApiError::bad_request(
+            Some(name),
+            format!("{name} is given more than once in the query; give it once"),
+        ),
+        None => ApiError::bad_request(None, format!("the query string cannot be read: {text}")),
+    }
+}
+
+/// The query of a route that takes no parameters.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct NoQuery {}
 
 /// Keeps echoed input short, like the core's messages do.
 pub(crate) fn echo(input: &str) -> String {
@@ -152,13 +211,13 @@ pub(crate) fn compose_typed(
     params(ComposeQuery),
     responses(
         (status = 200, description = "The ID and its breakdown", body = crate::routes::schema::BreakdownDoc),
-        (status = 400, description = "A value is out of range or not a number", body = ErrorBody),
+        (status = 400, description = "A value is out of range or not a number; or a parameter this route does not take (`field` names it)", body = ErrorBody),
     )
 )]
 pub(crate) async fn compose(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<ComposeQuery>,
-    ApiQuery(pairs): ApiQuery<Vec<(String, String)>>,
+    ApiPairs(pairs): ApiPairs,
 ) -> Result<Response, ApiError> {
     let mut named = pairs.iter().filter(|(k, _)| k == "layout");
     let chosen = named.next().map(|(_, v)| v.as_str());
@@ -170,6 +229,11 @@ pub(crate) async fn compose(
     }
     let layout = layout(chosen)?;
     if layout == Layout::TWITTER {
+        // Another layout's fields are its own names, which the core checks.
+        let names = param_names::<ComposeQuery>();
+        let mut known: Vec<&str> = names.iter().map(String::as_str).collect();
+        known.push("layout");
+        known_params(&pairs, &known)?;
         let id = compose_query(&q, state.now_ms())?;
         return Ok(Json(id.breakdown()).into_response());
     }
@@ -179,6 +243,7 @@ pub(crate) async fn compose(
 
 /// Query of `GET /api/v1/decode/{id}`.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct DecodeQuery {
     /// The form of `id`: `decimal` (default), `hex` or `base32`.
@@ -224,11 +289,15 @@ pub(crate) struct DecodePath {
 /// so is whitespace alone (`layout=%0A`), as for `count`, rather than read
 /// as "no layout".
 pub(crate) fn layout(name: Option<&str>) -> Result<Layout, ApiError> {
+    layout_param(name).map_err(|e| ApiError::bad_request(Some("layout"), e.to_string()))
+}
+
+/// [`layout`]'s reading, with the core's error (which the page words in
+/// its language): the one reading of `layout` of the API and the page.
+pub(crate) fn layout_param(name: Option<&str>) -> Result<Layout, snowmint::Error> {
     match name {
         None | Some("") => Ok(Layout::TWITTER),
-        Some(text) => {
-            Layout::parse(text).map_err(|e| ApiError::bad_request(Some("layout"), e.to_string()))
-        }
+        Some(text) => Layout::parse(text),
     }
 }
 
@@ -244,6 +313,17 @@ pub(crate) fn encoding(from: Option<&str>) -> Result<Encoding, ApiError> {
     }
 }
 
+/// The one reading of an ID of the API and the page (one ID, or each line
+/// of the page's list): `text` in `encoding`, with no bit set above
+/// `layout`'s fields.
+pub(crate) fn decode_id(
+    encoding: Encoding,
+    layout: &Layout,
+    text: &str,
+) -> Result<SnowflakeId, snowmint::Error> {
+    layout.check_id(encoding.parse(text)?)
+}
+
 /// Decode an ID into its four values.
 #[utoipa::path(
     get,
@@ -255,7 +335,7 @@ pub(crate) fn encoding(from: Option<&str>) -> Result<Encoding, ApiError> {
     ),
     responses(
         (status = 200, description = "The ID's breakdown", body = crate::routes::schema::BreakdownDoc),
-        (status = 400, description = "Not an ID in the form `from` names (`field` is `id`), or an unknown `from` or `layout`", body = ErrorBody),
+        (status = 400, description = "Not an ID in the form `from` names (`field` is `id`), or an unknown `from` or `layout`; or a parameter this route does not take (`field` names it)", body = ErrorBody),
         (status = 404, description = "No ID in the path", body = ErrorBody),
     )
 )]
@@ -272,12 +352,13 @@ pub(crate) async fn decode(
         Err(e) => ApiError::from(e),
         Ok(_) => ApiError::bad_request(Some("id"), "id is not valid UTF-8".to_owned()),
     })?;
-    let id = layout.check_id(encoding.parse(&id)?)?;
+    let id = decode_id(encoding, &layout, &id)?;
     Ok(Json(layout.breakdown(id)).into_response())
 }
 
 /// Query of `GET /api/v1/range`. Values are text, as typed.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct RangeQuery {
     /// The first millisecond: `now`, Unix milliseconds or ISO-8601; missing or empty means now.
@@ -319,7 +400,7 @@ pub(crate) fn range_typed(
     params(RangeQuery),
     responses(
         (status = 200, description = "The span and its smallest and largest ID", body = crate::routes::schema::RangeDoc),
-        (status = 400, description = "A time is out of range or not a time (`field` is `from` or `to`), `to` is before `from` (`to`), or the layout is unknown (`layout`)", body = ErrorBody),
+        (status = 400, description = "A time is out of range or not a time (`field` is `from` or `to`), `to` is before `from` (`to`), or the layout is unknown (`layout`); or a parameter this route does not take (`field` names it)", body = ErrorBody),
     )
 )]
 pub(crate) async fn range(
@@ -333,6 +414,7 @@ pub(crate) async fn range(
 
 /// Query of `GET /api/v1/sql`. Values are text, as typed.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct SqlQuery {
     /// The database: `postgres` (functions), `mysql` (MySQL and MariaDB
@@ -375,7 +457,7 @@ pub(crate) fn sql_typed(
     params(SqlQuery),
     responses(
         (status = 200, description = "The script, to pipe into psql, mysql or sqlite3", content_type = "text/plain", body = String),
-        (status = 400, description = "An unknown or missing `dialect`, an unknown `layout`, or a `prefix` that is not a plain SQL identifier of at most 40 characters", body = ErrorBody),
+        (status = 400, description = "An unknown or missing `dialect`, an unknown `layout`, or a `prefix` that is not a plain SQL identifier of at most 40 characters; or a parameter this route does not take (`field` names it)", body = ErrorBody),
     )
 )]
 pub(crate) async fn sql(ApiQuery(q): ApiQuery<SqlQuery>) -> Result<Response, ApiError> {
@@ -393,6 +475,7 @@ pub(crate) async fn sql(ApiQuery(q): ApiQuery<SqlQuery>) -> Result<Response, Api
 
 /// Query of `GET /api/v1/layout`.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct LayoutQuery {
     /// The layout (as for decode): a preset or a spec; missing means Twitter's.
@@ -409,7 +492,7 @@ pub struct LayoutQuery {
     params(LayoutQuery),
     responses(
         (status = 200, description = "The layout's figures", body = crate::routes::schema::LayoutDoc),
-        (status = 400, description = "Not a preset nor a valid spec (`field` is `layout`; the message says what is wrong)", body = ErrorBody),
+        (status = 400, description = "Not a preset nor a valid spec (`field` is `layout`; the message says what is wrong); or a parameter this route does not take (`field` names it)", body = ErrorBody),
     )
 )]
 pub(crate) async fn layout_lab(
@@ -425,6 +508,7 @@ pub(crate) const MAX_DETECT_IDS: usize = 1000;
 
 /// Query of `GET /api/v1/detect`.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct DetectQuery {
     /// The IDs, decimal, separated by commas: 1 to 1000 of them.
@@ -476,7 +560,7 @@ pub(crate) fn detect_ids(text: &str) -> Result<Vec<SnowflakeId>, ApiError> {
     params(DetectQuery),
     responses(
         (status = 200, description = "The candidates, best first", body = crate::routes::schema::DetectDoc),
-        (status = 400, description = "`ids` missing, empty, too many or not IDs (`field` is `ids`), or a bad `layout`", body = ErrorBody),
+        (status = 400, description = "`ids` missing, empty, too many or not IDs (`field` is `ids`), or a bad `layout`; or a parameter this route does not take (`field` names it)", body = ErrorBody),
     )
 )]
 pub(crate) async fn detect(
@@ -496,6 +580,7 @@ pub(crate) async fn detect(
 
 /// Query of `POST /api/v1/ids`.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct MintQuery {
     /// How many IDs, 1..=4096 (default 1, also when empty).
@@ -523,7 +608,7 @@ pub(crate) fn count(input: Option<&str>) -> Result<usize, ApiError> {
     params(MintQuery),
     responses(
         (status = 200, description = "Fresh IDs, strictly increasing, as decimal strings", body = crate::routes::schema::IdsDoc),
-        (status = 400, description = "count out of range", body = ErrorBody),
+        (status = 400, description = "count out of range, or more than this client's whole quota (`--client-quota`), which no wait would let pass (`field` is `count`); or a parameter this route does not take (`field` names it)", body = ErrorBody),
         (status = 401, description = "The server requires a token (`--api-token-file`) and the request has no `Authorization: Bearer` with it", body = ErrorBody,
             headers(("WWW-Authenticate" = String, description = "`Bearer`, with `error=\"invalid_token\"` when a wrong token was sent"))),
         (status = 403, description = "A browser request from another origin that `--cors-origin` does not allow", body = ErrorBody),
@@ -619,8 +704,11 @@ fn increment(digits: &mut [u8]) -> bool {
 }
 
 /// Liveness: the process answers.
-#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "Alive", body = crate::routes::schema::StatusDoc)))]
-pub(crate) async fn healthz() -> impl IntoResponse {
+#[utoipa::path(get, path = "/healthz", tag = "operations", responses(
+    (status = 200, description = "Alive", body = crate::routes::schema::StatusDoc),
+    (status = 400, description = "A query parameter was sent (`field` names it): this route takes none", body = ErrorBody),
+))]
+pub(crate) async fn healthz(_: ApiQuery<NoQuery>) -> impl IntoResponse {
     (
         [(
             header::CONTENT_TYPE,
@@ -633,9 +721,13 @@ pub(crate) async fn healthz() -> impl IntoResponse {
 /// Readiness: a mint would succeed now.
 #[utoipa::path(get, path = "/readyz", tag = "operations", responses(
     (status = 200, description = "Ready to mint", body = crate::routes::schema::ReadyDoc),
+    (status = 400, description = "A query parameter was sent (`field` names it): this route takes none", body = ErrorBody),
     (status = 503, description = "A mint would fail now: no valid worker identity, the clock too far behind, or the reservation cannot be saved", body = ErrorBody),
 ))]
-pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, ApiError> {
+pub(crate) async fn readyz(
+    State(state): State<AppState>,
+    _: ApiQuery<NoQuery>,
+) -> Result<Response, ApiError> {
     match state.minter.ready() {
         Ok(identity) => Ok(Json(serde_json::json!({
             "status": "ready",
@@ -662,11 +754,13 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, Ap
         (String = "text/plain"),
         (String = "application/openmetrics-text"),
     )),
+    (status = 400, description = "A query parameter was sent (`field` names it): this route takes none", body = ErrorBody),
     (status = 401, description = "The server requires a token (`--api-token-file`) and the request has no `Authorization: Bearer` with it", body = ErrorBody,
         headers(("WWW-Authenticate" = String, description = "`Bearer`, with `error=\"invalid_token\"` when a wrong token was sent"))),
 ))]
 pub(crate) async fn metrics(
     State(state): State<AppState>,
+    _: ApiQuery<NoQuery>,
     headers: axum::http::HeaderMap,
 ) -> impl IntoResponse {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
@@ -681,6 +775,17 @@ pub(crate) async fn metrics(
             (header::VARY, HeaderValue::from_static("accept")),
         ],
         state.metrics.render(format),
+    )
+}
+
+/// The OpenAPI document.
+pub(crate) async fn openapi(_: ApiQuery<NoQuery>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        super::openapi::document(),
     )
 }
 

@@ -14,7 +14,7 @@ use params::StrictParams;
 #[openapi(
     info(
         title = "snowmint",
-        description = "Snowflake IDs: compose, decode and time ranges in Twitter's layout, the Discord, Instagram, Sonyflake and Mastodon presets or any layout written as a spec; the layout lab; which layout made a list of IDs; SQL functions; and mint. IDs travel as decimal strings. Every error answers `{\"error\": message, \"field\": name or null}`."
+        description = "Snowflake IDs: compose, decode and time ranges in Twitter's layout, the Discord, Instagram, Sonyflake and Mastodon presets or any layout written as a spec; the layout lab; which layout made a list of IDs; SQL functions; and mint. IDs travel as decimal strings. Every error answers `{\"error\": message, \"field\": name or null}`. Nothing is silently ignored: a query parameter an operation does not list (a typo such as `To` for `to`) is refused with 400 naming it in `field`, as is a parameter given twice."
     ),
     tags(
         (name = "ids", description = "Compose, decode, find the ID range of a time span and get SQL functions: pure functions of their input, open to all"),

@@ -156,7 +156,8 @@ pub(super) fn panel(page: &Page) -> Markup {
     html! {
         section #compose .card aria-labelledby="compose-h" {
             h2 #compose-h { (t.compose_heading) }
-            form #compose-form method="get" action="/" novalidate {
+            // The answer lands where the reader looks: on the result.
+            form #compose-form method="get" action="/#result" novalidate {
                 (lang_hidden(page))
                 (layout_select(page, "compose-layout"))
                 noscript { p.hint { (t.compose_noscript) } }
@@ -184,6 +185,9 @@ pub(super) fn panel(page: &Page) -> Markup {
                             numeric: true,
                         }.render(page))
                     }
+                    // Which layout these fields are, so that a submit after
+                    // the select changed (without JavaScript) is understood.
+                    input type="hidden" name="fields_of" value=(layout.to_param());
                 }
                 button type="submit" { (t.compose_submit) }
             }

@@ -6,15 +6,14 @@ use snowmint::Encoding;
 
 use super::form::{TextField, lang_hidden, layout_select};
 use super::{Mode, Outcome, Page, PageQuery, list};
+use crate::routes::api;
 use crate::routes::page::i18n::Lang;
 
-/// The form chosen in the decode form's `from` (decimal when missing or
-/// unknown: the page offers only valid choices).
+/// The form chosen in the decode form's `from`, read as the API reads it
+/// (decimal when missing or empty; a bad one is refused before the page
+/// gets here, see `PageQuery::refusal`).
 fn encoding_of(q: &PageQuery) -> Encoding {
-    q.from
-        .as_deref()
-        .and_then(|f| f.parse().ok())
-        .unwrap_or_default()
+    api::encoding(q.from.as_deref()).unwrap_or_default()
 }
 
 /// Decodes the query's `ids` (when it holds any) as a list, else its `id`,
@@ -32,7 +31,7 @@ pub(super) fn outcome(q: &PageQuery, lang: Lang) -> Outcome {
         };
     }
     let typed = q.id.as_deref().unwrap_or("");
-    match encoding.parse(typed).and_then(|id| layout.check_id(id)) {
+    match api::decode_id(encoding, &layout, typed) {
         Ok(id) => Outcome::Id(layout.breakdown(id), layout),
         Err(e) => Outcome::Invalid("id".into(), lang.field_error(&e, typed)),
     }
@@ -50,7 +49,8 @@ pub(super) fn panel(page: &Page) -> Markup {
     html! {
         section #decode .card aria-labelledby="decode-h" {
             h2 #decode-h { (t.decode_heading) }
-            form #decode-form method="get" action="/" novalidate {
+            // The answer lands where the reader looks: on the result.
+            form #decode-form method="get" action="/#result" novalidate {
                 (lang_hidden(page))
                 (TextField {
                     name: "id",

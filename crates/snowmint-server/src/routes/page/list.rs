@@ -36,28 +36,38 @@ impl Key {
 
 /// A column and its direction, as `sort` spells it: `time`, `-time`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Sort {
+pub(super) struct Sort {
     key: Key,
     descending: bool,
 }
 
+/// What `sort` takes, as the refusal of another value lists it.
+pub(super) const SORT_CHOICES: &str = "line, time, datacenter, worker or sequence, \
+    each with - before it for descending";
+
 impl Sort {
-    /// Reads `sort`; missing or unknown is the pasted order (the headings
-    /// offer only valid choices).
-    fn parse(input: Option<&str>) -> Sort {
-        let input = input.unwrap_or("").trim();
+    /// Reads `sort`: missing or empty is the pasted order; anything else
+    /// must be a column (`-` first for descending), or `Err`.
+    pub(super) fn parse(input: Option<&str>) -> Result<Sort, ()> {
+        let input = input.unwrap_or("");
+        if input.is_empty() {
+            return Ok(Sort::default());
+        }
+        // Whitespace alone is no column (as for the API's values).
+        let input = input.trim();
         let (descending, name) = match input.strip_prefix('-') {
             Some(name) => (true, name),
             None => (false, input),
         };
         let key = match name {
+            "line" => Key::Line,
             "time" => Key::Time,
             "datacenter" => Key::Slot("datacenter"),
             "worker" => Key::Slot("worker"),
             "sequence" => Key::Slot("sequence"),
-            _ => return Sort::default(),
+            _ => return Err(()),
         };
-        Sort { key, descending }
+        Ok(Sort { key, descending })
     }
 
     fn param(self) -> String {
@@ -112,15 +122,16 @@ impl List {
         }
         let mut rows = Vec::with_capacity(lines.len());
         for (line, typed) in lines {
-            let id = encoding
-                .parse(typed)
-                .map_err(|e| (t.line_error)(line, &lang.field_error(&e, typed)))?;
+            // Read as a single ID is, bits above the layout's refused too.
+            let id = crate::routes::api::decode_id(encoding, &layout, typed)
+                .map_err(|e| (t.line_error)(line, &lang.field_error_in(layout, &e, typed)))?;
             rows.push(Row {
                 line,
                 b: layout.breakdown(id),
             });
         }
-        let sort = Sort::parse(sort);
+        // A bad `sort` is refused before the page gets here.
+        let sort = Sort::parse(sort).unwrap_or_default();
         // Stable: rows that tie keep the pasted order.
         rows.sort_by_key(|row| match sort.key {
             Key::Line => (row.line as u64, 0),
@@ -262,8 +273,12 @@ mod tests {
         assert_eq!(ids(&parse(Some("time")).unwrap()), [b, a, c]);
         assert_eq!(ids(&parse(Some("-time")).unwrap()), [c, a, b]);
         assert_eq!(ids(&parse(Some("worker")).unwrap()), [b, c, a]);
-        assert_eq!(ids(&parse(Some("bogus")).unwrap()), [a, b, c]);
-        assert_eq!(Sort::parse(Some("-sequence")).param(), "-sequence");
+        assert_eq!(ids(&parse(Some("-line")).unwrap()), [c, b, a]);
+        assert_eq!(Sort::parse(Some("-sequence")).unwrap().param(), "-sequence");
+        assert_eq!(ids(&parse(Some(" time ")).unwrap()), [b, a, c]);
+        for bad in ["bogus", " ", "--time", "-", "-line-"] {
+            assert_eq!(Sort::parse(Some(bad)), Err(()), "{bad:?}");
+        }
     }
 
     #[test]

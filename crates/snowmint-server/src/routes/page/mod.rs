@@ -43,13 +43,14 @@ mod tests;
 use std::borrow::Cow;
 
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use maud::{DOCTYPE, Markup, html};
-use snowmint::{Breakdown, Field, IdSpan, Layout};
+use snowmint::{Breakdown, Encoding, Field, IdSpan, Layout};
 
 pub(crate) use self::assets::{asset, favicon};
 use self::facts::{FACTS, Facts};
+use crate::routes::api;
 use crate::routes::page::i18n::{Lang, Text};
 use crate::routes::state::AppState;
 
@@ -86,10 +87,17 @@ pub(crate) struct PageQuery {
     /// The range panel's SQL dialect.
     dialect: Option<String>,
     lang: Option<String>,
+    /// The layout the compose form's fields were drawn for: after the
+    /// layout select changed without JavaScript, the fields submitted are
+    /// that layout's, known though the chosen layout has others.
+    fields_of: Option<String>,
     /// Every other parameter whose name could be a layout's field (the
     /// compose form's fields beyond datacenter, worker and sequence), in
     /// query order, at most [`MAX_EXTRA`] of them.
     extra: Vec<(String, String)>,
+    /// The first parameter that can be no field of any layout (or one past
+    /// [`MAX_EXTRA`]): refused.
+    unknown: Option<String>,
 }
 
 /// The most parameters kept beyond the page's own: room for every field of
@@ -99,7 +107,7 @@ const MAX_EXTRA: usize = 2 * snowmint::MAX_FIELDS;
 /// The page's own parameters, which a layout's field may not be named for
 /// the compose form to hold it (`datacenter`, `worker` and `sequence` are
 /// Twitter's fields, `timestamp` the time of every layout).
-pub(crate) const RESERVED: [&str; 15] = [
+pub(crate) const RESERVED: [&str; 16] = [
     "at",
     "id",
     "ids",
@@ -115,13 +123,15 @@ pub(crate) const RESERVED: [&str; 15] = [
     "range_to_at",
     "dialect",
     "lang",
+    "fields_of",
 ];
 
 impl PageQuery {
     /// Reads the query's pairs. A parameter the page knows that is given
     /// more than once is not guessed at: it is returned (the first such
     /// in query order) and the page reports it, as the API refuses it.
-    /// Unknown parameters are ignored, as the API ignores them.
+    /// A parameter that can be no layout's field is kept in `unknown`, and
+    /// [`refusal`](PageQuery::refusal) refuses it, as the API does.
     fn from_pairs(pairs: Vec<(String, String)>) -> (PageQuery, Option<&'static str>) {
         let mut q = PageQuery::default();
         let mut repeated = None;
@@ -129,6 +139,8 @@ impl PageQuery {
             let Some((name, slot)) = q.slot(&key) else {
                 if q.extra.len() < MAX_EXTRA && snowmint::FieldName::new(&key).is_some() {
                     q.extra.push((key, value));
+                } else if q.unknown.is_none() {
+                    q.unknown = Some(key);
                 }
                 continue;
             };
@@ -163,6 +175,7 @@ impl PageQuery {
             "range_to_at" => ("range_to_at", &mut self.range_to_at),
             "dialect" => ("dialect", &mut self.dialect),
             "lang" => ("lang", &mut self.lang),
+            "fields_of" => ("fields_of", &mut self.fields_of),
             _ => return None,
         })
     }
@@ -188,6 +201,7 @@ impl PageQuery {
             ("range_to", &self.range_to),
             ("range_to_at", &self.range_to_at),
             ("dialect", &self.dialect),
+            ("fields_of", &self.fields_of),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.as_deref().map(|v| (k, v)))
@@ -215,13 +229,13 @@ impl PageQuery {
         Ok(own.as_deref())
     }
 
-    /// The layout chosen: a preset or a spec in `layout`, or with `layout`
-    /// `custom` the spec its three parts spell (a blank unit is 1 ms).
-    /// Missing or empty is Twitter's.
+    /// The layout chosen: a preset or a spec in `layout`, read as the API
+    /// reads it (missing or empty is Twitter's, whitespace alone refused),
+    /// or with `layout` `custom` the spec its three parts spell (a blank
+    /// unit is 1 ms).
     fn chosen_layout(&self) -> Result<Layout, snowmint::Error> {
-        match self.layout.as_deref().map(str::trim) {
-            None | Some("") => Ok(Layout::TWITTER),
-            Some("custom") => {
+        match self.layout.as_deref() {
+            Some(text) if text.trim() == "custom" => {
                 let part = |v: &Option<String>| v.as_deref().unwrap_or("").trim().to_owned();
                 let unit = Some(part(&self.layout_unit))
                     .filter(|u| !u.is_empty())
@@ -232,8 +246,62 @@ impl PageQuery {
                     part(&self.layout_fields)
                 ))
             }
-            Some(text) => Layout::parse(text),
+            other => api::layout_param(other),
         }
+    }
+
+    /// A parameter the page refuses as such, read through the API's own
+    /// parsers so that the page refuses what the API refuses: one that no
+    /// form has (a field only when the chosen layout, or the one the
+    /// compose fields were drawn for, has it), or a `from`, `dialect` or
+    /// `sort` that is none of its choices. Its name and the message.
+    fn refusal(&self, lang: Lang) -> Option<(Cow<'static, str>, String)> {
+        let t = lang.text();
+        let unknown =
+            |name: &str| Some((name.to_owned().into(), (t.unknown_param)(&api::echo(name))));
+        if let Some(name) = &self.unknown {
+            return unknown(name);
+        }
+        // The form writes a layout here; anything else is refused.
+        let drawn = match api::layout_param(self.fields_of.as_deref()) {
+            Ok(drawn) => self.fields_of.as_ref().map(|_| drawn),
+            Err(e) => return Some(("fields_of".into(), lang.layout_error(&e))),
+        };
+        // A bad layout is the outcome's to report; its fields are unknown.
+        if let Ok(chosen) = self.chosen_layout() {
+            let known = |name: &str| {
+                [Some(chosen), drawn]
+                    .into_iter()
+                    .flatten()
+                    .any(|l| l.node_fields().any(|f| f.name() == name))
+            };
+            if let Some((name, _)) = self.extra.iter().find(|(name, _)| !known(name)) {
+                return unknown(name);
+            }
+        }
+        let choice = |name: &'static str, choices: &str, got: &str| {
+            Some((name.into(), (t.bad_choice)(name, choices, &api::echo(got))))
+        };
+        if let Some(from) = self.from.as_deref()
+            && api::encoding(Some(from)).is_err()
+        {
+            return choice("from", &Encoding::ALL.map(Encoding::name).join(", "), from);
+        }
+        if let Some(dialect) = self.dialect.as_deref().filter(|d| !d.is_empty())
+            && snowmint::sql::Dialect::parse_for("dialect", dialect).is_err()
+        {
+            return choice(
+                "dialect",
+                &snowmint::sql::Dialect::NAMES.join(", "),
+                dialect,
+            );
+        }
+        if let Some(sort) = self.sort.as_deref()
+            && list::Sort::parse(Some(sort)).is_err()
+        {
+            return choice("sort", list::SORT_CHOICES, sort);
+        }
+        None
     }
 
     /// Which form the query came from.
@@ -263,8 +331,9 @@ enum Outcome {
     Span(IdSpan, Layout),
     /// The first bad field (its form-field name) and the message.
     Invalid(Cow<'static, str>, String),
-    /// A parameter given more than once (its name) and the message.
-    Repeated(&'static str, String),
+    /// A parameter refused as such (its name) and the message: given more
+    /// than once, unknown, or none of its choices. The page answers 400.
+    Refused(Cow<'static, str>, String),
 }
 
 /// Which form produced the result.
@@ -306,11 +375,19 @@ pub(crate) async fn index(
     // The same test `choose` applies, so `?lang=no` is kept in links too.
     let explicit_lang = q.lang.as_deref().and_then(Lang::from_tag).is_some();
     let mode = q.mode();
-    let outcome = match (repeated, mode) {
-        (Some(name), _) => Outcome::Repeated(name, (lang.text().repeated)(name)),
+    let refusal = match repeated {
+        Some(name) => Some((name.into(), (lang.text().repeated)(name))),
+        None => q.refusal(lang),
+    };
+    let outcome = match (refusal, mode) {
+        (Some((name, msg)), _) => Outcome::Refused(name, msg),
         (None, Mode::Decode) => decode::outcome(&q, lang),
         (None, Mode::Compose) => compose::outcome(&q, lang, state.now_ms()),
         (None, Mode::Range) => range::outcome(&q, lang, state.now_ms()),
+    };
+    let status = match outcome {
+        Outcome::Refused(..) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
     };
     let page = Page {
         t: lang.text(),
@@ -323,6 +400,7 @@ pub(crate) async fn index(
         facts: &FACTS,
     };
     (
+        status,
         [
             (header::VARY, HeaderValue::from_static("Accept-Language")),
             (
@@ -348,7 +426,7 @@ impl Page<'_> {
     fn error_for(&self, name: &str) -> Option<&str> {
         match &self.outcome {
             Outcome::Invalid(field, msg) if *field == name => Some(msg),
-            Outcome::Repeated(field, msg) if *field == name => Some(msg),
+            Outcome::Refused(field, msg) if *field == name => Some(msg),
             _ => None,
         }
     }
@@ -360,7 +438,7 @@ impl Page<'_> {
     }
 
     /// The SQL dialect the range form chose, PostgreSQL's when missing or
-    /// unknown: the select offers only the dialects.
+    /// empty (a bad one is refused before: see `PageQuery::refusal`).
     fn dialect(&self) -> snowmint::sql::Dialect {
         self.q
             .dialect

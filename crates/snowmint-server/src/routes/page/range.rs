@@ -91,7 +91,8 @@ pub(super) fn panel(page: &Page) -> Markup {
     html! {
         section #range .card aria-labelledby="range-h" {
             h2 #range-h { (t.range_heading) }
-            form #range-form method="get" action="/" novalidate {
+            // The answer lands where the reader looks: on the result.
+            form #range-form method="get" action="/#result" novalidate {
                 (lang_hidden(page))
                 div.pair {
                     div {

@@ -21,7 +21,7 @@ pub(super) fn panel(page: &Page) -> Markup {
                     @else { (t.no_result) }
                 },
                 // Also here: the parameter may have no field of its own.
-                Outcome::Repeated(name, msg) => p.error #query-error role="alert" data-param=(name) { (msg) },
+                Outcome::Refused(name, msg) => p.error #query-error role="alert" data-param=(name) { (msg) },
                 Outcome::Id(b, layout) => (breakdown(page, b, *layout)),
                 Outcome::List(list) => (list::table(page, list)),
                 Outcome::Span(span, layout) => (range::result(page, span, *layout)),

@@ -213,9 +213,10 @@ async fn the_range_shows_the_dialects_sql_functions() {
     let share = html.split(r#"id="share" href=""#).nth(1).unwrap();
     let share = &share[..share.find('"').unwrap()];
     assert!(share.contains("&amp;dialect=mysql"), "{share}");
-    // An unknown dialect (an edited URL) is the default, as for layouts.
+    // An unknown dialect (an edited URL) is refused, as the API refuses it.
     let page = get("/?range_from=2024-01-01T00:00:00Z&dialect=oracle").await;
-    assert!(page.text().contains("SQL functions (PostgreSQL)"));
+    assert_eq!(page.status, StatusCode::BAD_REQUEST);
+    assert!(!page.text().contains("SQL functions ("));
 }
 
 #[tokio::test]
@@ -543,10 +544,10 @@ async fn a_pasted_list_says_which_system_made_it() {
 
 #[tokio::test]
 async fn a_repeated_parameter_is_named_not_ignored() {
-    // 200 with the page, as for any other bad input: the error is shown
-    // where the value goes, and on top of the result.
+    // 400 with the page (the query itself is refused, as the API refuses
+    // it): the error is shown where the value goes, and on top of the result.
     let page = get("/?datacenter=1&datacenter=2").await;
-    assert_eq!(page.status, StatusCode::OK);
+    assert_eq!(page.status, StatusCode::BAD_REQUEST);
     let html = page.text();
     assert_eq!(
         by_id(html, "datacenter-error"),
@@ -714,4 +715,118 @@ async fn the_custom_inputs_are_hidden_unless_chosen_and_shown_without_javascript
         css.text()
             .contains(".custom-layout[hidden] { display: block !important; }")
     );
+}
+
+/// The page refuses what the API refuses (400, the parameter named above
+/// the result), never reading it as something else: an unknown parameter,
+/// a `from`, `dialect` or `sort` that is none of its choices.
+#[tokio::test]
+async fn a_parameter_the_api_refuses_is_refused_not_ignored() {
+    for (uri, name, message) in [
+        (
+            "/?range_from=2024-01-01&To=2024-02-01",
+            "To",
+            r#"unknown parameter "To": no form of this page has it"#,
+        ),
+        (
+            "/?id=1&id%20=2",
+            "id ",
+            r#"unknown parameter "id ": no form of this page has it"#,
+        ),
+        (
+            "/?layout=discord&timestamp=1462015105796&worker=1&process=0&increment=7&shard=1",
+            "shard",
+            r#"unknown parameter "shard": no form of this page has it"#,
+        ),
+        (
+            "/?process=1",
+            "process",
+            r#"unknown parameter "process": no form of this page has it"#,
+        ),
+        (
+            "/?layout=twitter&fields_of=epoch%3D0&timestamp=1&datacenter=1",
+            "fields_of",
+            "invalid layout: the fields are missing: add fields=NAME:BITS,..., as in epoch=1420070400000;fields=timestamp:42,worker:5,process:5,increment:12",
+        ),
+        (
+            "/?id=10&from=hexx",
+            "from",
+            r#"from must be one of decimal, hex, base32, got "hexx""#,
+        ),
+        (
+            "/?id=10&from=%20",
+            "from",
+            r#"from must be one of decimal, hex, base32, got " ""#,
+        ),
+        (
+            "/?range_from=2024-01-01&dialect=oracle",
+            "dialect",
+            r#"dialect must be one of postgres, mysql, sqlite, got "oracle""#,
+        ),
+        (
+            "/?ids=1%0A2&sort=bogus",
+            "sort",
+            r#"sort must be one of line, time, datacenter, worker or sequence, each with - before it for descending, got "bogus""#,
+        ),
+    ] {
+        let page = get(uri).await;
+        assert_eq!(page.status, StatusCode::BAD_REQUEST, "{uri}");
+        let html = page.text();
+        assert!(
+            html.contains(&format!(
+                r#"<p class="error" id="query-error" role="alert" data-param="{name}">"#
+            )),
+            "{uri}: {html}"
+        );
+        assert_eq!(
+            by_id(html, "query-error"),
+            message.replace('"', "&quot;"),
+            "{uri}"
+        );
+        assert!(!html.contains(r#"id="id-value""#), "{uri}: a result shown");
+    }
+    let page = get("/?id=10&from=hexx&lang=nb").await;
+    assert_eq!(
+        by_id(page.text(), "query-error"),
+        "from må være én av decimal, hex, base32, fikk &quot;hexx&quot;"
+    );
+    // The page's own parameters, and the fields of the layout the compose
+    // form was drawn for (its select changed without JavaScript), are not
+    // unknown.
+    for uri in [
+        "/?id=4194439168&from=decimal&layout=twitter&sort=-time&lang=en",
+        "/?range_from=2024-01-01&range_to=&range_from_at=&range_to_at=&dialect=mysql",
+        "/?layout=twitter&fields_of=discord&timestamp=1462015105796&worker=1&process=0&increment=7",
+        "/?ids=1%0A2&sort=-line",
+    ] {
+        let page = get(uri).await;
+        assert_eq!(page.status, StatusCode::OK, "{uri}: {}", page.text());
+    }
+    // Whitespace alone is no layout (the API refuses it too), not Twitter's.
+    let page = get("/?id=1&layout=%20").await;
+    assert!(
+        by_id(page.text(), "layout-error").starts_with("invalid layout: "),
+        "{}",
+        page.text()
+    );
+    assert!(!page.text().contains(r#"id="id-value""#));
+    // The compose form says which layout its fields are.
+    let html = get("/?layout=discord&timestamp=1462015105796").await;
+    assert!(
+        html.text()
+            .contains(r#"<input type="hidden" name="fields_of" value="discord">"#)
+    );
+}
+
+/// Each line of a list is read as a single ID is: bits above a narrow
+/// layout are refused, naming the line.
+#[tokio::test]
+async fn a_list_refuses_bits_above_the_layout_as_one_id_does() {
+    let layout = "epoch%3D0%3Bfields%3Dtimestamp%3A40%2Cnode%3A8";
+    let one = get(&format!("/?id=281474976710656&layout={layout}")).await;
+    let single = by_id(one.text(), "id-error").to_owned();
+    assert!(single.contains("48"), "{single}");
+    let list = get(&format!("/?ids=1%0A281474976710656&layout={layout}")).await;
+    assert_eq!(by_id(list.text(), "ids-error"), format!("line 2: {single}"));
+    assert!(!list.text().contains(r#"id="list""#), "rows shown");
 }

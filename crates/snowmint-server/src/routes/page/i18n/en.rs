@@ -65,6 +65,8 @@ pub(super) static TEXT: Text = Text {
     layout_default: "default",
     layout_hint: "Read or compose IDs as another system lays out their bits, or as your own (Custom…).",
     repeated: |name| format!("{name} is given more than once in the query; give it once"),
+    unknown_param: |name| format!("unknown parameter {name}: no form of this page has it"),
+    bad_choice: |name, choices, got| format!("{name} must be one of {choices}, got {got}"),
     range_heading: "IDs of a time span",
     range_from_label: "From",
     range_to_label: "To (inclusive)",

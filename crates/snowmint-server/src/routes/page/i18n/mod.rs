@@ -378,6 +378,11 @@ pub(crate) struct Text {
     pub lab: fn(&snowmint::LayoutReport) -> Vec<String>,
     /// A parameter given more than once: its name.
     pub repeated: fn(&str) -> String,
+    /// A parameter no form of the page has: its name (shortened, quoted).
+    pub unknown_param: fn(&str) -> String,
+    /// A value that is none of a parameter's choices: the parameter, the
+    /// choices and what was given (shortened, quoted).
+    pub bad_choice: fn(&str, &str, &str) -> String,
     pub range_heading: &'static str,
     pub range_from_label: &'static str,
     pub range_to_label: &'static str,

@@ -65,6 +65,8 @@ pub(super) static TEXT: Text = Text {
     layout_default: "standard",
     layout_hint: "Les eller lag ID-er slik et annet system legger ut bitene, eller ditt eget (Egendefinert …).",
     repeated: |name| format!("{name} står mer enn én gang i spørringen; oppgi den én gang"),
+    unknown_param: |name| format!("ukjent parameter {name}: ingen skjema på siden har den"),
+    bad_choice: |name, choices, got| format!("{name} må være én av {choices}, fikk {got}"),
     range_heading: "ID-ene i et tidsrom",
     range_from_label: "Fra",
     range_to_label: "Til (med)",
