@@ -47,7 +47,7 @@ impl clap::Args for Serve {
 /// The flags the user gave, on the command line or in the environment (a
 /// default is not given; a variable set to "" is), as a refusal quotes
 /// them: `--lease-ttl 5` or `SNOWMINT_LEASE_TTL=5`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Given(Vec<GivenFlag>);
 
 #[derive(Debug)]
@@ -348,14 +348,38 @@ fn identity_field(field: snowmint::Field, input: &str) -> Result<u8, snowmint::E
         .map(|v| v as u8)
 }
 
-/// The flags only `--etcd` honours, with what each sets.
-const ETCD_FLAGS: [(&str, &str); 5] = [
+/// The flags only `--etcd` honours (clap IDs), with what each sets.
+const ETCD_ONLY: [(&str, &str); 5] = [
     ("lease_ttl", "the TTL of the etcd lease"),
     ("etcd_prefix", "the key prefix of the identities in etcd"),
     ("etcd_ca", "TLS to etcd"),
     ("etcd_cert", "TLS to etcd"),
     ("etcd_key", "TLS to etcd"),
 ];
+
+/// The flags `--etcd` cannot honour, with why.
+const NOT_WITH_ETCD: [(&str, &str); 2] = [
+    (
+        "worker",
+        "the worker is leased from etcd (--datacenter N leases only workers of datacenter N)",
+    ),
+    (
+        "state_dir",
+        "a leased identity keeps its mark in etcd, not in a state directory",
+    ),
+];
+
+/// The flags `--worker-from-hostname` cannot honour, with why.
+const NOT_WITH_HOSTNAME: [(&str, &str); 3] = [
+    ("datacenter", ORDINAL),
+    ("worker", ORDINAL),
+    (
+        "etcd",
+        "the identity comes from the hostname or from etcd, not both",
+    ),
+];
+/// Why `--worker-from-hostname` takes no other identity flag.
+const ORDINAL: &str = "the identity is the hostname's ordinal (datacenter N / 32, worker N % 32)";
 
 impl Serve {
     fn config(&self) -> Result<Config, CliError> {
@@ -397,22 +421,11 @@ impl Serve {
     fn identity_source(&self) -> Result<IdentitySource, CliError> {
         let args = &self.args;
         if args.worker_from_hostname {
-            let ordinal =
-                "the identity is the hostname's ordinal (datacenter N / 32, worker N % 32)";
-            self.given.refuse_with(
-                "--worker-from-hostname",
-                &[
-                    ("datacenter", ordinal),
-                    ("worker", ordinal),
-                    (
-                        "etcd",
-                        "the identity comes from the hostname or from etcd, not both",
-                    ),
-                ],
-            )?;
+            self.given
+                .refuse_with("--worker-from-hostname", &NOT_WITH_HOSTNAME)?;
         }
         let Some(endpoints) = &args.etcd else {
-            self.given.refuse_without("--etcd", &ETCD_FLAGS)?;
+            self.given.refuse_without("--etcd", &ETCD_ONLY)?;
             let state_dir = args
                 .state_dir
                 .clone()
@@ -430,20 +443,7 @@ impl Serve {
                 }
             });
         };
-        self.given.refuse_with(
-            "--etcd",
-            &[
-                (
-                    "worker",
-                    "the worker is leased from etcd (--datacenter N leases only workers of \
-                     datacenter N)",
-                ),
-                (
-                    "state_dir",
-                    "a leased identity keeps its mark in etcd, not in a state directory",
-                ),
-            ],
-        )?;
+        self.given.refuse_with("--etcd", &NOT_WITH_ETCD)?;
         let mut etcd = EtcdSettings::new(endpoints.iter().cloned());
         etcd.prefix = args.etcd_prefix.clone();
         etcd.lease_ttl = Duration::from_secs(args.lease_ttl);
@@ -544,4 +544,26 @@ async fn shutdown_signal() {
         () = terminate => {},
     }
     tracing::info!("shutting down: finishing in-flight requests");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The refusals name flags by clap ID: a misspelt one would match no
+    /// flag, and so refuse nothing.
+    #[test]
+    fn every_flag_a_refusal_names_is_a_flag_of_serve() {
+        let serve = ServeArgs::augment_args(clap::Command::new("serve"));
+        for (id, _) in ETCD_ONLY
+            .iter()
+            .chain(&NOT_WITH_ETCD)
+            .chain(&NOT_WITH_HOSTNAME)
+        {
+            assert!(
+                serve.get_arguments().any(|arg| arg.get_id() == *id),
+                "{id} is no flag of serve"
+            );
+        }
+    }
 }
