@@ -162,10 +162,12 @@ pub fn bad_serve(args: &[&str], env: &[(&str, &str)]) -> String {
         text
     });
     let (tx, rx) = mpsc::channel();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    // Lines as written, their newline kept, for `refusal` to check.
     std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            let _ = tx.send(line);
+        let mut line = String::new();
+        while stderr.read_line(&mut line).is_ok_and(|n| n > 0) {
+            let _ = tx.send(std::mem::take(&mut line));
         }
     });
     let start = Instant::now();
@@ -177,10 +179,7 @@ pub fn bad_serve(args: &[&str], env: &[(&str, &str)]) -> String {
                 let _ = child.wait();
                 panic!("serve {args:?} with {env:?} was not refused: {line}");
             }
-            Ok(line) => {
-                said.push_str(&line);
-                said.push('\n');
-            }
+            Ok(line) => said.push_str(&line),
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 let _ = child.kill();
