@@ -71,7 +71,7 @@ enum Command {
     Sql(sql::SqlArgs),
     /// Serve the explorer page and the JSON API (http://127.0.0.1:8080 by default).
     // Boxed: its flags make it much larger than the other variants.
-    Serve(Box<serve::ServeArgs>),
+    Serve(Box<serve::Serve>),
 }
 
 fn main() -> ExitCode {

@@ -5,9 +5,132 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use snowmint_server::Config;
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args as _};
+use snowmint_server::{Config, EtcdSettings, IdentitySource};
 
 use crate::error::{CliError, FlagError};
+
+/// `snowmint serve`'s command line: its flags, and which of them the user
+/// gave.
+#[derive(Debug)]
+pub struct Serve {
+    args: ServeArgs,
+    given: Given,
+}
+
+impl clap::FromArgMatches for Serve {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Serve, clap::Error> {
+        Ok(Serve {
+            args: ServeArgs::from_arg_matches(matches)?,
+            given: Given::of(matches),
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        self.args.update_from_arg_matches(matches)?;
+        self.given = Given::of(matches);
+        Ok(())
+    }
+}
+
+impl clap::Args for Serve {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        ServeArgs::augment_args(cmd)
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        ServeArgs::augment_args_for_update(cmd)
+    }
+}
+
+/// The flags the user gave, on the command line or in the environment (a
+/// default is not given; a variable set to "" is), as a refusal quotes
+/// them: `--lease-ttl 5` or `SNOWMINT_LEASE_TTL=5`.
+#[derive(Debug)]
+struct Given(Vec<GivenFlag>);
+
+#[derive(Debug)]
+struct GivenFlag {
+    /// clap's ID: the field's name (`lease_ttl`).
+    id: String,
+    /// The flag's name as messages name it (`lease-ttl`).
+    name: String,
+    /// As given: `--lease-ttl 5`, `--worker-from-hostname` or `SNOWMINT_LEASE_TTL=5`.
+    shown: String,
+}
+
+impl Given {
+    fn of(matches: &ArgMatches) -> Given {
+        let flags = ServeArgs::augment_args(clap::Command::new("serve"));
+        let given = flags.get_arguments().filter_map(|arg| {
+            let id = arg.get_id().as_str();
+            let name = arg.get_long()?;
+            let value = || {
+                let raw = matches.try_get_raw(id).ok().flatten().into_iter().flatten();
+                let value = raw
+                    .map(|v| v.to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join(",");
+                if value.is_empty() {
+                    r#""""#.to_owned()
+                } else {
+                    value
+                }
+            };
+            let shown = match matches.value_source(id)? {
+                ValueSource::CommandLine if arg.get_action().takes_values() => {
+                    format!("--{name} {}", value())
+                }
+                ValueSource::CommandLine => format!("--{name}"),
+                ValueSource::EnvVariable => {
+                    format!("{}={}", arg.get_env()?.to_string_lossy(), value())
+                }
+                _ => return None,
+            };
+            Some(GivenFlag {
+                id: id.to_owned(),
+                name: name.to_owned(),
+                shown,
+            })
+        });
+        Given(given.collect())
+    }
+
+    fn get(&self, id: &str) -> Option<&GivenFlag> {
+        self.0.iter().find(|flag| flag.id == id)
+    }
+
+    /// Refuses the first of `flags` (clap IDs, each with why) that was
+    /// given beside the mode flag `mode`, which cannot honour it.
+    fn refuse_with(&self, mode: &str, flags: &[(&str, &str)]) -> Result<(), CliError> {
+        match flags
+            .iter()
+            .find_map(|(id, why)| Some((self.get(id)?, why)))
+        {
+            Some((flag, why)) => Err(CliError::Usage(format!(
+                "{} cannot be set with {mode}, got {}: {why}",
+                flag.name, flag.shown
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Refuses the first of `flags` (clap IDs, each with what it sets) that
+    /// was given without the mode flag `mode`, the only one to honour it.
+    fn refuse_without(&self, mode: &str, flags: &[(&str, &str)]) -> Result<(), CliError> {
+        match flags
+            .iter()
+            .find_map(|(id, what)| Some((self.get(id)?, what)))
+        {
+            Some((flag, what)) => Err(CliError::Usage(format!(
+                "{} needs {mode} ({what}), got {} without it",
+                flag.name, flag.shown
+            ))),
+            None => Ok(()),
+        }
+    }
+}
 
 /// Flags of `snowmint serve`; each can also come from the environment.
 #[derive(Debug, clap::Args)]
@@ -32,19 +155,21 @@ pub struct ServeArgs {
           allow_negative_numbers = true, value_parser = worker)]
     pub worker: Option<u8>,
     /// Lease the identity from etcd instead (needs the `etcd` feature).
+    /// Given at all, even empty, it is etcd mode: no URL, or an empty one,
+    /// is refused.
     #[arg(
         long,
         env = "SNOWMINT_ETCD",
         value_name = "URL[,URL...]",
         value_delimiter = ','
     )]
-    pub etcd: Vec<String>,
-    /// TTL of the etcd identity lease.
+    pub etcd: Option<Vec<String>>,
+    /// TTL of the etcd identity lease (only with --etcd).
     #[arg(long, env = "SNOWMINT_LEASE_TTL", default_value_t = snowmint_server::DEFAULT_LEASE_TTL.as_secs(), value_name = "SECONDS",
           allow_negative_numbers = true, value_parser = whole("lease-ttl", 2, 3600, "seconds"))]
     pub lease_ttl: u64,
     /// Key prefix of the identities in etcd; clusters with different
-    /// prefixes share one etcd without sharing identities.
+    /// prefixes share one etcd without sharing identities (only with --etcd).
     #[arg(
         long,
         env = "SNOWMINT_ETCD_PREFIX",
@@ -54,10 +179,10 @@ pub struct ServeArgs {
     pub etcd_prefix: String,
     /// Static identity from a Kubernetes StatefulSet pod's ordinal: hostname
     /// NAME-N is identity N (datacenter N / 32, worker N % 32), N 0-1023.
-    #[arg(long, env = "SNOWMINT_WORKER_FROM_HOSTNAME",
-          conflicts_with_all = ["datacenter", "worker", "etcd"])]
+    /// Not with --datacenter, --worker or --etcd.
+    #[arg(long, env = "SNOWMINT_WORKER_FROM_HOSTNAME")]
     pub worker_from_hostname: bool,
-    /// Where the static identity's reservation is kept
+    /// Where the static identity's reservation is kept (not with --etcd)
     /// [default: $XDG_STATE_HOME/snowmint, ~/.local/state/snowmint or ./.snowmint-state].
     #[arg(long, env = "SNOWMINT_STATE_DIR", value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
@@ -111,7 +236,7 @@ pub struct ServeArgs {
     pub tls_key: Option<PathBuf>,
     /// TLS to etcd: the CA certificate(s) etcd's certificate must chain to
     /// (PEM); the --etcd URLs are then https://.
-    #[arg(long, env = "SNOWMINT_ETCD_CA", value_name = "PATH", requires = "etcd")]
+    #[arg(long, env = "SNOWMINT_ETCD_CA", value_name = "PATH")]
     pub etcd_ca: Option<PathBuf>,
     /// TLS to etcd: this instance's client certificate (PEM), for an etcd
     /// started with --client-cert-auth.
@@ -223,68 +348,113 @@ fn identity_field(field: snowmint::Field, input: &str) -> Result<u8, snowmint::E
         .map(|v| v as u8)
 }
 
-impl ServeArgs {
+/// The flags only `--etcd` honours (clap IDs), with what each sets.
+const ETCD_ONLY: [(&str, &str); 5] = [
+    ("lease_ttl", "the TTL of the etcd lease"),
+    ("etcd_prefix", "the key prefix of the identities in etcd"),
+    ("etcd_ca", "TLS to etcd"),
+    ("etcd_cert", "TLS to etcd"),
+    ("etcd_key", "TLS to etcd"),
+];
+
+/// The flags `--etcd` cannot honour, with why.
+const NOT_WITH_ETCD: [(&str, &str); 2] = [
+    (
+        "worker",
+        "the worker is leased from etcd (--datacenter N leases only workers of datacenter N)",
+    ),
+    (
+        "state_dir",
+        "a leased identity keeps its mark in etcd, not in a state directory",
+    ),
+];
+
+/// The flags `--worker-from-hostname` cannot honour, with why.
+const NOT_WITH_HOSTNAME: [(&str, &str); 3] = [
+    ("datacenter", ORDINAL),
+    ("worker", ORDINAL),
+    (
+        "etcd",
+        "the identity comes from the hostname or from etcd, not both",
+    ),
+];
+/// Why `--worker-from-hostname` takes no other identity flag.
+const ORDINAL: &str = "the identity is the hostname's ordinal (datacenter N / 32, worker N % 32)";
+
+impl Serve {
     fn config(&self) -> Result<Config, CliError> {
-        let leased = self.etcd.iter().any(|e| !e.is_empty());
-        if let (true, Some(worker)) = (leased, self.worker) {
-            return Err(CliError::Usage(format!(
-                "worker cannot be set with --etcd, got {worker}: the worker is leased from \
-                 etcd (--datacenter N leases only workers of datacenter N)"
-            )));
-        }
+        let args = &self.args;
         let mut config = Config::default();
-        config.listen = self.listen;
-        config.admin_listen = self.admin_listen;
-        config.api_token_file = self.api_token_file.clone();
-        config.cors_origins = self
-            .cors_origin
-            .iter()
-            .filter(|o| !o.is_empty())
-            .cloned()
-            .collect();
-        config.identity = snowmint::Identity::new(
-            self.datacenter.unwrap_or(0).into(),
-            self.worker.unwrap_or(0).into(),
-        )
-        .expect("both flags are checked by the core's field ranges");
-        config.etcd_datacenter = self.datacenter.filter(|_| leased);
-        config.etcd_endpoints = self
-            .etcd
-            .iter()
-            .filter(|e| !e.is_empty())
-            .cloned()
-            .collect();
-        config.lease_ttl = Duration::from_secs(self.lease_ttl);
-        config.etcd_prefix = self.etcd_prefix.clone();
-        if let Some(dir) = &self.state_dir {
-            config.state_dir = dir.clone();
-        }
+        config.identity_source = self.identity_source()?;
+        config.listen = args.listen;
+        config.admin_listen = args.admin_listen;
+        config.api_token_file = args.api_token_file.clone();
+        // Every origin given, an empty one too: `Config::check` refuses
+        // what is not an origin.
+        config.cors_origins = args.cors_origin.clone();
         let limits = &mut config.limits;
-        limits.header_timeout = Duration::from_secs(self.header_timeout);
-        limits.idle_timeout = Duration::from_secs(self.idle_timeout);
-        limits.shutdown_timeout = Duration::from_secs(self.shutdown_timeout);
-        limits.max_connections = self
+        limits.header_timeout = Duration::from_secs(args.header_timeout);
+        limits.idle_timeout = Duration::from_secs(args.idle_timeout);
+        limits.shutdown_timeout = Duration::from_secs(args.shutdown_timeout);
+        limits.max_connections = args
             .max_connections
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
-        config.client_quota = self
+        config.client_quota = args
             .client_quota
             .and_then(|q| u32::try_from(q).ok())
             .and_then(std::num::NonZeroU32::new);
-        config.worker_from_hostname = self.worker_from_hostname;
         config.announce = true;
-        config.log_format = self.log_format.into();
-        config.tls = self
+        config.log_format = args.log_format.into();
+        config.tls = args
             .tls_cert
             .as_ref()
-            .zip(self.tls_key.as_ref())
-            .map(|(cert, key)| snowmint_server::TlsFiles::new(cert, key));
-        config.etcd_ca = self.etcd_ca.clone();
-        config.etcd_client_cert = self
-            .etcd_cert
-            .as_ref()
-            .zip(self.etcd_key.as_ref())
+            .zip(args.tls_key.as_ref())
             .map(|(cert, key)| snowmint_server::TlsFiles::new(cert, key));
         Ok(config)
+    }
+
+    /// The identity source the flags ask for, built once: the mode's flag
+    /// picks the variant (`--worker-from-hostname`; `--etcd`, given at all,
+    /// even empty, whose endpoints `Config::check` then checks; else the
+    /// static identity) and the variant takes its own settings only. A flag
+    /// the mode cannot honour is refused, named as the user gave it.
+    fn identity_source(&self) -> Result<IdentitySource, CliError> {
+        let args = &self.args;
+        if args.worker_from_hostname {
+            self.given
+                .refuse_with("--worker-from-hostname", &NOT_WITH_HOSTNAME)?;
+        }
+        let Some(endpoints) = &args.etcd else {
+            self.given.refuse_without("--etcd", &ETCD_ONLY)?;
+            let state_dir = args
+                .state_dir
+                .clone()
+                .unwrap_or_else(snowmint_server::default_state_dir);
+            return Ok(if args.worker_from_hostname {
+                IdentitySource::FromHostname { state_dir }
+            } else {
+                IdentitySource::Static {
+                    identity: snowmint::Identity::new(
+                        args.datacenter.unwrap_or(0).into(),
+                        args.worker.unwrap_or(0).into(),
+                    )
+                    .expect("both flags are checked by the core's field ranges"),
+                    state_dir,
+                }
+            });
+        };
+        self.given.refuse_with("--etcd", &NOT_WITH_ETCD)?;
+        let mut etcd = EtcdSettings::new(endpoints.iter().cloned());
+        etcd.prefix = args.etcd_prefix.clone();
+        etcd.lease_ttl = Duration::from_secs(args.lease_ttl);
+        etcd.datacenter = args.datacenter;
+        etcd.ca = args.etcd_ca.clone();
+        etcd.client_cert = args
+            .etcd_cert
+            .as_ref()
+            .zip(args.etcd_key.as_ref())
+            .map(|(cert, key)| snowmint_server::TlsFiles::new(cert, key));
+        Ok(IdentitySource::Etcd(etcd))
     }
 }
 
@@ -294,11 +464,11 @@ impl ServeArgs {
 /// writer ([`snowmint_server::init_logs`]) lives until the end and writes what is
 /// queued before the process exits; with `--log-format json` an error that
 /// ends the run is one more JSON line, not an `error:` one.
-pub fn run_cli(args: ServeArgs) -> Result<(), CliError> {
-    let config = args.config()?;
+pub fn run_cli(serve: Serve) -> Result<(), CliError> {
+    let config = serve.config()?;
     let mut options = snowmint_server::LogOptions::default();
     options.format = config.log_format;
-    options.buffered_lines = usize::try_from(args.log_buffer_lines).unwrap_or(usize::MAX);
+    options.buffered_lines = usize::try_from(serve.args.log_buffer_lines).unwrap_or(usize::MAX);
     if let Ok(filter) = std::env::var("RUST_LOG") {
         options.filter = filter;
     }
@@ -306,7 +476,7 @@ pub fn run_cli(args: ServeArgs) -> Result<(), CliError> {
         snowmint_server::LogError::Filter { .. } => CliError::Usage(format!("RUST_LOG: {e}")),
         other => CliError::Runtime(other.into()),
     })?;
-    let outcome = serve(config);
+    let outcome = run(config);
     match outcome {
         Err(e) if options.format == snowmint_server::LogFormat::Json => {
             let status = match e {
@@ -326,7 +496,7 @@ pub fn run_cli(args: ServeArgs) -> Result<(), CliError> {
 }
 
 /// Checks the configuration, binds, and serves until a signal.
-fn serve(config: Config) -> Result<(), CliError> {
+fn run(config: Config) -> Result<(), CliError> {
     config.check().map_err(|e| CliError::Usage(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -374,4 +544,26 @@ async fn shutdown_signal() {
         () = terminate => {},
     }
     tracing::info!("shutting down: finishing in-flight requests");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The refusals name flags by clap ID: a misspelt one would match no
+    /// flag, and so refuse nothing.
+    #[test]
+    fn every_flag_a_refusal_names_is_a_flag_of_serve() {
+        let serve = ServeArgs::augment_args(clap::Command::new("serve"));
+        for (id, _) in ETCD_ONLY
+            .iter()
+            .chain(&NOT_WITH_ETCD)
+            .chain(&NOT_WITH_HOSTNAME)
+        {
+            assert!(
+                serve.get_arguments().any(|arg| arg.get_id() == *id),
+                "{id} is no flag of serve"
+            );
+        }
+    }
 }

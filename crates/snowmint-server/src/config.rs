@@ -1,5 +1,7 @@
-//! The settings of `snowmint serve`: [`Config`], its defaults, and the
-//! checks [`serve`](crate::serve) and the binary run before anything starts.
+//! The settings of `snowmint serve`: [`Config`], its identity source
+//! ([`IdentitySource`], one variant per mode with that mode's settings),
+//! its defaults, and the checks [`serve`](crate::serve) and the binary run
+//! before anything starts.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -10,8 +12,9 @@ use crate::guard::token::{ApiToken, TokenError};
 use crate::logs::LogFormat;
 use crate::mint::generator::StaticError;
 use crate::mint::hostname::{self, HostnameError};
-use crate::mint::identity::IdentitySource;
 use crate::mint::minter::Identity;
+#[cfg(doc)]
+use crate::mint::minter::Minter;
 use crate::net::accept::Limits;
 use crate::net::tls::{TlsError, TlsFiles};
 
@@ -33,28 +36,14 @@ pub struct Config {
     /// Origins (`https://app.example.com`) whose pages may mint from their
     /// visitors' browsers; every other cross-site mint is refused (403).
     pub cors_origins: Vec<String>,
-    /// The static identity (ignored when `etcd_endpoints` is set or
-    /// `worker_from_hostname` is).
-    pub identity: Identity,
-    /// Where the static identity's reservation file is kept.
-    pub state_dir: PathBuf,
-    /// etcd endpoints; empty means the static identity.
-    pub etcd_endpoints: Vec<String>,
-    /// TTL of an etcd identity lease.
-    pub lease_ttl: Duration,
-    /// Key prefix of the identities in etcd (several clusters can share one etcd).
-    pub etcd_prefix: String,
-    /// With `etcd_endpoints`: lease only the workers of this datacenter
-    /// (`--datacenter` with `--etcd`; one etcd cluster per region, each
-    /// region its own datacenter); `None`: any of the 1024 identities.
-    pub etcd_datacenter: Option<u8>,
+    /// Where the worker identity comes from, with that source's own
+    /// settings (and no other's); default: the static identity 0/0 with its
+    /// reservation in [`default_state_dir`].
+    pub identity_source: IdentitySource,
     /// Connection limit and timeouts.
     pub limits: Limits,
     /// Most IDs per second one client IP may mint; `None`: no quota.
     pub client_quota: Option<std::num::NonZeroU32>,
-    /// The static identity from the StatefulSet ordinal in the hostname
-    /// instead of `identity`.
-    pub worker_from_hostname: bool,
     /// [`serve`](crate::serve) prints one line to stderr once the identity source has
     /// started: `snowmint: serving the explorer on http://ADDR/ (...)`
     /// (`https://` with `tls`; the `snowmint` binary's; scripts and tests
@@ -68,12 +57,6 @@ pub struct Config {
     /// Serve HTTPS with this certificate and key (`--tls-cert`,
     /// `--tls-key`); `None`: plain HTTP.
     pub tls: Option<TlsFiles>,
-    /// TLS to etcd: the CA that signed etcd's certificate (`--etcd-ca`);
-    /// the endpoints must then be `https://` URLs.
-    pub etcd_ca: Option<std::path::PathBuf>,
-    /// TLS to etcd: this instance's client certificate and key
-    /// (`--etcd-cert`, `--etcd-key`), for an etcd with `--client-cert-auth`.
-    pub etcd_client_cert: Option<TlsFiles>,
 }
 
 impl Default for Config {
@@ -83,21 +66,119 @@ impl Default for Config {
             admin_listen: None,
             api_token_file: None,
             cors_origins: Vec::new(),
-            identity: Identity::default(),
-            state_dir: default_state_dir(),
-            etcd_endpoints: Vec::new(),
-            lease_ttl: DEFAULT_LEASE_TTL,
-            etcd_prefix: DEFAULT_ETCD_PREFIX.to_owned(),
-            etcd_datacenter: None,
+            identity_source: IdentitySource::Static {
+                identity: Identity::default(),
+                state_dir: default_state_dir(),
+            },
             limits: Limits::default(),
             client_quota: None,
-            worker_from_hostname: false,
             announce: false,
             log_format: LogFormat::Text,
             tls: None,
-            etcd_ca: None,
-            etcd_client_cert: None,
         }
+    }
+}
+
+/// Where the worker identity comes from: a mode of `snowmint serve`, each
+/// variant with the settings of that mode only, so that a setting of
+/// another mode has nowhere to go (the binary refuses such a flag where it
+/// reads the flags). [`serve`](crate::serve) starts it
+/// ([`Minter::start_static`], `Minter::leased` with the `etcd` feature),
+/// [`Minter::ready`] says whether it can issue now and
+/// [`Minter::shutdown`] ends it.
+///
+/// `#[non_exhaustive]`: the coordinators to come (PostgreSQL, MySQL) are
+/// variants of their own beside [`Etcd`](IdentitySource::Etcd).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IdentitySource {
+    /// `--datacenter N --worker N --state-dir DIR`: this identity, its
+    /// reservation in `state_dir`.
+    Static {
+        /// The identity minted as.
+        identity: Identity,
+        /// Where its reservation file is kept.
+        state_dir: PathBuf,
+    },
+    /// `--worker-from-hostname --state-dir DIR`: the identity of the
+    /// StatefulSet pod's ordinal (`NAME-N`), otherwise as
+    /// [`Static`](IdentitySource::Static).
+    FromHostname {
+        /// Where its reservation file is kept.
+        state_dir: PathBuf,
+    },
+    /// `--etcd URL[,URL...]`: an identity leased from etcd (needs the
+    /// `etcd` feature).
+    Etcd(EtcdSettings),
+}
+
+/// The settings of an identity leased from etcd: `--etcd` and the flags
+/// that only it honours. An empty `endpoints`, or an empty one among them,
+/// is refused by [`Config::check`], never taken for static mode.
+///
+/// `#[non_exhaustive]`: build it with [`EtcdSettings::new`] and set fields.
+///
+/// ```
+/// let mut etcd = snowmint_server::EtcdSettings::new(["http://127.0.0.1:2379"]);
+/// etcd.datacenter = Some(5);
+/// assert_eq!(etcd.prefix, snowmint_server::DEFAULT_ETCD_PREFIX);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EtcdSettings {
+    /// The etcd endpoints (`--etcd`).
+    pub endpoints: Vec<String>,
+    /// Key prefix of the identities (`--etcd-prefix`; several clusters can
+    /// share one etcd).
+    pub prefix: String,
+    /// TTL of the identity lease (`--lease-ttl`).
+    pub lease_ttl: Duration,
+    /// Lease only the workers of this datacenter (`--datacenter` with
+    /// `--etcd`; one etcd cluster per region, each region its own
+    /// datacenter); `None`: any of the 1024 identities.
+    pub datacenter: Option<u8>,
+    /// TLS to etcd: the CA that signed etcd's certificate (`--etcd-ca`);
+    /// the endpoints must then be `https://` URLs.
+    pub ca: Option<PathBuf>,
+    /// TLS to etcd: this instance's client certificate and key
+    /// (`--etcd-cert`, `--etcd-key`), for an etcd with `--client-cert-auth`.
+    pub client_cert: Option<TlsFiles>,
+}
+
+impl EtcdSettings {
+    /// These endpoints, with the default prefix ([`DEFAULT_ETCD_PREFIX`])
+    /// and TTL ([`DEFAULT_LEASE_TTL`]), any datacenter, no TLS.
+    pub fn new<I, S>(endpoints: I) -> EtcdSettings
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        EtcdSettings {
+            endpoints: endpoints.into_iter().map(Into::into).collect(),
+            prefix: DEFAULT_ETCD_PREFIX.to_owned(),
+            lease_ttl: DEFAULT_LEASE_TTL,
+            datacenter: None,
+            ca: None,
+            client_cert: None,
+        }
+    }
+
+    /// The lease settings as the lease crate takes them.
+    #[cfg(feature = "etcd")]
+    pub(crate) fn etcd_config(&self) -> snowmint_etcd::EtcdConfig {
+        let mut etcd = snowmint_etcd::EtcdConfig::new(self.endpoints.iter().cloned())
+            .prefix(self.prefix.clone())
+            .lease_ttl(self.lease_ttl);
+        if let Some(dc) = self.datacenter {
+            etcd = etcd.datacenter(dc);
+        }
+        if let Some(ca) = &self.ca {
+            etcd = etcd.ca_cert(ca);
+        }
+        if let Some(client) = &self.client_cert {
+            etcd = etcd.client_cert(&client.cert, &client.key);
+        }
+        etcd
     }
 }
 
@@ -124,27 +205,15 @@ pub const DEFAULT_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::ne
 ));
 
 impl Config {
-    /// The identity source this configuration asks for: etcd when endpoints
-    /// are given, else the hostname's ordinal when asked, else the static
-    /// `identity`.
-    pub fn identity_source(&self) -> IdentitySource {
-        if !self.etcd_endpoints.is_empty() {
-            IdentitySource::Etcd
-        } else if self.worker_from_hostname {
-            IdentitySource::FromHostname
-        } else {
-            IdentitySource::Static(self.identity)
-        }
-    }
-
     /// The settings' own faults, found without touching anything but the
     /// files they name (no state directory, no etcd, no socket): a hostname
-    /// without an ordinal, an invalid etcd setting (TLS files included),
-    /// `--etcd` in a build without the `etcd` feature, HTTPS files that
-    /// cannot be used, a token file that cannot be read or is empty, a
-    /// `--cors-origin` that is not an origin, the admin listener on the
-    /// public address. [`serve`](crate::serve) checks again; a binary calls it first so
-    /// that a bad flag is reported before it binds its listener.
+    /// without an ordinal, an invalid etcd setting (no endpoint or an empty
+    /// one, TLS files included), `--etcd` in a build without the `etcd`
+    /// feature, HTTPS files that cannot be used, a token file that cannot
+    /// be read or is empty, a `--cors-origin` that is not an origin, the
+    /// admin listener on the public address. [`serve`](crate::serve) checks
+    /// again; a binary calls it first so that a bad flag is reported before
+    /// it binds its listener.
     pub fn check(&self) -> Result<(), StartError> {
         if let Some(tls) = &self.tls {
             tls.server_config()?;
@@ -156,39 +225,20 @@ impl Config {
         if self.admin_listen == Some(self.listen) && self.listen.port() != 0 {
             return Err(StartError::AdminSameAsListen(self.listen));
         }
-        match self.identity_source() {
-            IdentitySource::Static(_) => Ok(()),
-            IdentitySource::FromHostname => {
+        match &self.identity_source {
+            IdentitySource::Static { .. } => Ok(()),
+            IdentitySource::FromHostname { .. } => {
                 hostname::identity_from_hostname()?;
                 Ok(())
             }
             #[cfg(feature = "etcd")]
-            IdentitySource::Etcd => self
+            IdentitySource::Etcd(etcd) => etcd
                 .etcd_config()
                 .validate()
                 .map_err(|e| StartError::Etcd(e.into())),
             #[cfg(not(feature = "etcd"))]
-            IdentitySource::Etcd => Err(StartError::EtcdNotBuilt),
+            IdentitySource::Etcd(_) => Err(StartError::EtcdNotBuilt),
         }
-    }
-
-    /// The lease settings: endpoints, prefix, lease TTL, the datacenter
-    /// it is scoped to, and TLS (CA, client certificate).
-    #[cfg(feature = "etcd")]
-    pub(crate) fn etcd_config(&self) -> snowmint_etcd::EtcdConfig {
-        let mut etcd = snowmint_etcd::EtcdConfig::new(self.etcd_endpoints.iter().cloned())
-            .prefix(self.etcd_prefix.clone())
-            .lease_ttl(self.lease_ttl);
-        if let Some(dc) = self.etcd_datacenter {
-            etcd = etcd.datacenter(dc);
-        }
-        if let Some(ca) = &self.etcd_ca {
-            etcd = etcd.ca_cert(ca);
-        }
-        if let Some(client) = &self.etcd_client_cert {
-            etcd = etcd.client_cert(&client.cert, &client.key);
-        }
-        etcd
     }
 }
 
@@ -241,6 +291,13 @@ pub enum StartError {
         "admin-listen must differ from listen (both {0}): the admin listener is a second socket"
     )]
     AdminSameAsListen(std::net::SocketAddr),
+    /// [`static_state`](crate::static_state) given a configuration whose
+    /// identity is leased, which only [`serve`](crate::serve) starts.
+    #[error(
+        "static_state needs a static identity source (static or from the hostname), \
+         got one leased from etcd: serve starts a lease"
+    )]
+    NotStatic,
     /// The admin listener cannot be bound.
     #[error("cannot listen on {addr} (admin-listen): {source}")]
     AdminListen {
@@ -261,6 +318,7 @@ impl StartError {
             | StartError::Tls(_)
             | StartError::Token(_)
             | StartError::CorsOrigin(_)
+            | StartError::NotStatic
             | StartError::AdminSameAsListen(_) => true,
             #[cfg(feature = "etcd")]
             StartError::Etcd(snowmint_etcd::EtcdError::Config(_)) => true,

@@ -7,10 +7,12 @@
 //! below it (DESIGN.md draws it):
 //!
 //! - `serve`: the lifecycle. [`serve`] is `snowmint serve`: it checks the
-//!   [`Config`] (`config`), starts the identity source, serves both
-//!   listeners until a shutdown future resolves, then ends the identity
-//!   source (the reservation saved, an etcd lease revoked); [`run`] and
-//!   [`run_with`] serve a ready [`AppState`]. SIGHUP re-reads the token.
+//!   [`Config`] (`config`; its [`IdentitySource`] is one variant per mode,
+//!   each with that mode's settings only), starts the identity source,
+//!   serves both listeners until a shutdown future resolves, then ends the
+//!   identity source (the reservation saved, an etcd lease revoked);
+//!   [`run`] and [`run_with`] serve a ready [`AppState`]. SIGHUP re-reads
+//!   the token.
 //! - `app`: [`app`] and [`admin_app`] build the axum
 //!   [`Router`](axum::Router) and the layers every request passes (tests
 //!   drive it with `tower::ServiceExt::oneshot`, no socket).
@@ -24,10 +26,10 @@
 //! - `routes`: the JSON API (one error shape, `{"error": "...", "field":
 //!   "..." | null}`), the explorer page (server-rendered, English and
 //!   Norwegian Bokmål), the OpenAPI document, the metrics.
-//! - `mint`: the identity sources ([`IdentitySource`]: static, StatefulSet
-//!   ordinal, etcd behind the `etcd` feature) and the [`Minter`] the routes
-//!   mint from, whatever the source. The lease itself (claim, fence,
-//!   hand-over) is the `snowmint-etcd` crate's.
+//! - `mint`: the identity sources (static, StatefulSet ordinal, etcd
+//!   behind the `etcd` feature) and the [`Minter`] the routes mint from,
+//!   whatever the source. The lease itself (claim, fence, hand-over) is
+//!   the `snowmint-etcd` crate's.
 //!
 //! ```no_run
 //! # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
@@ -52,7 +54,8 @@ mod serve;
 
 pub use app::{admin_app, app};
 pub use config::{
-    Config, DEFAULT_ETCD_PREFIX, DEFAULT_LEASE_TTL, DEFAULT_LISTEN, StartError, default_state_dir,
+    Config, DEFAULT_ETCD_PREFIX, DEFAULT_LEASE_TTL, DEFAULT_LISTEN, EtcdSettings, IdentitySource,
+    StartError, default_state_dir,
 };
 pub use guard::edge::{MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_URI_BYTES, REQUEST_TIMEOUT};
 pub use guard::origin::{OriginError, Origins};
@@ -60,7 +63,6 @@ pub use guard::token::{ApiToken, TokenError};
 pub use logs::{DEFAULT_LOG_BUFFER_LINES, LogError, LogFormat, LogGuard, LogOptions, init_logs};
 pub use mint::generator::{StaticError, StoreError};
 pub use mint::hostname::{HostnameError, identity_of_hostname};
-pub use mint::identity::IdentitySource;
 pub use mint::minter::{Identity, MintError, Minter};
 pub use net::accept::{
     DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT, Limits,

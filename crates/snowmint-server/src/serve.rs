@@ -3,30 +3,43 @@
 //! token reload and the start-up banner.
 
 use std::future::Future;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
 
 use crate::app::{admin_app, app};
-use crate::config::{Config, StartError};
+use crate::config::{Config, EtcdSettings, IdentitySource, StartError};
 use crate::guard::admission::Admission;
 use crate::guard::origin::Origins;
 use crate::guard::token::ApiToken;
 use crate::logs::{self, LogFormat};
-use crate::mint::generator::{self, StaticError};
+use crate::mint::generator;
 use crate::mint::hostname;
-use crate::mint::identity::IdentitySource;
-use crate::mint::minter::Minter;
+use crate::mint::minter::{Identity, Minter};
 use crate::net::accept::{self as http, Limits};
 use crate::routes::state::AppState;
 
-/// The static identity: a generator for `config.identity`
-/// with its reservation under `config.state_dir`, after its start write
-/// (see [`Minter::start_static`]). Blocks on the disk: call it before
-/// serving, or from a blocking thread.
-pub fn static_state(config: &Config) -> Result<AppState, StaticError> {
-    let generator = generator::static_generator(config.identity, &config.state_dir)?;
+/// The state of a static identity source (`config.identity_source` is
+/// [`IdentitySource::Static`] or [`IdentitySource::FromHostname`]): its
+/// generator with the reservation in its state directory, after its start
+/// write (see [`Minter::start_static`]), and the admission `config` asks
+/// for. A leased source is refused ([`StartError::NotStatic`]): only
+/// [`serve`] starts one. Blocks on the disk: call it before serving, or
+/// from a blocking thread.
+pub fn static_state(config: &Config) -> Result<AppState, StartError> {
+    let (identity, state_dir) = match &config.identity_source {
+        IdentitySource::Static {
+            identity,
+            state_dir,
+        } => (*identity, state_dir),
+        IdentitySource::FromHostname { state_dir } => {
+            (hostname::identity_from_hostname()?, state_dir)
+        }
+        IdentitySource::Etcd(_) => return Err(StartError::NotStatic),
+    };
+    let generator = generator::static_generator(identity, state_dir)?;
     crate::mint::minter::start_write(&generator);
     Ok(AppState::new(Minter::from_generator(generator)).with_admission(admission_for(config)))
 }
@@ -51,8 +64,8 @@ pub enum RunError {
     Persist(generator::StoreError),
 }
 
-/// `snowmint serve`: starts the identity source `config` asks for (see
-/// [`Config::identity_source`]), serves [`app`] on `listener` (and
+/// `snowmint serve`: starts the identity source `config` asks for
+/// (`config.identity_source`), serves [`app`] on `listener` (and
 /// [`admin_app`] on `config.admin_listen`, bound here) with
 /// `config.limits` until `shutdown` resolves, then ends the identity
 /// source: the reservation mark is lowered to what was issued and an etcd
@@ -86,16 +99,16 @@ pub async fn serve(
         ),
         None => None,
     };
-    let minter = match config.identity_source() {
+    let minter = match &config.identity_source {
         // The static source touches the disk (lock, mark, start write):
         // not on an async worker.
-        IdentitySource::Static(_) | IdentitySource::FromHostname => {
+        IdentitySource::Static { .. } | IdentitySource::FromHostname { .. } => {
             let config = config.clone();
             tokio::task::spawn_blocking(move || start_minter(&config))
                 .await
                 .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?
         }
-        IdentitySource::Etcd => start_minter(&config)?,
+        IdentitySource::Etcd(_) => start_minter(&config)?,
     };
     if config.announce {
         announce(&config, &listener, admin.as_ref(), &minter);
@@ -151,22 +164,25 @@ async fn reload_on_sighup(token: ApiToken) {
     let _ = token;
 }
 
-/// Starts the identity source `config` asks for (see
-/// [`Config::identity_source`]): the static generator is built (its mark
+/// Starts the identity source `config` asks for
+/// (`config.identity_source`): the static generator is built (its mark
 /// read, its lock taken) before this returns; an etcd lease session is
 /// started and holds no identity yet (not ready until it does).
 fn start_minter(config: &Config) -> Result<Arc<Minter>, StartError> {
-    let minter = match config.identity_source() {
-        IdentitySource::Static(identity) => Minter::start_static(identity, &config.state_dir)?,
-        IdentitySource::FromHostname => {
-            Minter::start_static(hostname::identity_from_hostname()?, &config.state_dir)?
+    let minter = match &config.identity_source {
+        IdentitySource::Static {
+            identity,
+            state_dir,
+        } => Minter::start_static(*identity, state_dir)?,
+        IdentitySource::FromHostname { state_dir } => {
+            Minter::start_static(hostname::identity_from_hostname()?, state_dir)?
         }
         #[cfg(feature = "etcd")]
-        IdentitySource::Etcd => {
-            Minter::leased(snowmint_etcd::LeasedGenerator::spawn(config.etcd_config())?)
+        IdentitySource::Etcd(etcd) => {
+            Minter::leased(snowmint_etcd::LeasedGenerator::spawn(etcd.etcd_config())?)
         }
         #[cfg(not(feature = "etcd"))]
-        IdentitySource::Etcd => return Err(StartError::EtcdNotBuilt),
+        IdentitySource::Etcd(_) => return Err(StartError::EtcdNotBuilt),
     };
     Ok(minter)
 }
@@ -199,49 +215,58 @@ fn announce(config: &Config, listener: &TcpListener, admin: Option<&TcpListener>
     }
     let addr = listener.local_addr().unwrap_or(config.listen);
     let url = format!("{scheme}://{addr}/");
-    match (config.identity_source(), minter.identity()) {
-        (IdentitySource::Etcd, _) => {
-            let endpoints = config.etcd_endpoints.join(",");
-            let ttl_s = config.lease_ttl.as_secs();
-            let scope = config
-                .etcd_datacenter
-                .map(|dc| format!(", workers of datacenter {dc}"))
-                .unwrap_or_default();
-            if json {
-                tracing::info!(
-                    target: logs::BANNER_TARGET,
-                    %url,
-                    etcd = %endpoints,
-                    prefix = %config.etcd_prefix,
-                    lease_ttl_s = ttl_s,
-                    datacenter = config.etcd_datacenter,
-                    "serving the explorer on {url} (identity leased from etcd)"
-                );
-            } else {
-                eprintln!(
-                    "snowmint: serving the explorer on {url} (identity leased from etcd {endpoints} under {}, lease TTL {ttl_s} s{scope})",
-                    config.etcd_prefix,
-                );
-            }
+    match &config.identity_source {
+        IdentitySource::Etcd(etcd) => announce_leased(&url, etcd, json),
+        IdentitySource::Static { state_dir, .. } | IdentitySource::FromHostname { state_dir } => {
+            announce_static(&url, minter.identity(), state_dir, json)
         }
-        (_, identity) => {
-            let identity = identity.unwrap_or(config.identity);
-            if json {
-                tracing::info!(
-                    target: logs::BANNER_TARGET,
-                    %url,
-                    datacenter = identity.datacenter(),
-                    worker = identity.worker(),
-                    state_dir = %config.state_dir.display(),
-                    "serving the explorer on {url}"
-                );
-            } else {
-                eprintln!(
-                    "snowmint: serving the explorer on {url} ({identity}, state in {})",
-                    config.state_dir.display()
-                );
-            }
-        }
+    }
+}
+
+/// The public listener's line in etcd mode: where the identity is leased.
+fn announce_leased(url: &str, etcd: &EtcdSettings, json: bool) {
+    let endpoints = etcd.endpoints.join(",");
+    let ttl_s = etcd.lease_ttl.as_secs();
+    if json {
+        tracing::info!(
+            target: logs::BANNER_TARGET,
+            %url,
+            etcd = %endpoints,
+            prefix = %etcd.prefix,
+            lease_ttl_s = ttl_s,
+            datacenter = etcd.datacenter,
+            "serving the explorer on {url} (identity leased from etcd)"
+        );
+    } else {
+        let scope = etcd
+            .datacenter
+            .map(|dc| format!(", workers of datacenter {dc}"))
+            .unwrap_or_default();
+        eprintln!(
+            "snowmint: serving the explorer on {url} (identity leased from etcd {endpoints} under {}, lease TTL {ttl_s} s{scope})",
+            etcd.prefix,
+        );
+    }
+}
+
+/// The public listener's line for a static identity (a started static
+/// source holds it) and its state directory.
+fn announce_static(url: &str, identity: Option<Identity>, state_dir: &Path, json: bool) {
+    if json {
+        tracing::info!(
+            target: logs::BANNER_TARGET,
+            %url,
+            datacenter = identity.map(|i| i.datacenter()),
+            worker = identity.map(|i| i.worker()),
+            state_dir = %state_dir.display(),
+            "serving the explorer on {url}"
+        );
+    } else {
+        let identity = identity.map_or_else(|| "no identity".to_owned(), |i| i.to_string());
+        eprintln!(
+            "snowmint: serving the explorer on {url} ({identity}, state in {})",
+            state_dir.display()
+        );
     }
 }
 

@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use serde_json::{Value, json};
 use snowmint::Generator;
-use snowmint_server::{AppState, Config, Minter, app, static_state};
+use snowmint_server::{AppState, Config, IdentitySource, Minter, app, static_state};
 use tower::ServiceExt;
 
 const REFERENCE_MS: u64 = 1288834975657;
@@ -22,8 +22,10 @@ struct Harness {
 fn harness() -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let mut config = Config::default();
-    config.identity = snowmint::Identity::new(1, 2).unwrap();
-    config.state_dir = dir.path().to_owned();
+    config.identity_source = IdentitySource::Static {
+        identity: snowmint::Identity::new(1, 2).unwrap(),
+        state_dir: dir.path().to_owned(),
+    };
     let state = static_state(&config)
         .unwrap()
         .with_now(Arc::new(|| REFERENCE_MS));
@@ -1860,7 +1862,10 @@ async fn no_input_yields_a_server_error() {
 async fn serves_over_a_real_socket_and_persists_on_shutdown() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = Config::default();
-    config.state_dir = dir.path().join("state");
+    config.identity_source = IdentitySource::Static {
+        identity: snowmint::Identity::default(),
+        state_dir: dir.path().join("state"),
+    };
     let served = Served::start(static_state(&config).unwrap()).await;
     let client = reqwest::Client::new();
     let base = served.base();
@@ -2246,7 +2251,10 @@ async fn a_client_quota_answers_400_for_a_count_it_never_allows_and_429_with_ret
 async fn serves_http2_with_prior_knowledge() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = Config::default();
-    config.state_dir = dir.path().to_owned();
+    config.identity_source = IdentitySource::Static {
+        identity: snowmint::Identity::default(),
+        state_dir: dir.path().to_owned(),
+    };
     let served = Served::start(static_state(&config).unwrap()).await;
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .http2_only(true)
@@ -2600,7 +2608,10 @@ async fn raw_request(addr: std::net::SocketAddr, request: &str) -> (u16, String,
 async fn over_limit_heads_and_bodies_answer_414_431_413_in_the_error_shape() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = Config::default();
-    config.state_dir = dir.path().to_owned();
+    config.identity_source = IdentitySource::Static {
+        identity: snowmint::Identity::default(),
+        state_dir: dir.path().to_owned(),
+    };
     let served = Served::start(static_state(&config).unwrap()).await;
     let long_path = format!(
         "/api/v1/decode/{}",
@@ -2664,7 +2675,10 @@ async fn over_limit_heads_and_bodies_answer_414_431_413_in_the_error_shape() {
 async fn an_admin_listener_takes_health_readiness_and_metrics() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = Config::default();
-    config.state_dir = dir.path().to_owned();
+    config.identity_source = IdentitySource::Static {
+        identity: snowmint::Identity::default(),
+        state_dir: dir.path().to_owned(),
+    };
     let public = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let (public_addr, admin_addr) = (public.local_addr().unwrap(), admin.local_addr().unwrap());
@@ -2743,7 +2757,10 @@ const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,\
 async fn metrics_follow_accept_and_pass_promtool() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = Config::default();
-    config.state_dir = dir.path().to_owned();
+    config.identity_source = IdentitySource::Static {
+        identity: snowmint::Identity::default(),
+        state_dir: dir.path().to_owned(),
+    };
     config.client_quota = std::num::NonZeroU32::new(5);
     let state = static_state(&config).unwrap();
     let served = Served::start(state).await;

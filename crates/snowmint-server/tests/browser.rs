@@ -16,7 +16,7 @@ use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::json;
-use snowmint_server::{Config, static_state};
+use snowmint_server::{Config, IdentitySource, static_state};
 use tokio::sync::oneshot;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -110,7 +110,10 @@ impl Session {
         let driver = driver()?;
         let dir = tempfile::tempdir().unwrap();
         let mut config = Config::default();
-        config.state_dir = dir.path().to_owned();
+        config.identity_source = IdentitySource::Static {
+            identity: snowmint::Identity::default(),
+            state_dir: dir.path().to_owned(),
+        };
         let state = static_state(&config).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr: SocketAddr = listener.local_addr().unwrap();

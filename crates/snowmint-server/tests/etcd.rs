@@ -10,7 +10,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use snowmint_server::{Config, RunError};
+use snowmint_server::{Config, EtcdSettings, IdentitySource, RunError};
 use snowmint_testkit::etcd::EtcdServer;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -25,10 +25,11 @@ struct Served {
 
 impl Served {
     async fn start(etcd: &str, prefix: &str, ttl: u64) -> Served {
+        let mut settings = EtcdSettings::new([etcd]);
+        settings.prefix = prefix.to_owned();
+        settings.lease_ttl = Duration::from_secs(ttl);
         let mut config = Config::default();
-        config.etcd_endpoints = vec![etcd.to_owned()];
-        config.etcd_prefix = prefix.to_owned();
-        config.lease_ttl = Duration::from_secs(ttl);
+        config.identity_source = IdentitySource::Etcd(settings);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel();
@@ -225,9 +226,10 @@ async fn a_stopped_server_frees_its_identity_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_etcd_setting_is_refused_before_serving() {
+    let mut settings = EtcdSettings::new(["http://127.0.0.1:1"]);
+    settings.lease_ttl = Duration::from_secs(1);
     let mut config = Config::default();
-    config.etcd_endpoints = vec!["http://127.0.0.1:1".to_owned()];
-    config.lease_ttl = Duration::from_secs(1);
+    config.identity_source = IdentitySource::Etcd(settings);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let err = snowmint_server::serve(config, listener, std::future::pending())
         .await

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::{MINT_BOUND, NOT_HELD_UP, Serve, http, snowmint};
+use crate::support::{MINT_BOUND, NOT_HELD_UP, Serve, bad_serve, http, snowmint};
 
 #[test]
 fn bad_flags_exit_2_with_one_line() {
@@ -46,6 +46,164 @@ fn bad_flags_exit_2_with_one_line() {
         assert!(out.stdout.is_empty(), "{args:?}");
         let err = String::from_utf8(out.stderr).unwrap();
         assert_eq!(err.trim_end(), expected, "{args:?}");
+    }
+}
+
+/// `--etcd` given at all is etcd mode: with no URL, or an empty one (a
+/// template variable that came out empty), it is refused, never served as
+/// the static identity (which a fleet of replicas would all mint as).
+#[test]
+fn an_etcd_without_a_url_is_refused_not_served_as_static_mode() {
+    let refusal = |got: &str| {
+        if cfg!(feature = "etcd") {
+            format!("etcd must be one or more URLs separated by commas, got {got:?}")
+        } else {
+            "--etcd needs a snowmint built with `--features etcd` \
+             (cargo run --release --features etcd -- serve --etcd URL)"
+                .to_owned()
+        }
+    };
+    for (args, env, got) in [
+        (&["--datacenter", "5"][..], &[("SNOWMINT_ETCD", "")][..], ""),
+        (&["--etcd", ""], &[], ""),
+        (&["--etcd", ","], &[], ","),
+        (
+            &["--etcd", "http://127.0.0.1:1,"],
+            &[],
+            "http://127.0.0.1:1,",
+        ),
+        (
+            &["--etcd", "http://127.0.0.1:1", "--etcd", ""],
+            &[],
+            "http://127.0.0.1:1,",
+        ),
+    ] {
+        assert_eq!(bad_serve(args, env), refusal(got), "{args:?} {env:?}");
+    }
+}
+
+/// A flag the identity source cannot honour is refused, named as the user
+/// gave it (on the command line or in the environment, even at its default
+/// value), never dropped.
+#[test]
+fn a_flag_the_identity_source_cannot_honour_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().to_str().unwrap();
+    let etcd = "http://127.0.0.1:1";
+    let hostname = "the identity is the hostname's ordinal (datacenter N / 32, worker N % 32)";
+    let leased_mark = "a leased identity keeps its mark in etcd, not in a state directory";
+    for (args, env, expected) in [
+        // Settings of the etcd lease without --etcd.
+        (
+            &["--lease-ttl", "5"][..],
+            &[][..],
+            "lease-ttl needs --etcd (the TTL of the etcd lease), got --lease-ttl 5 without it"
+                .to_owned(),
+        ),
+        (
+            &[],
+            &[("SNOWMINT_LEASE_TTL", "10")],
+            "lease-ttl needs --etcd (the TTL of the etcd lease), got SNOWMINT_LEASE_TTL=10 \
+             without it"
+                .to_owned(),
+        ),
+        (
+            &["--etcd-prefix", "/a"],
+            &[],
+            "etcd-prefix needs --etcd (the key prefix of the identities in etcd), \
+             got --etcd-prefix /a without it"
+                .to_owned(),
+        ),
+        (
+            &["--datacenter", "3"],
+            &[("SNOWMINT_ETCD_PREFIX", "/snowmint")],
+            "etcd-prefix needs --etcd (the key prefix of the identities in etcd), \
+             got SNOWMINT_ETCD_PREFIX=/snowmint without it"
+                .to_owned(),
+        ),
+        (
+            &[
+                "--etcd-cert",
+                "/tls/client.pem",
+                "--etcd-key",
+                "/tls/client-key.pem",
+            ],
+            &[],
+            "etcd-cert needs --etcd (TLS to etcd), got --etcd-cert /tls/client.pem without it"
+                .to_owned(),
+        ),
+        (
+            &[],
+            &[("SNOWMINT_ETCD_CA", "/tls/ca.pem")],
+            "etcd-ca needs --etcd (TLS to etcd), got SNOWMINT_ETCD_CA=/tls/ca.pem without it"
+                .to_owned(),
+        ),
+        (
+            &[
+                "--worker-from-hostname",
+                "--state-dir",
+                state,
+                "--lease-ttl",
+                "5",
+            ],
+            &[],
+            "lease-ttl needs --etcd (the TTL of the etcd lease), got --lease-ttl 5 without it"
+                .to_owned(),
+        ),
+        // Settings of the static identity with --etcd.
+        (
+            &["--etcd", etcd, "--state-dir", state],
+            &[],
+            format!("state-dir cannot be set with --etcd, got --state-dir {state}: {leased_mark}"),
+        ),
+        (
+            &["--etcd", etcd],
+            &[("SNOWMINT_STATE_DIR", state)],
+            format!(
+                "state-dir cannot be set with --etcd, got SNOWMINT_STATE_DIR={state}: {leased_mark}"
+            ),
+        ),
+        (
+            &[],
+            &[("SNOWMINT_ETCD", etcd), ("SNOWMINT_WORKER", "3")],
+            "worker cannot be set with --etcd, got SNOWMINT_WORKER=3: the worker is leased \
+             from etcd (--datacenter N leases only workers of datacenter N)"
+                .to_owned(),
+        ),
+        // The hostname's ordinal is the whole identity.
+        (
+            &["--worker-from-hostname", "--etcd", etcd],
+            &[],
+            format!(
+                "etcd cannot be set with --worker-from-hostname, got --etcd {etcd}: \
+                 the identity comes from the hostname or from etcd, not both"
+            ),
+        ),
+        (
+            &["--datacenter", "1"],
+            &[("SNOWMINT_WORKER_FROM_HOSTNAME", "true")],
+            format!(
+                "datacenter cannot be set with --worker-from-hostname, got --datacenter 1: \
+                 {hostname}"
+            ),
+        ),
+        // An empty origin is not "no origin".
+        (
+            &["--state-dir", state, "--cors-origin", ""],
+            &[],
+            "cors-origin must be an origin like https://app.example.com or \
+             http://127.0.0.1:8080 (scheme, host and optional port; no path), got \"\""
+                .to_owned(),
+        ),
+        (
+            &["--state-dir", state],
+            &[("SNOWMINT_CORS_ORIGIN", "https://app.example,")],
+            "cors-origin must be an origin like https://app.example.com or \
+             http://127.0.0.1:8080 (scheme, host and optional port; no path), got \"\""
+                .to_owned(),
+        ),
+    ] {
+        assert_eq!(bad_serve(args, env), expected, "{args:?} {env:?}");
     }
 }
 

@@ -119,7 +119,11 @@ pub fn ok(args: &[&str]) -> String {
 /// stdout, exactly one line `error: ...` on stderr. Returns the message
 /// after `error: `.
 pub fn refused(args: &[&str], code: i32) -> String {
-    let r = run(args);
+    refusal(args, &run(args), code)
+}
+
+/// What [`refused`] checks of a run of `args`.
+fn refusal(args: &[&str], r: &Run, code: i32) -> String {
     assert_eq!(r.code, Some(code), "{args:?}: stderr {:?}", r.stderr);
     assert_eq!(r.stdout, "", "{args:?} wrote to stdout");
     assert_eq!(r.stderr.lines().count(), 1, "{args:?}: {:?}", r.stderr);
@@ -134,6 +138,62 @@ pub fn refused(args: &[&str], code: i32) -> String {
 /// A bad-input refusal: exit status 2 (see [`refused`]).
 pub fn bad(args: &[&str]) -> String {
     refused(args, 2)
+}
+
+/// `snowmint serve --listen 127.0.0.1:0 ARGS` with `env`, which must be
+/// refused as bad input (see [`bad`]) before it serves: one that serves
+/// instead fails the test at its start-up line rather than running on.
+/// Returns the message after `error: `.
+pub fn bad_serve(args: &[&str], env: &[(&str, &str)]) -> String {
+    let mut cmd = snowmint();
+    cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn snowmint serve");
+    let mut stdout = child.stdout.take().unwrap();
+    let stdout = std::thread::spawn(move || {
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).expect("stdout is UTF-8");
+        text
+    });
+    let (tx, rx) = mpsc::channel();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    // Lines as written, their newline kept, for `refusal` to check.
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        while stderr.read_line(&mut line).is_ok_and(|n| n > 0) {
+            let _ = tx.send(std::mem::take(&mut line));
+        }
+    });
+    let start = Instant::now();
+    let mut said = String::new();
+    loop {
+        match rx.recv_timeout(START_LIMIT.saturating_sub(start.elapsed())) {
+            Ok(line) if banner_text(&line).is_some() => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("serve {args:?} with {env:?} was not refused: {line}");
+            }
+            Ok(line) => said.push_str(&line),
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("serve {args:?} with {env:?} neither refused nor served; it said {said:?}");
+            }
+        }
+    }
+    let run = Run {
+        code: child.wait().expect("wait for snowmint serve").code(),
+        stdout: stdout.join().unwrap(),
+        stderr: said,
+    };
+    refusal(args, &run, 2)
 }
 
 /// One HTTP/1.1 response.

@@ -328,7 +328,10 @@ fn bad_tls_flags_exit_2_naming_the_flag_and_the_file() {
     // TLS to etcd: pairs, and only with --etcd.
     assert_eq!(
         serve(&["--etcd-ca", path(&pki.ca())]),
-        "missing --etcd <URL[,URL...]>"
+        format!(
+            "etcd-ca needs --etcd (TLS to etcd), got --etcd-ca {} without it",
+            pki.ca().display()
+        )
     );
     assert_eq!(
         serve(&[

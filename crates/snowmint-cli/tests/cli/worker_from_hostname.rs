@@ -58,9 +58,25 @@ fn worker_from_hostname_conflicts_with_an_explicit_identity() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(
-        stderr.contains("--worker-from-hostname") && stderr.contains("--worker"),
-        "{stderr}"
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "error: worker cannot be set with --worker-from-hostname, got --worker 3: \
+         the identity is the hostname's ordinal (datacenter N / 32, worker N % 32)\n"
     );
+}
+
+/// `SNOWMINT_WORKER_FROM_HOSTNAME=false` (a template's "off") is not the
+/// hostname mode: `--datacenter` is the static identity's.
+#[test]
+fn worker_from_hostname_false_in_the_environment_leaves_the_static_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = snowmint();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--datacenter", "3"])
+        .arg("--state-dir")
+        .arg(dir.path())
+        .env("SNOWMINT_WORKER_FROM_HOSTNAME", "false")
+        .env("HOSTNAME", "snowmint-33");
+    let server = Serve::spawn(cmd);
+    assert_eq!(server.wait_ready(), (3, 0));
 }

@@ -2,5 +2,4 @@
 
 pub(crate) mod generator;
 pub(crate) mod hostname;
-pub(crate) mod identity;
 pub(crate) mod minter;
