@@ -2215,7 +2215,10 @@ impl hyper::body::Body for Undeclared {
 async fn a_client_quota_answers_400_for_a_count_it_never_allows_and_429_with_retry_after() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = Config::default();
-    config.state_dir = dir.path().to_owned();
+    config.identity_source = IdentitySource::Static {
+        identity: snowmint::Identity::default(),
+        state_dir: dir.path().to_owned(),
+    };
     config.client_quota = std::num::NonZeroU32::new(10);
     let served = Served::start(static_state(&config).unwrap()).await;
     let client = reqwest::Client::new();
