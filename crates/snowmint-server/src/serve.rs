@@ -162,9 +162,7 @@ fn start_minter(config: &Config) -> Result<Arc<Minter>, StartError> {
             Minter::start_static(hostname::identity_from_hostname()?, &config.state_dir)?
         }
         #[cfg(feature = "etcd")]
-        IdentitySource::Etcd => {
-            Minter::leased(snowmint_etcd::LeasedGenerator::spawn(config.etcd_config())?)
-        }
+        IdentitySource::Etcd => Minter::start_leased(config.etcd_config())?,
         #[cfg(not(feature = "etcd"))]
         IdentitySource::Etcd => return Err(StartError::EtcdNotBuilt),
     };
@@ -337,7 +335,8 @@ async fn serve_state(
         until_stopped(stopped),
     );
     // Renewals ahead of need and probes of an idle store, so that `/readyz`
-    // finds a store that stopped taking writes within one window.
+    // finds a store that stopped taking writes (within the generator's
+    // `max_proof_age_ms`).
     let keeper = tokio::spawn({
         let minter = Arc::clone(&minter);
         async move {
