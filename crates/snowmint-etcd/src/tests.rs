@@ -87,6 +87,17 @@ async fn claims_are_exclusive_and_marks_are_guarded_by_the_lease() {
         seen,
         ops::load_mark(&mut client, &keys, 0, T).await.unwrap()
     );
+    // A lower mark with the current revision (the one the last write
+    // returned, which the transaction's compare accepts) writes nothing.
+    let now = ops::store_mark(&mut client, &keys, 0, a.id, M + 1_500, Some(seen), T)
+        .await
+        .unwrap();
+    assert_eq!(now, seen);
+    assert_eq!(
+        ops::load_mark(&mut client, &keys, 0, T).await.unwrap(),
+        seen,
+        "a lower mark written under the current revision"
+    );
     // A stale or unknown revision costs a re-read, never a lower mark.
     for known in [None, Some(absent)] {
         let now = ops::store_mark(&mut client, &keys, 0, a.id, M + 1_500, known, T)
