@@ -153,12 +153,20 @@ struct Tenure<'a> {
     max: SnowflakeId,
 }
 
-/// The merged log has no duplicate, each instance's IDs strictly increase,
-/// and two instances that held the same identity did so one after the
-/// other: in time (the later one's first mint ended after the earlier one's
-/// last mint started) and in ID space (every ID of the later is greater).
-fn check_log(log: &Log) -> usize {
+/// Every one of `instances` minted (an instance that issued nothing would
+/// pass every check below unseen), the merged log has no duplicate, each
+/// instance's IDs strictly increase, and two instances that held the same
+/// identity did so one after the other: in time (the later one's first mint
+/// ended after the earlier one's last mint started) and in ID space (every
+/// ID of the later is greater).
+fn check_log(log: &Log, instances: &[&str]) -> usize {
     let log = log.lock().unwrap();
+    for name in instances {
+        assert!(
+            log.iter().any(|b| b.instance == *name),
+            "{name} minted nothing"
+        );
+    }
     let mut seen = HashSet::new();
     let mut per_instance: BTreeMap<&str, Vec<&Batch>> = BTreeMap::new();
     for batch in log.iter() {
@@ -230,6 +238,19 @@ fn check_log(log: &Log) -> usize {
     seen.len()
 }
 
+/// Waits until `instance` has minted a batch that started at or after
+/// `since` (it minted after a fault, a recovery or a take-over).
+async fn wait_minted(log: &Log, instance: &str, since: Instant) {
+    let limit = Duration::from_secs(20);
+    wait_until(&format!("{instance} mints"), limit, || {
+        log.lock()
+            .unwrap()
+            .iter()
+            .any(|b| b.instance == instance && b.started >= since)
+    })
+    .await;
+}
+
 async fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
     while !done() {
@@ -297,11 +318,17 @@ async fn instances_get_distinct_identities_and_a_graceful_stop_frees_one_at_once
     );
     instances.push(next);
 
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Every instance mints, i10 after taking (0, 1) over.
+    let since = Instant::now();
+    for i in &instances {
+        wait_minted(&log, &i.name, since).await;
+    }
+    let names: Vec<String> = instances.iter().map(|i| i.name.clone()).collect();
     for i in instances {
         i.shutdown().await;
     }
-    let issued = check_log(&log);
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let issued = check_log(&log, &names);
     eprintln!("distinct identities: {issued} IDs, no duplicate");
 }
 
@@ -316,7 +343,9 @@ async fn frozen_etcd_fences_every_instance_within_the_ttl_and_they_recover() {
     let b = Instance::start("b", options(&etcd.url(), "/frozen", ttl), &log);
     a.wait_ready(Duration::from_secs(10)).await;
     b.wait_ready(Duration::from_secs(10)).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let since = Instant::now();
+    wait_minted(&log, "a", since).await;
+    wait_minted(&log, "b", since).await;
 
     etcd.freeze();
     // The fence is a safety bound: it must close before the lease can
@@ -338,11 +367,13 @@ async fn frozen_etcd_fences_every_instance_within_the_ttl_and_they_recover() {
     tokio::time::sleep(Duration::from_secs(ttl + 1)).await;
     assert_eq!(a.state(), LeaseState::Fenced);
     etcd.thaw();
+    let thawed = Instant::now();
 
     a.wait_ready(Duration::from_secs(30)).await;
     b.wait_ready(Duration::from_secs(30)).await;
     assert_ne!(a.identity(), b.identity());
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_minted(&log, "a", thawed).await;
+    wait_minted(&log, "b", thawed).await;
     let metrics = a.minter.metrics();
     assert!(metrics.fenced >= 1, "{metrics:?}");
     assert_eq!(metrics.state, LeaseState::Held, "{metrics:?}");
@@ -354,7 +385,7 @@ async fn frozen_etcd_fences_every_instance_within_the_ttl_and_they_recover() {
     assert_eq!(metrics.granted_ttl, Some(Duration::from_secs(3)));
     a.shutdown().await;
     b.shutdown().await;
-    let issued = check_log(&log);
+    let issued = check_log(&log, &["a", "b"]);
     eprintln!("frozen etcd: {issued} IDs, no duplicate");
 }
 
@@ -371,7 +402,7 @@ async fn a_cut_instance_is_fenced_and_the_next_holder_never_overlaps_it() {
     let b = Instance::start("b", options(&etcd.url(), "/cut", ttl), &log);
     b.wait_ready(Duration::from_secs(10)).await;
     assert_eq!((a.identity(), b.identity()), (Some((0, 0)), Some((0, 1))));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_minted(&log, "a", Instant::now()).await;
 
     proxy.cut();
     wait_until("a fenced", Duration::from_secs(ttl), || !a.is_ready()).await;
@@ -386,19 +417,22 @@ async fn a_cut_instance_is_fenced_and_the_next_holder_never_overlaps_it() {
     let c = Instance::start("c", options(&etcd.url(), "/cut", ttl), &log);
     c.wait_ready(Duration::from_secs(10)).await;
     assert_eq!(c.identity(), Some((0, 0)), "c takes over a's identity");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_minted(&log, "c", Instant::now()).await;
     assert!(!a.is_ready(), "a stays fenced while cut off");
 
     proxy.restore();
+    let restored = Instant::now();
     a.wait_ready(Duration::from_secs(30)).await;
     let held: HashSet<_> = [&a, &b, &c].iter().map(|i| i.identity().unwrap()).collect();
     assert_eq!(held.len(), 3, "a claims a new identity: {held:?}");
     assert!(b.minter.metrics().fenced == 0);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    for name in ["a", "b", "c"] {
+        wait_minted(&log, name, restored).await;
+    }
     for i in [a, b, c] {
         i.shutdown().await;
     }
-    let issued = check_log(&log);
+    let issued = check_log(&log, &["a", "b", "c"]);
     eprintln!("cut proxy: {issued} IDs, no duplicate");
 }
 
@@ -491,7 +525,7 @@ async fn a_crashed_holder_is_taken_over_after_its_lease_expires_even_with_a_lagg
         b_min > a_max,
         "b issued {b_min} at or below a's last {a_max}"
     );
-    let issued = check_log(&log);
+    let issued = check_log(&log, &["a", "b"]);
     eprintln!("crash take-over: {issued} IDs, no duplicate; b started at {b_min} > a's {a_max}");
 }
 
@@ -516,8 +550,9 @@ async fn unreachable_etcd_at_start_means_not_ready_until_it_answers() {
     };
     a.wait_ready(Duration::from_secs(30)).await;
     assert_eq!(a.identity(), Some((0, 0)));
+    wait_minted(&log, "a", Instant::now()).await;
     a.shutdown().await;
-    check_log(&log);
+    check_log(&log, &["a"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -570,8 +605,9 @@ async fn all_identities_taken_means_not_ready_and_a_retry_when_one_frees() {
     client.delete("/full/identities/7/7", None).await.unwrap();
     a.wait_ready(Duration::from_secs(30)).await;
     assert_eq!(a.identity(), Some((7, 7)));
+    wait_minted(&log, "a", Instant::now()).await;
     a.shutdown().await;
-    check_log(&log);
+    check_log(&log, &["a"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -594,6 +630,7 @@ async fn a_cut_shorter_than_the_lease_fences_then_resumes_on_the_same_lease() {
     .await;
     assert!(!a.is_ready());
     proxy.restore();
+    let restored = Instant::now();
     a.wait_ready(Duration::from_secs(10)).await;
 
     let status = a.minter.metrics();
@@ -601,9 +638,9 @@ async fn a_cut_shorter_than_the_lease_fences_then_resumes_on_the_same_lease() {
     assert_eq!(status.claims, 1, "no second claim");
     assert_eq!(status.fenced, 1);
     assert_eq!(a.identity(), Some((0, 0)));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_minted(&log, "a", restored).await;
     a.shutdown().await;
-    check_log(&log);
+    check_log(&log, &["a"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -636,8 +673,9 @@ async fn a_damaged_mark_is_never_issued_over_and_its_identity_is_skipped() {
         b"not a number",
         "left for an operator"
     );
+    wait_minted(&log, "a", Instant::now()).await;
     a.shutdown().await;
-    check_log(&log);
+    check_log(&log, &["a"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -654,13 +692,18 @@ async fn a_dead_endpoint_in_the_list_is_routed_around() {
     let a = Instance::start("a", o, &log);
     a.wait_ready(Duration::from_secs(20)).await;
     assert_eq!(a.identity(), Some((0, 0)));
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert!(
-        a.is_ready(),
-        "renewals keep going through the live endpoint"
-    );
+    // Renewals keep going through the live endpoint: three more, with no
+    // failure between (a failed one would have fenced a TTL of 2 s).
+    let before = a.minter.metrics();
+    wait_until("three more renewals", Duration::from_secs(10), || {
+        a.minter.metrics().renewals >= before.renewals + 3
+    })
+    .await;
+    assert!(a.is_ready());
+    assert_eq!(a.minter.metrics().fenced, before.fenced);
+    wait_minted(&log, "a", Instant::now()).await;
     a.shutdown().await;
-    check_log(&log);
+    check_log(&log, &["a"]);
 }
 
 /// The IDs `instance` issued as (datacenter, worker), in order.
@@ -765,7 +808,7 @@ async fn a_lost_identity_key_fences_at_once_and_the_instance_claims_again() {
 
     a.minter.generator().unwrap().persist_last_issued().unwrap();
     a.shutdown().await;
-    check_log(&log);
+    check_log(&log, &["a"]);
 }
 
 #[test]

@@ -178,9 +178,7 @@ fn start_minter(config: &Config) -> Result<Arc<Minter>, StartError> {
             Minter::start_static(hostname::identity_from_hostname()?, state_dir)?
         }
         #[cfg(feature = "etcd")]
-        IdentitySource::Etcd(etcd) => {
-            Minter::leased(snowmint_etcd::LeasedGenerator::spawn(etcd.etcd_config())?)
-        }
+        IdentitySource::Etcd(etcd) => Minter::start_leased(etcd.etcd_config())?,
         #[cfg(not(feature = "etcd"))]
         IdentitySource::Etcd(_) => return Err(StartError::EtcdNotBuilt),
     };
@@ -362,7 +360,8 @@ async fn serve_state(
         until_stopped(stopped),
     );
     // Renewals ahead of need and probes of an idle store, so that `/readyz`
-    // finds a store that stopped taking writes within one window.
+    // finds a store that stopped taking writes (within the generator's
+    // `max_proof_age_ms`).
     let keeper = tokio::spawn({
         let minter = Arc::clone(&minter);
         async move {

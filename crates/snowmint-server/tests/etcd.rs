@@ -243,3 +243,45 @@ async fn a_bad_etcd_setting_is_refused_before_serving() {
         "lease-ttl must be 2..=3600 whole seconds, got 1"
     );
 }
+
+/// etcd's store revision, which counts its writes (puts, transactions
+/// that wrote) and nothing else: keep-alives and reads leave it alone.
+fn etcd_revision(url: &str) -> u64 {
+    let out = std::process::Command::new("etcdctl")
+        .args(["--endpoints", url, "get", "--prefix", "/", "--keys-only"])
+        .args(["-w", "json"])
+        .output()
+        .expect("etcdctl runs");
+    assert!(out.status.success(), "etcdctl: {out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["header"]["revision"].as_u64().expect("a revision")
+}
+
+/// An idle `serve --etcd` costs etcd its keep-alives, not a mark write
+/// (a Raft write) a second: it probes etcd's writability every 15 s, and
+/// `/readyz` stays 200 meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_server_writes_no_mark_every_second() {
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    let served = Served::start(&etcd.url(), "/idle", 10).await;
+    served.wait_readyz(200, Duration::from_secs(20)).await;
+    assert_eq!(served.mint(1).await.0, 200);
+    let before = etcd_revision(&etcd.url());
+    // Eight idle seconds, watched through `/readyz` (whose calls probe
+    // when a probe is due, as the server's own keeper does).
+    let idle = Duration::from_secs(8);
+    let start = Instant::now();
+    while start.elapsed() < idle {
+        let (status, body) = served.readyz().await;
+        assert_eq!(status, 200, "{body}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let writes = etcd_revision(&etcd.url()) - before;
+    assert!(
+        writes <= 1,
+        "{writes} writes to etcd in {idle:?} of idling (a probe is due every 15 s)"
+    );
+    served.stop().await;
+}

@@ -24,6 +24,31 @@ pub fn static_generator(identity: Identity, state_dir: &Path) -> Result<Generato
         .map_err(StaticError::Build)
 }
 
+/// How old the newest mark write of a leased identity may be while
+/// `/readyz` still trusts etcd to take the next one (the generator's
+/// [`max_proof_age_ms`](snowmint::GeneratorBuilder::max_proof_age_ms)): 30 s.
+/// Every mark write is a Raft write, so an idle `serve --etcd` probes etcd
+/// with one only every 15 s (a static identity's file: every second), and
+/// `/readyz` turns 503 at most 30 s after etcd stops taking writes while
+/// it still answers keep-alives; when etcd stops answering at all, the
+/// lease's fence closes it sooner.
+#[cfg(feature = "etcd")]
+pub(crate) const LEASED_PROOF_AGE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Builds a leased identity's generator over its etcd store (the lease
+/// session's generator factory in `serve --etcd`): the default one, but
+/// probed only as often as [`LEASED_PROOF_AGE`] asks.
+#[cfg(feature = "etcd")]
+pub(crate) fn leased_generator(
+    identity: Identity,
+    store: snowmint_etcd::EtcdStore,
+) -> Result<Generator, BuildError> {
+    Generator::builder_for(identity)
+        .store(store)
+        .max_proof_age_ms(LEASED_PROOF_AGE.as_millis() as u64)
+        .build()
+}
+
 /// Why the static generator could not be built. Each message names the
 /// path or the identity concerned.
 #[derive(Debug, thiserror::Error)]

@@ -199,6 +199,19 @@ impl Minter {
         })
     }
 
+    /// Starts the etcd identity source: a lease session over `etcd`, its
+    /// generators built to probe etcd every 15 s when idle, not every
+    /// second (a probe is a Raft write), so that `/readyz` turns 503 at most
+    /// 30 s after etcd stops taking writes.
+    /// Holds no identity yet when this returns (not ready until it does).
+    #[cfg(feature = "etcd")]
+    pub fn start_leased(
+        etcd: snowmint_etcd::EtcdConfig,
+    ) -> Result<Arc<Minter>, snowmint_etcd::EtcdError> {
+        let etcd = etcd.generator(Arc::new(crate::mint::generator::leased_generator));
+        Ok(Minter::leased(snowmint_etcd::LeasedGenerator::spawn(etcd)?))
+    }
+
     /// A minter over a lease session started elsewhere.
     #[cfg(feature = "etcd")]
     pub fn leased(leased: snowmint_etcd::LeasedGenerator) -> Arc<Minter> {
@@ -267,8 +280,10 @@ impl Minter {
     /// it from async code after a mint and from readiness probes.
     ///
     /// The server also calls it every quarter window (`KEEP_EVERY`), so
-    /// an idle instance probes its store every half window and `/readyz`
-    /// finds a store that stopped taking writes within one window.
+    /// an idle instance probes its store at half the generator's
+    /// `max_proof_age_ms` (a static identity's file every second, a leased
+    /// identity's etcd every 15 s) and `/readyz` finds a store that stopped
+    /// taking writes within that age.
     pub fn renew_in_background_if_due(&self) {
         let generator = match &self.source {
             // Looked at in place: most mints find nothing due, and a clone

@@ -37,6 +37,16 @@ struct Args {
     /// The claim fails if not every identity is held within this, seconds.
     #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=3600))]
     claim_limit_seconds: u64,
+    /// The `snowmint` binary (built with `--features etcd`) whose idle
+    /// `serve --etcd` is measured.
+    #[arg(long, env = "SNOWMINT_BIN", default_value = "target/release/snowmint")]
+    snowmint: PathBuf,
+    /// How many idle `serve --etcd` processes are measured.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=32))]
+    serve_instances: u64,
+    /// How long their idle cost is measured, seconds.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    serve_seconds: u64,
     /// Where summary.json and report.html go.
     #[arg(long, default_value = "artifacts/scale")]
     out: PathBuf,
@@ -58,6 +68,9 @@ async fn main() -> ExitCode {
         steady: Duration::from_secs(args.steady_seconds),
         waiter: Duration::from_secs(args.waiter_seconds),
         claim_limit: Duration::from_secs(args.claim_limit_seconds),
+        snowmint: args.snowmint,
+        serve_instances: args.serve_instances as usize,
+        serve_idle: Duration::from_secs(args.serve_seconds),
         out: args.out,
     };
     let out = config.out.clone();

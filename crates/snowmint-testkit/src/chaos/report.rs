@@ -62,7 +62,9 @@ fn availability(input: &Input<'_>, instance: usize) -> (f64, f64, f64, usize) {
 }
 
 /// Every violation: the checker's, faults of the schedule that did not
-/// happen, incidents, and an interrupted run.
+/// happen, a run that checked nothing (no ID minted) or whose `stale_leader`
+/// faults never made their target refuse a renewal, incidents, and an
+/// interrupted run.
 fn violations(input: &Input<'_>) -> Vec<String> {
     let mut out: Vec<String> = input
         .findings
@@ -70,6 +72,28 @@ fn violations(input: &Input<'_>) -> Vec<String> {
         .iter()
         .map(ToString::to_string)
         .collect();
+    if input.findings.ids == 0 {
+        out.push("no ID was minted: the checks had nothing to check".to_owned());
+    }
+    // A stale leader that made nobody refuse a keep-alive answer showed
+    // nothing of etcd issue 15247; one refusal in the run shows the guard.
+    let stale: Vec<_> = input
+        .history
+        .faults
+        .iter()
+        .filter(|r| r.kind == FaultKind::StaleLeader && r.happened)
+        .collect();
+    if !stale.is_empty() && !stale.iter().any(|r| r.unconfirmed_renewals > Some(0)) {
+        let unread = stale
+            .iter()
+            .filter(|r| r.unconfirmed_renewals.is_none())
+            .count();
+        out.push(format!(
+            "stale_leader: {} happened, none made its target refuse a keep-alive answer \
+             ({unread} of them unread: the target did not answer /metrics)",
+            stale.len()
+        ));
+    }
     for (kind, &count) in &input.findings.counts {
         if count > super::checker::LISTED_PER_KIND as u64 {
             out.push(format!("... {count} {kind} violations in all"));
@@ -542,5 +566,87 @@ fn faults_on(
             name = record.kind.name(),
             detail = esc(&record.detail),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::history::FaultRecord;
+    use super::*;
+
+    fn config() -> Config {
+        Config {
+            seconds: 30,
+            seed: 1,
+            instances: 1,
+            members: 3,
+            lease_ttl: 3,
+            think_ms: 40,
+            snowmint: "snowmint".into(),
+            out: "out".into(),
+        }
+    }
+
+    fn stale_leader(unconfirmed_renewals: Option<u64>) -> (Fault, FaultRecord) {
+        let fault = Fault {
+            at_ms: 0,
+            kind: FaultKind::StaleLeader,
+            target: Some(0),
+            hold_ms: 2_000,
+            back_ms: 0,
+            forward_ms: 0,
+        };
+        let record = FaultRecord {
+            index: 0,
+            kind: FaultKind::StaleLeader,
+            lane: Some("i0".to_owned()),
+            start_us: 0,
+            end_us: Some(3_000_000),
+            happened: true,
+            detail: String::new(),
+            unconfirmed_renewals,
+        };
+        (fault, record)
+    }
+
+    /// The violations of a run with `ids` IDs checked and one
+    /// `stale_leader` fault whose target refused `unconfirmed` answers.
+    fn violations_of(ids: u64, unconfirmed: Option<u64>) -> Vec<String> {
+        let config = config();
+        let (fault, record) = stale_leader(unconfirmed);
+        let history = History {
+            faults: vec![record],
+            ..History::default()
+        };
+        let findings = Findings {
+            ids,
+            ..Findings::default()
+        };
+        let lanes = ["i0".to_owned(), "static".to_owned()];
+        violations(&Input {
+            config: &config,
+            started_unix_ms: 0,
+            history: &history,
+            findings: &findings,
+            schedule: &[fault],
+            lanes: &lanes,
+            interrupted: false,
+        })
+    }
+
+    #[test]
+    fn a_run_that_minted_nothing_or_saw_no_refused_renewal_fails() {
+        assert_eq!(violations_of(1_000, Some(2)), Vec::<String>::new());
+        assert_eq!(
+            violations_of(0, Some(2)),
+            ["no ID was minted: the checks had nothing to check"]
+        );
+        let refused_none = "stale_leader: 1 happened, none made its target refuse a \
+                            keep-alive answer";
+        for unconfirmed in [Some(0), None] {
+            let found = violations_of(1_000, unconfirmed);
+            assert_eq!(found.len(), 1, "{found:?}");
+            assert!(found[0].starts_with(refused_none), "{found:?}");
+        }
     }
 }

@@ -160,7 +160,9 @@ pub const ELECTION_TIMEOUT_MS: u64 = 1000;
 /// of its lane, kinds in rounds (each round every kind of the lane, in a
 /// shuffled order) so that a run long enough sees every kind; the etcd
 /// lane opens with a [`FaultKind::StaleLeader`], so that every run, even a
-/// short one, has one. Sorted by start.
+/// short one, has one; each `stale_leader` targets an instance no fault of
+/// the instance lane touches meanwhile (see [`clear_target`]). Sorted by
+/// start.
 pub fn schedule(plan: &Plan) -> Vec<Fault> {
     let mut rng = ChaCha8Rng::seed_from_u64(plan.seed);
     let end_ms = plan.seconds * 1000;
@@ -208,8 +210,45 @@ pub fn schedule(plan: &Plan) -> Vec<Fault> {
             faults.push(fault);
         }
     }
+    // Drawn after both lanes, so that the other faults of a seed stay put.
+    for i in 0..faults.len() {
+        if faults[i].kind == FaultKind::StaleLeader {
+            faults[i].target = clear_target(&mut rng, plan, &faults, &faults[i]);
+        }
+    }
     faults.sort_by_key(|f| (f.at_ms, f.kind));
     faults
+}
+
+/// An instance for `stale`, drawn among those that no fault of the
+/// instance lane (kill, pause, partition, clock step) touches from a TTL
+/// before it to a TTL after it: a target that is down, paused or cut off
+/// meanwhile (or still claiming again after it) sends the stale leader no
+/// keep-alive to answer, and the fault shows nothing. Keeps the target it
+/// has when every instance is busy.
+fn clear_target(
+    rng: &mut ChaCha8Rng,
+    plan: &Plan,
+    faults: &[Fault],
+    stale: &Fault,
+) -> Option<usize> {
+    let ttl_ms = plan.lease_ttl * 1000;
+    let from = stale.at_ms.saturating_sub(ttl_ms);
+    let to = stale.at_ms + stale.planned_ms() + ttl_ms;
+    let busy = |instance: usize| {
+        faults.iter().any(|f| {
+            !f.kind.on_etcd()
+                && f.target == Some(instance)
+                && f.at_ms < to
+                && f.at_ms + f.planned_ms() > from
+        })
+    };
+    let free: Vec<usize> = (0..plan.instances).filter(|&i| !busy(i)).collect();
+    if free.is_empty() {
+        stale.target
+    } else {
+        Some(free[rng.random_range(0..free.len())])
+    }
 }
 
 fn draw(rng: &mut ChaCha8Rng, plan: &Plan, kind: FaultKind, at_ms: u64, ttl_ms: u64) -> Fault {
@@ -310,6 +349,30 @@ mod tests {
                     assert!(f.hold_ms > ELECTION_TIMEOUT_MS, "outlasts an election");
                     assert!(f.hold_ms < 3000, "shorter than the lease");
                 }
+            }
+        }
+    }
+
+    /// The instance a stale leader should fool is up, reachable and holding
+    /// its lease the whole time: no fault of the other lane touches it.
+    #[test]
+    fn a_stale_leaders_target_is_left_alone_by_the_instance_lane() {
+        for seed in 0..200 {
+            let plan = plan(seed, 60);
+            let faults = schedule(&plan);
+            let ttl_ms = plan.lease_ttl * 1000;
+            for stale in faults.iter().filter(|f| f.kind == FaultKind::StaleLeader) {
+                let (from, to) = (
+                    stale.at_ms.saturating_sub(ttl_ms),
+                    stale.at_ms + stale.planned_ms() + ttl_ms,
+                );
+                let clash = faults.iter().find(|f| {
+                    !f.kind.on_etcd()
+                        && f.target == stale.target
+                        && f.at_ms < to
+                        && f.at_ms + f.planned_ms() > from
+                });
+                assert_eq!(clash, None, "seed {seed}: {stale:?}");
             }
         }
     }

@@ -11,9 +11,12 @@
 //! - `metrics.rs`: etcd's request counters, scraped from every member.
 //! - `run.rs`: the phases (claim, steady state, one waiter too many, a
 //!   storm of crashed holders), the checks and `summary.json`.
+//! - `serve.rs`: what idle `snowmint serve --etcd` processes cost etcd
+//!   (the server's keeper, which the library's generators lack).
 //! - `report.rs`: `report.html`, the held identities and etcd's requests
 //!   per second over time.
 
 pub mod metrics;
 pub mod report;
 pub mod run;
+pub mod serve;

@@ -21,6 +21,12 @@
 //!    revoke: their leases expire), and as many new generators started:
 //!    `storm_reclaimed_s` until every identity is held again.
 //!
+//! 5. **`serve` idle.** The generators above have no keeper; `serve` renews
+//!    and probes its reservation on a timer, so `serve_instances` real
+//!    `snowmint serve --etcd` processes (under a prefix of their own) hold
+//!    an identity each and mint nothing for `serve_idle`: etcd's requests
+//!    and `Txn`s (mark writes) per second per process (`serve_idle`).
+//!
 //! Then every minted ID is checked for duplicates (`ids`, `duplicates`).
 //! The generators' endpoints are members 0 and 1 (rotated, so both carry
 //! half); member 2 is the waiter's alone. The etcd cluster is killed when
@@ -43,6 +49,9 @@ pub const MAX_CLAIM_TXNS_PER_IDENTITY: f64 = 3.0;
 /// A waiter may cost etcd at most this many requests per second (the
 /// design's bound is one; this is its margin).
 pub const MAX_WAITER_REQUESTS_PER_S: f64 = 1.5;
+/// An idle `serve` may write its mark at most this often, per second (its
+/// probe is due every 15 s; a write a second was the bug this bounds).
+pub const MAX_SERVE_IDLE_TXNS_PER_S: f64 = 0.2;
 /// Threads that mint, each for its share of the generators.
 const MINT_LANES: usize = 32;
 /// The key prefix of the run.
@@ -67,6 +76,13 @@ pub struct Config {
     pub waiter: Duration,
     /// The claim (and the storm's re-claim) fails past this.
     pub claim_limit: Duration,
+    /// The `snowmint` binary (built with `--features etcd`) whose idle
+    /// `serve` is measured.
+    pub snowmint: PathBuf,
+    /// How many `serve --etcd` processes idle.
+    pub serve_instances: usize,
+    /// How long their idle cost is measured.
+    pub serve_idle: Duration,
     /// Where `summary.json` and `report.html` go.
     pub out: PathBuf,
 }
@@ -587,8 +603,6 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
     for lane in lanes {
         let _ = lane.join();
     }
-    sampling.store(false, Ordering::Relaxed);
-    let _ = sampler.await;
     let mut runs = std::mem::take(&mut *runs.lock().unwrap_or_else(PoisonError::into_inner));
     let (ids, duplicates) = count_duplicates(&mut runs);
     if duplicates > 0 {
@@ -606,6 +620,40 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
     // Crash-stop the rest: the cluster goes with them.
     let rest: Vec<_> = fleet.lock().drain(..).flatten().collect();
     tokio::task::spawn_blocking(move || drop(rest)).await?;
+
+    // 5. Idle `serve` processes (the generators above are gone; their
+    // leases expire on their own, under another prefix).
+    let serve_from = since.elapsed().as_secs_f64();
+    println!(
+        "scale: {} idle `snowmint serve --etcd` for {:?}",
+        config.serve_instances, config.serve_idle
+    );
+    let idle = super::serve::idle_cost(
+        &config.snowmint,
+        &urls[..2],
+        config.serve_instances,
+        config.lease_ttl,
+        config.serve_idle,
+        &config.out.join("logs"),
+    )
+    .await?;
+    phases.push(Phase {
+        name: "serve idle",
+        from: serve_from,
+        to: since.elapsed().as_secs_f64(),
+    });
+    println!(
+        "scale: an idle serve costs etcd {:.3} requests/s, {:.3} mark writes/s",
+        idle.requests_per_s, idle.txns_per_s
+    );
+    if idle.txns_per_s > MAX_SERVE_IDLE_TXNS_PER_S {
+        failures.push(format!(
+            "an idle serve wrote to etcd {:.3} times a second (at most {MAX_SERVE_IDLE_TXNS_PER_S})",
+            idle.txns_per_s
+        ));
+    }
+    sampling.store(false, Ordering::Relaxed);
+    let _ = sampler.await;
     drop(cluster);
 
     let round3 = |x: f64| (x * 1000.0).round() / 1000.0;
@@ -621,6 +669,12 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
         "ids": ids,
         "duplicates": duplicates,
         "rss_per_generator_kib": round3(rss_per_generator_kib),
+        "serve_idle": {
+            "instances": idle.instances,
+            "seconds": round3(idle.seconds),
+            "etcd_requests_per_s": round3(idle.requests_per_s),
+            "etcd_txns_per_s": round3(idle.txns_per_s),
+        },
     });
     let timeline = timeline
         .lock()

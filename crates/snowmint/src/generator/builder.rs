@@ -37,6 +37,8 @@ pub struct GeneratorBuilder {
     max_borrow_ms: u64,
     max_wait: Duration,
     window_ms: u64,
+    /// `None`: the reservation window.
+    max_proof_age_ms: Option<u64>,
     store_timeout: Duration,
 }
 
@@ -48,6 +50,7 @@ impl fmt::Debug for GeneratorBuilder {
             .field("max_borrow_ms", &self.max_borrow_ms)
             .field("max_wait", &self.max_wait)
             .field("reserve_window_ms", &self.window_ms)
+            .field("max_proof_age_ms", &self.max_proof_age_ms)
             .field("store_timeout", &self.store_timeout)
             .finish_non_exhaustive()
     }
@@ -62,6 +65,7 @@ impl GeneratorBuilder {
             max_borrow_ms: DEFAULT_MAX_BORROW_MS,
             max_wait: DEFAULT_MAX_WAIT,
             window_ms: DEFAULT_RESERVE_WINDOW_MS,
+            max_proof_age_ms: None,
             store_timeout: DEFAULT_STORE_TIMEOUT,
         }
     }
@@ -99,6 +103,39 @@ impl GeneratorBuilder {
     /// the store is written about once per half window while minting.
     pub fn reserve_window_ms(mut self, ms: u64) -> Self {
         self.window_ms = ms;
+        self
+    }
+
+    /// How old the newest successful store write may be while the
+    /// generator counts as [ready](Generator::check_ready), default the
+    /// reservation window. A caller that keeps an idle generator ready
+    /// probes the store when [`renewal_due`](Generator::renewal_due) says
+    /// so, at half this age; so an idle generator writes its mark once per
+    /// half of it, and readiness turns false at most this long after the
+    /// store stopped taking writes (at once when a probe fails). Raise it
+    /// where a write is dear (a mark kept in a consensus store) and a
+    /// slower readiness verdict is fine. Minting is not affected: a mint
+    /// that needs a mark always writes one first.
+    ///
+    /// ```
+    /// use snowmint::{Generator, ManualClock, MemoryStore};
+    /// let clock = ManualClock::new(1_700_000_000_000);
+    /// let generator = Generator::builder(0, 0)
+    ///     .clock(clock.clone())
+    ///     .store(MemoryStore::new())
+    ///     .max_proof_age_ms(30_000)
+    ///     .build()?;
+    /// generator.renew_reservation()?;
+    /// clock.advance(14_999);
+    /// assert!(!generator.renewal_due(), "idle: no probe before 15 s");
+    /// clock.advance(15_001);
+    /// assert!(generator.check_ready().is_ok(), "30 s since the write: trusted");
+    /// clock.advance(1);
+    /// assert!(generator.check_ready().is_err(), "no longer");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn max_proof_age_ms(mut self, ms: u64) -> Self {
+        self.max_proof_age_ms = Some(ms);
         self
     }
 
@@ -171,6 +208,7 @@ impl GeneratorBuilder {
             renewal_asked: AtomicBool::new(false),
             store_failing: AtomicBool::new(false),
             proven_ms: AtomicU64::new(0),
+            max_proof_age_ms: self.max_proof_age_ms.unwrap_or(self.window_ms),
             retired: AtomicBool::new(false),
             counters: Counters::default(),
         }

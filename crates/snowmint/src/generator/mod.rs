@@ -124,6 +124,10 @@ pub struct Generator {
     /// The clock (Unix ms) when a mark write last succeeded; 0 before the
     /// first. Readiness trusts the store only while this is recent.
     proven_ms: AtomicU64,
+    /// How old (ms) the newest successful write may be while readiness
+    /// still trusts the store; an idle generator's probe is due at half
+    /// of it.
+    max_proof_age_ms: u64,
     /// [`Generator::persist_last_issued`] ran: renewals and probes write
     /// nothing from now on, so the lowered mark stays lowered.
     retired: AtomicBool,
@@ -507,10 +511,11 @@ impl Generator {
     ///   [`renew_reservation`](Generator::renew_reservation) makes one),
     ///   the newest write did not fail, no write is in flight past its
     ///   [`store_timeout`](GeneratorBuilder::store_timeout), and the newest
-    ///   success is at most one reservation window old by the clock (an idle
-    ///   caller renews when [`renewal_due`](Generator::renewal_due) says so,
-    ///   which it does after half a window, so a store that stopped taking
-    ///   writes is found within one window).
+    ///   success is at most [`max_proof_age_ms`](GeneratorBuilder::max_proof_age_ms)
+    ///   old by the clock (default one reservation window; an idle caller
+    ///   probes when [`renewal_due`](Generator::renewal_due) says so, which
+    ///   it does at half that age, so a store that stopped taking writes is
+    ///   found within that age).
     ///
     /// ```
     /// use snowmint::{GenerateError, Generator, ManualClock, MemoryStore};
@@ -558,14 +563,16 @@ impl Generator {
                 StoreErrorKind::Other,
                 "no reservation write has succeeded yet",
             ))),
-            Some(age) if age > self.window_ms => Err(GenerateError::Reservation(StoreError::new(
-                StoreErrorKind::Timeout,
-                format!(
-                    "no reservation write has succeeded for {age} ms \
-                         (more than the {} ms window)",
-                    self.window_ms
-                ),
-            ))),
+            Some(age) if age > self.max_proof_age_ms => {
+                Err(GenerateError::Reservation(StoreError::new(
+                    StoreErrorKind::Timeout,
+                    format!(
+                        "no reservation write has succeeded for {age} ms \
+                         (a success is trusted for {} ms)",
+                        self.max_proof_age_ms
+                    ),
+                )))
+            }
             Some(_) => Ok(()),
         }
     }
@@ -998,9 +1005,70 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "cannot reserve IDs ahead (no ID was issued): no reservation write has \
-             succeeded for 2001 ms (more than the 2000 ms window)"
+             succeeded for 2001 ms (a success is trusted for 2000 ms)"
         );
         g.renew_reservation().unwrap();
+        assert_eq!(g.check_ready(), Ok(()));
+    }
+
+    /// With a longer `max_proof_age_ms`, a keeper that probes whenever
+    /// `renewal_due` says so writes an idle generator's mark once per half
+    /// of that age instead of once per half window, stays ready throughout,
+    /// and still finds a store that stopped taking writes at its next probe.
+    #[test]
+    fn a_longer_proof_age_probes_an_idle_store_less_often() {
+        // A keeper's minute of idling: asks every 500 ms, probes when due.
+        let idle_minute = |g: &Generator, clock: &ManualClock| {
+            for _ in 0..120 {
+                clock.advance(500);
+                if g.renewal_due() {
+                    let _ = g.renew_reservation();
+                }
+                if g.check_ready().is_err() {
+                    return false;
+                }
+            }
+            true
+        };
+        let store = MemoryStore::new();
+        let clock = ManualClock::new(T);
+        let g = built_before(
+            &clock,
+            Generator::builder(0, 0)
+                .store(store.clone())
+                .max_proof_age_ms(30_000),
+        );
+        g.renew_reservation().unwrap();
+        let writes = store.writes();
+        assert!(idle_minute(&g, &clock), "ready all the idle minute");
+        assert_eq!(store.writes() - writes, 4, "one probe per 15 s");
+
+        // The default: one probe per half window.
+        let default_store = MemoryStore::new();
+        let default = stored(&clock, &default_store);
+        default.renew_reservation().unwrap();
+        let writes = default_store.writes();
+        assert!(idle_minute(&default, &clock));
+        assert_eq!(default_store.writes() - writes, 60, "one probe per second");
+
+        // The store stops taking writes: not ready from the next probe on,
+        // at most 15 s later.
+        store.fail(true);
+        let mut waited = 0;
+        while g.check_ready().is_ok() {
+            assert!(
+                waited <= 15_000,
+                "still ready {waited} ms after the failure"
+            );
+            clock.advance(500);
+            waited += 500;
+            if g.renewal_due() {
+                let _ = g.renew_reservation();
+            }
+        }
+        // A mint needs no probe: it writes its mark first.
+        store.fail(false);
+        assert!(g.next_id().is_ok());
         assert_eq!(g.check_ready(), Ok(()));
     }
 

@@ -107,16 +107,19 @@ impl Generator {
 
     /// Whether the store should be written now to find out that it still
     /// can be (readiness): no write has succeeded yet, or the newest success
-    /// is half a window old.
+    /// is half the [`max_proof_age_ms`](super::GeneratorBuilder::max_proof_age_ms)
+    /// old (so a healthy store is proven again before readiness stops
+    /// trusting it).
     fn probe_due(&self) -> bool {
         self.since_proven_ms()
-            .is_none_or(|age| age >= self.renew_ahead_ms)
+            .is_none_or(|age| age >= self.max_proof_age_ms / 2)
     }
 
     /// For callers of [`try_next_ids`](Generator::try_next_ids) and
     /// readiness probes: `true` when the mark should be written now (to
     /// renew it ahead of the IDs being issued, to retry a failing store, or
-    /// as a probe: no write has succeeded yet, or none for half a window),
+    /// as a probe: no write has succeeded yet, or none for half the
+    /// [`max_proof_age_ms`](super::GeneratorBuilder::max_proof_age_ms)),
     /// once per renewal. The caller then runs
     /// [`renew_reservation`](Generator::renew_reservation) on a thread that
     /// may block; until it has, later calls answer `false`. Without a store,
@@ -136,8 +139,8 @@ impl Generator {
 
     /// Writes a new mark a window ahead of the last issued millisecond or
     /// of the clock, whichever is later, unless a mark far enough ahead is
-    /// durable, the last write succeeded and it is less than half a window
-    /// old. Shares a write in flight like [`next_id`](Generator::next_id)
+    /// durable, the last write succeeded and it is younger than half the
+    /// [`max_proof_age_ms`](super::GeneratorBuilder::max_proof_age_ms). Shares a write in flight like [`next_id`](Generator::next_id)
     /// does, and waits at most [`store_timeout`](super::GeneratorBuilder::store_timeout)
     /// for it (twice if one was in flight). Blocks: call it where blocking is
     /// fine. Without a store, or after

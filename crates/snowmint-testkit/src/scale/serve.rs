@@ -1,0 +1,125 @@
+//! What an idle `snowmint serve --etcd` costs etcd: the library's
+//! generators (the other phases) have no keeper, but `serve` renews and
+//! probes its reservation on a timer of its own, so its idle cost is
+//! measured on real processes: `instances` of them, each holding an
+//! identity and minting nothing, their requests to etcd counted over
+//! `watch` by etcd itself.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use tokio::process::{Child, Command};
+
+use super::metrics::Scraper;
+use crate::etcd;
+
+/// The serve processes' key prefix: an identity space of their own, apart
+/// from the generators'.
+const PREFIX: &str = "/scale-serve";
+/// How long the processes get to start and hold an identity.
+const READY_LIMIT: Duration = Duration::from_secs(60);
+
+/// What the idle processes cost etcd.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IdleCost {
+    /// How many `serve` processes idled.
+    pub instances: usize,
+    /// Over how long, seconds.
+    pub seconds: f64,
+    /// etcd's client requests per second, per process.
+    pub requests_per_s: f64,
+    /// etcd's `Txn` requests (mark writes) per second, per process.
+    pub txns_per_s: f64,
+}
+
+/// One `serve` process; killed when dropped.
+struct Served {
+    addr: SocketAddr,
+    child: Child,
+}
+
+/// Starts `instances` `serve --etcd` processes of `binary` against `urls`
+/// (their logs in `logs`), waits until each is ready, then counts etcd's
+/// requests over `watch` while they idle. The processes are killed before
+/// this returns.
+///
+/// # Errors
+///
+/// When a process does not start, exits, or is not ready within a minute,
+/// or etcd's counters cannot be read.
+pub async fn idle_cost(
+    binary: &Path,
+    urls: &[String],
+    instances: usize,
+    lease_ttl: u64,
+    watch: Duration,
+    logs: &Path,
+) -> anyhow::Result<IdleCost> {
+    std::fs::create_dir_all(logs).with_context(|| format!("create {}", logs.display()))?;
+    let mut served = Vec::with_capacity(instances);
+    for i in 0..instances {
+        let ip = etcd::random_loopback();
+        let addr = SocketAddr::from((ip, etcd::free_port_on(ip)));
+        let log = std::fs::File::create(logs.join(format!("serve{i}.log")))?;
+        let child = Command::new(binary)
+            .args(["serve", "--listen", &addr.to_string()])
+            .args(["--etcd", &urls.join(",")])
+            .args(["--etcd-prefix", PREFIX])
+            .args(["--lease-ttl", &lease_ttl.to_string()])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("spawn {}", binary.display()))?;
+        served.push(Served { addr, child });
+    }
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()?;
+    let start = Instant::now();
+    for (i, s) in served.iter_mut().enumerate() {
+        loop {
+            if let Some(status) = s.child.try_wait()? {
+                bail!("serve{i} exited at start with {status}");
+            }
+            let ready = http
+                .get(format!("http://{}/readyz", s.addr))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            if ready {
+                break;
+            }
+            if start.elapsed() > READY_LIMIT {
+                bail!("serve{i} not ready after {READY_LIMIT:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    // Past the start writes and the first renewal of each.
+    tokio::time::sleep(Duration::from_secs(lease_ttl / 2 + 1)).await;
+    let scraper = Scraper::new(urls)?;
+    let from = Instant::now();
+    let before = scraper.total().await?;
+    tokio::time::sleep(watch).await;
+    let after = scraper.total().await?;
+    let seconds = from.elapsed().as_secs_f64();
+    for (i, s) in served.iter_mut().enumerate() {
+        if let Some(status) = s.child.try_wait()? {
+            bail!("serve{i} exited while idle with {status}");
+        }
+    }
+    drop(served);
+    let delta = after - before;
+    let per = |n: f64| n / seconds / instances as f64;
+    Ok(IdleCost {
+        instances,
+        seconds,
+        requests_per_s: per(delta.requests),
+        txns_per_s: per(delta.txns),
+    })
+}
