@@ -291,6 +291,51 @@ impl Cluster {
         }
     }
 
+    /// A hot standby of this server (`pg_basebackup -R`), started.
+    pub fn standby(&self) -> Cluster {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let standby = Cluster {
+            bin: self.bin.clone(),
+            dir,
+        };
+        if is_root() {
+            check(
+                Command::new("chown")
+                    .args(["postgres:postgres", path(standby.dir.path())])
+                    .output()
+                    .expect("run chown"),
+                "chown to postgres",
+            );
+        }
+        check(
+            standby
+                .as_server_user(&self.bin.join("pg_basebackup"), &[])
+                .args([
+                    "-h",
+                    path(self.dir.path()),
+                    "-U",
+                    "postgres",
+                    "-R",
+                    "-X",
+                    "stream",
+                ])
+                .args(["-D", path(&standby.data())])
+                .output()
+                .expect("run pg_basebackup"),
+            "pg_basebackup",
+        );
+        // Its own socket directory.
+        let conf_path = standby.data().join("postgresql.conf");
+        let mut conf = std::fs::read_to_string(&conf_path).expect("read postgresql.conf");
+        conf.push_str(&format!(
+            "unix_socket_directories = '{}'\n",
+            path(standby.dir.path())
+        ));
+        std::fs::write(&conf_path, conf).expect("write postgresql.conf");
+        standby.start_server(Clock::Real);
+        standby
+    }
+
     /// A new connection to database `postgres`.
     pub fn connect(&self) -> postgres::Client {
         postgres::Config::new()

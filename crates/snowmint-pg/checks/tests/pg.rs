@@ -528,3 +528,78 @@ fn the_reading_functions_refuse_input_out_of_range_naming_it() {
         );
     }
 }
+
+#[test]
+fn identity_columns_and_sequences_convert_as_docs_sql_md_says() {
+    let cluster = Cluster::start(&Setup::default());
+    let mut client = cluster.connect();
+    client
+        .batch_execute(
+            "CREATE TABLE events (id bigserial PRIMARY KEY, body text);
+             CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text);
+             INSERT INTO events (body) SELECT 'old' FROM generate_series(1, 100);
+             INSERT INTO orders (body) SELECT 'old' FROM generate_series(1, 100);",
+        )
+        .unwrap();
+    // The statements of docs/sql.md, "Converting an IDENTITY column or a sequence".
+    client
+        .batch_execute(
+            "ALTER TABLE events ALTER COLUMN id SET DEFAULT snowmint.nextval();
+             DROP SEQUENCE events_id_seq;
+             ALTER TABLE orders ALTER COLUMN id DROP IDENTITY IF EXISTS;
+             ALTER TABLE orders ALTER COLUMN id SET DEFAULT snowmint.nextval();",
+        )
+        .unwrap();
+    for table in ["events", "orders"] {
+        client
+            .batch_execute(&format!(
+                "INSERT INTO {table} (body) SELECT 'new' FROM generate_series(1, 1000)"
+            ))
+            .unwrap();
+        let row = client
+            .query_one(
+                &format!(
+                    "SELECT max(id) FILTER (WHERE body = 'old'), min(id) FILTER (WHERE body = 'new'),
+                            count(DISTINCT id) FILTER (WHERE body = 'new'),
+                            bool_and(snowmint.worker(id) = 2) FILTER (WHERE body = 'new')
+                       FROM {table}"
+                ),
+                &[],
+            )
+            .unwrap();
+        let (old, new): (i64, i64) = (row.get(0), row.get(1));
+        assert_eq!(old, 100, "{table}");
+        assert!(new > old, "{table}");
+        assert_eq!(row.get::<_, i64>(2), 1000, "{table}");
+        assert!(row.get::<_, bool>(3), "{table}");
+    }
+}
+
+#[test]
+fn a_standby_refuses_to_mint() {
+    let primary = Cluster::start(&Setup::default());
+    primary.sql("SELECT snowmint.nextval()");
+    let standby = primary.standby();
+    let mut client = standby.connect();
+    let in_recovery: bool = client
+        .query_one("SELECT pg_is_in_recovery()", &[])
+        .unwrap()
+        .get(0);
+    assert!(in_recovery);
+    let (message, code) = db_error(
+        &client
+            .query_one("SELECT snowmint.nextval()", &[])
+            .unwrap_err(),
+    );
+    assert_eq!(code, "25006");
+    assert!(
+        message.starts_with("snowmint.nextval() cannot mint on a standby"),
+        "{message}"
+    );
+    // Reading works there.
+    let ms: i64 = client
+        .query_one("SELECT snowmint.unix_ms(4194439168)", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(ms, 1288834975657);
+}

@@ -49,7 +49,9 @@ fn main() {
             let start = Instant::now();
             let n = client
                 .execute(
-                    &format!("INSERT INTO {table} (v) SELECT g FROM generate_series(1, $1::bigint) AS g"),
+                    &format!(
+                        "INSERT INTO {table} (v) SELECT g FROM generate_series(1, $1::bigint) AS g"
+                    ),
                     &[&rows],
                 )
                 .expect("insert");
