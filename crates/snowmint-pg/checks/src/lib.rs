@@ -158,6 +158,11 @@ impl Cluster {
         self.dir.path().join("data")
     }
 
+    /// The path of `name` in the data directory.
+    pub fn data_file(&self, name: &str) -> PathBuf {
+        self.data().join(name)
+    }
+
     /// The server's log so far (for failure messages).
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()

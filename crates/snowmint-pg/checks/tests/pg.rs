@@ -603,3 +603,33 @@ fn a_standby_refuses_to_mint() {
         .get(0);
     assert_eq!(ms, 1288834975657);
 }
+
+#[test]
+fn a_damaged_mark_is_refused_naming_it_never_taken_for_none() {
+    let cluster = Cluster::start(&Setup::default());
+    cluster.sql("SELECT snowmint.nextval()");
+    cluster.stop_server();
+    let mark = cluster.data_file("snowmint.reservation");
+    let text = std::fs::read_to_string(&mark).unwrap();
+    assert!(text.starts_with("reserved_until_ms="), "{text}");
+    std::fs::write(&mark, "reserved_until_ms=soon\n").unwrap();
+    cluster.start_server(Clock::Real);
+    let mut client = cluster.connect();
+    let (message, code) = db_error(
+        &client
+            .query_one("SELECT snowmint.nextval()", &[])
+            .unwrap_err(),
+    );
+    assert_eq!(code, "55000");
+    assert!(
+        message.starts_with("snowmint cannot use its mark in the data directory: ")
+            && message.contains(mark.to_str().unwrap()),
+        "{message}"
+    );
+    // The server itself runs, and reads.
+    let ms: i64 = client
+        .query_one("SELECT snowmint.unix_ms(4194439168)", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(ms, 1288834975657);
+}
