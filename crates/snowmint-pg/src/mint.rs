@@ -134,6 +134,8 @@ fn claim(hot: &Hot, m: &Minter) -> Result<i64, Refusal> {
                     DEFAULT_MAX_WAIT.as_millis()
                 )));
             }
+            // A cancel or statement_timeout ends the wait (no lock is held).
+            pgrx::check_for_interrupts!();
             std::thread::yield_now();
             continue;
         };

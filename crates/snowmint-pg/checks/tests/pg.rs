@@ -639,3 +639,41 @@ fn a_damaged_mark_is_refused_naming_it_never_taken_for_none() {
         .get(0);
     assert_eq!(ms, 1288834975657);
 }
+
+#[test]
+fn a_used_up_time_unit_is_waited_for_at_most_a_second_then_refused() {
+    // Two IDs per 10-second unit: the third call of a unit waits, and a wait
+    // that the next unit does not end within a second is refused.
+    let spec = "epoch=0;unit=10s;fields=timestamp:40,datacenter:5,worker:5,sequence:1";
+    let layout = Layout::parse(spec).unwrap();
+    let cluster = Cluster::start(&Setup::default());
+    let mut client = cluster.connect();
+    // A wait that never ends would be cut here, with another message.
+    client
+        .batch_execute("SET statement_timeout = '20s'")
+        .unwrap();
+    let mut ids: Vec<i64> = Vec::new();
+    let refusal = loop {
+        match client.query_one("SELECT snowmint.nextval($1)", &[&spec]) {
+            Ok(row) => ids.push(row.get(0)),
+            Err(err) => break db_error(&err),
+        }
+        // Two units' worth and a unit boundary at most can pass before a
+        // wait must fail.
+        assert!(ids.len() <= 4, "{} IDs and no refusal", ids.len());
+    };
+    assert_eq!(
+        refusal,
+        (
+            "snowmint.nextval(): the 2 IDs of a time unit are used up and the clock did not \
+             reach the next unit within 1000 ms"
+                .to_owned(),
+            "54000".to_owned()
+        )
+    );
+    assert_increasing(&ids, "before the refusal");
+    for id in &ids {
+        let parts = layout.decode(snowmint::SnowflakeId::new(*id as u64).unwrap());
+        assert_eq!((parts.datacenter, parts.worker), (1, 2));
+    }
+}
