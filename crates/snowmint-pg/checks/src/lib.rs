@@ -52,7 +52,7 @@ pub enum Clock {
     /// Offset by libfaketime, e.g. `-3600` (seconds: an hour back).
     Offset(&'static str),
     /// Offset by libfaketime by what [`Cluster::set_clock_file`] last wrote
-    /// (`+0` at first), re-read about once a second while it runs.
+    /// (`+0` at first), re-read at every reading of the clock.
     File,
 }
 
@@ -190,7 +190,7 @@ impl Cluster {
     }
 
     /// Sets the offset of a [`Clock::File`] server's wall clock (`-3600`:
-    /// an hour back); it takes effect within about a second.
+    /// an hour back), at once.
     pub fn set_clock_file(&self, offset: &str) {
         let tmp = self.dir.path().join("faketime.tmp");
         std::fs::write(&tmp, format!("{offset}\n")).expect("write the clock file");
@@ -214,7 +214,10 @@ impl Cluster {
                     "FAKETIME_TIMESTAMP_FILE",
                     path(&self.clock_file()).to_owned(),
                 );
-                env.push(("FAKETIME_CACHE_DURATION", "1".to_owned()));
+                // Read at every reading of the clock, so a step is seen at
+                // once by the backends (an idle postmaster was seen to keep
+                // its earlier reading).
+                env.push(("FAKETIME_NO_CACHE", "1".to_owned()));
                 env
             }
         };
@@ -343,12 +346,17 @@ impl Cluster {
 
     /// A new connection to database `postgres`.
     pub fn connect(&self) -> postgres::Client {
+        self.try_connect()
+            .unwrap_or_else(|e| panic!("connect: {e}\n{}", self.log()))
+    }
+
+    /// A new connection to database `postgres`, or why there is none.
+    pub fn try_connect(&self) -> Result<postgres::Client, postgres::Error> {
         postgres::Config::new()
             .host_path(self.dir.path())
             .user("postgres")
             .dbname("postgres")
             .connect(postgres::NoTls)
-            .unwrap_or_else(|e| panic!("connect: {e}\n{}", self.log()))
     }
 
     /// Runs `statements` on a new connection.

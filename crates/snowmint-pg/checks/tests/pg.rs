@@ -133,7 +133,7 @@ fn a_restart_with_the_clock_an_hour_back_mints_above_every_earlier_id() {
 }
 
 /// Waits (bounded) until the server's wall clock is about an hour behind
-/// ours (libfaketime re-reads a clock file about once a second).
+/// ours.
 fn wait_for_clock_back(client: &mut postgres::Client) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -676,4 +676,57 @@ fn a_used_up_time_unit_is_waited_for_at_most_a_second_then_refused() {
         let parts = layout.decode(snowmint::SnowflakeId::new(*id as u64).unwrap());
         assert_eq!((parts.datacenter, parts.worker), (1, 2));
     }
+}
+
+#[test]
+fn the_restart_after_a_backend_crash_reloads_the_mark() {
+    let cluster = Cluster::start(&Setup::default());
+    let mut client = cluster.connect();
+    let before = mint(&mut client, 50_000);
+    // A mark an hour ahead, as a clock an hour fast before the crash would
+    // have left (no backend writes it while none mints).
+    let mark = snowmint::unix_now_ms() + 3_600_000;
+    std::fs::write(
+        cluster.data_file("snowmint.reservation"),
+        format!("reserved_until_ms={mark}\n"),
+    )
+    .unwrap();
+    // kill -9 of one backend: the postmaster ends every backend and makes
+    // the shared memory again, state and clock included.
+    let pid: i32 = client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .unwrap()
+        .get(0);
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut client = loop {
+        // Until the crash restart is over, a connection is refused.
+        if let Ok(mut c) = cluster.try_connect()
+            && c.query_one("SELECT 1", &[]).is_ok()
+        {
+            break c;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not come back: {}",
+            cluster.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        cluster
+            .log()
+            .contains("all server processes terminated; reinitializing")
+    );
+    let after = mint(&mut client, 50_000);
+    assert!(after[0] > *before.last().unwrap());
+    let first_ms = snowmint::decode(after[0] as u64).unwrap().timestamp_ms;
+    assert!(
+        first_ms > mark,
+        "the first ID after the crash is at {first_ms}, the mark {mark}"
+    );
 }
