@@ -1,0 +1,732 @@
+//! The extension in a real PostgreSQL 15 server of each test's own.
+//!
+//! Needs the extension installed (`scripts/pg-extension --test` installs it
+//! and runs these).
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use postgres::types::ToSql;
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use snowmint::sql::{self, Dialect, Options};
+use snowmint::{Field, Layout};
+use snowmint_pg_checks::{Clock, Cluster, Setup, db_error};
+
+/// `count` IDs from `snowmint.nextval()` in one statement, in call order.
+fn mint(client: &mut postgres::Client, count: i64) -> Vec<i64> {
+    client
+        .query(
+            "SELECT snowmint.nextval() FROM generate_series(1, $1::bigint)",
+            &[&count],
+        )
+        .expect("nextval")
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+fn assert_increasing(ids: &[i64], what: &str) {
+    for w in ids.windows(2) {
+        assert!(w[0] < w[1], "{what}: {} then {}", w[0], w[1]);
+    }
+}
+
+#[test]
+fn concurrent_sessions_mint_unique_increasing_ids() {
+    const SESSIONS: usize = 8;
+    const PER_SESSION: i64 = 200_000;
+    let cluster = Arc::new(Cluster::start(&Setup::default()));
+    let barrier = Arc::new(Barrier::new(SESSIONS));
+    let threads: Vec<_> = (0..SESSIONS)
+        .map(|_| {
+            let (cluster, barrier) = (cluster.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let mut client = cluster.connect();
+                barrier.wait();
+                // In statements of 20,000, so the sessions interleave.
+                (0..PER_SESSION / 20_000)
+                    .flat_map(|_| mint(&mut client, 20_000))
+                    .collect::<Vec<i64>>()
+            })
+        })
+        .collect();
+    let per_session: Vec<Vec<i64>> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let mut all = HashSet::new();
+    for (i, ids) in per_session.iter().enumerate() {
+        assert_eq!(ids.len() as i64, PER_SESSION);
+        assert_increasing(ids, &format!("session {i}"));
+        for &id in ids {
+            assert!(all.insert(id), "{id} minted twice");
+            let parts = snowmint::decode(id as u64).unwrap();
+            assert_eq!((parts.datacenter, parts.worker), (1, 2), "{id}");
+        }
+    }
+    assert_eq!(all.len(), SESSIONS * PER_SESSION as usize);
+    // The sessions really ran at once: every session's span overlaps another's.
+    for (i, a) in per_session.iter().enumerate() {
+        let overlaps = per_session
+            .iter()
+            .enumerate()
+            .any(|(j, b)| i != j && a[0] < *b.last().unwrap() && b[0] < *a.last().unwrap());
+        assert!(overlaps, "session {i} ran alone");
+    }
+}
+
+#[test]
+fn layouts_of_the_same_bits_share_one_sequence() {
+    let cluster = Cluster::start(&Setup::default());
+    let mut client = cluster.connect();
+    // Twitter's bits under other names: another spec, the same IDs.
+    let spec = "epoch=1288834974657;fields=timestamp:41,dc:5,node:5,seq:12";
+    let renamed = Layout::parse(spec).unwrap();
+    assert_eq!(renamed.name(), "custom");
+    assert_eq!(
+        renamed.compose(1288834975657, 1, 1, 0).unwrap().get(),
+        4194439168
+    );
+    let mut ids = Vec::new();
+    for _ in 0..2_000 {
+        for layout in ["twitter", spec] {
+            ids.push(
+                client
+                    .query_one("SELECT snowmint.nextval($1)", &[&layout])
+                    .unwrap()
+                    .get::<_, i64>(0),
+            );
+        }
+    }
+    assert_increasing(&ids, "twitter by name and by spec");
+    // Another layout mints with its own fields.
+    let id: i64 = client
+        .query_one("SELECT snowmint.nextval('discord')", &[])
+        .unwrap()
+        .get(0);
+    let parts = Layout::DISCORD.decode(snowmint::SnowflakeId::new(id as u64).unwrap());
+    assert_eq!((parts.datacenter, parts.worker), (1, 2));
+    // An identity that does not fit a layout is refused, naming both.
+    let err = client
+        .query_one("SELECT snowmint.nextval('instagram')", &[])
+        .unwrap_err();
+    let (message, code) = db_error(&err);
+    assert_eq!(code, "55000");
+    assert_eq!(
+        message,
+        "snowmint.nextval() cannot mint as datacenter 1, worker 2 in layout instagram: \
+         datacenter must be 0..=0, got 1"
+    );
+}
+
+#[test]
+fn a_restart_with_the_clock_an_hour_back_mints_above_every_earlier_id() {
+    let cluster = Cluster::start(&Setup::default());
+    let before = mint(&mut cluster.connect(), 50_000);
+    let highest = *before.iter().max().unwrap();
+    cluster.stop_server();
+    cluster.start_server(Clock::Offset("-3600"));
+    let mut client = cluster.connect();
+    wait_for_clock_back(&mut client);
+    let after = mint(&mut client, 50_000);
+    assert_increasing(&after, "after the restart");
+    assert!(after[0] > highest, "{} after {highest}", after[0]);
+}
+
+/// Waits (bounded) until the server's wall clock is about an hour behind
+/// ours.
+fn wait_for_clock_back(client: &mut postgres::Client) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let server_ms: f64 = client
+            .query_one(
+                "SELECT extract(epoch FROM clock_timestamp())::float8 * 1000",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        let behind = snowmint::unix_now_ms() as f64 - server_ms;
+        if (3_500_000.0..3_700_000.0).contains(&behind) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server's clock is {behind} ms behind, not an hour"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn kill_9_of_the_postmaster_then_a_clock_an_hour_back_mints_above_every_earlier_id() {
+    let cluster = Arc::new(Cluster::start(&Setup::default()));
+    // A session minting as the postmaster dies: every ID it received
+    // counts, also those its orphaned backend minted after the kill.
+    let received = Arc::new(AtomicUsize::new(0));
+    let minting = {
+        let (cluster, received) = (cluster.clone(), received.clone());
+        std::thread::spawn(move || {
+            let mut client = cluster.connect();
+            let mut got = Vec::new();
+            while let Ok(rows) = client.query(
+                "SELECT snowmint.nextval() FROM generate_series(1, 2000)",
+                &[],
+            ) {
+                got.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
+                received.store(got.len(), Ordering::Release);
+            }
+            got
+        })
+    };
+    // Kill once the session is well under way (a bounded wait for it).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while received.load(Ordering::Acquire) < 20_000 {
+        assert!(
+            Instant::now() < deadline && !minting.is_finished(),
+            "the session did not mint"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    cluster.kill_postmaster();
+    let before = minting.join().unwrap();
+    let highest = *before.iter().max().unwrap();
+    cluster.start_server(Clock::Offset("-3600"));
+    let mut client = cluster.connect();
+    wait_for_clock_back(&mut client);
+    let after = mint(&mut client, 50_000);
+    assert_increasing(&after, "after the crash");
+    assert!(after[0] > highest, "{} after {highest}", after[0]);
+}
+
+#[test]
+fn the_clock_stepping_back_while_running_changes_nothing() {
+    let cluster = Cluster::start(&Setup {
+        clock: Clock::File,
+        ..Setup::default()
+    });
+    let mut client = cluster.connect();
+    let before = mint(&mut client, 50_000);
+    cluster.set_clock_file("-3600");
+    wait_for_clock_back(&mut client);
+    let after = mint(&mut client, 50_000);
+    assert_increasing(&[before.clone(), after.clone()].concat(), "across the step");
+    let fresh = mint(&mut cluster.connect(), 50_000);
+    assert!(fresh[0] > *after.last().unwrap());
+}
+
+#[test]
+fn an_unset_identity_is_refused_until_both_settings_are_given() {
+    let cluster = Cluster::start(&Setup {
+        identity: None,
+        ..Setup::default()
+    });
+    let mut client = cluster.connect();
+    for call in ["SELECT snowmint.nextval()", "SELECT snowmint.identity()"] {
+        let (message, code) = db_error(&client.query_one(call, &[]).unwrap_err());
+        assert_eq!(code, "55000", "{call}");
+        assert_eq!(
+            message,
+            "snowmint.datacenter and snowmint.worker are not set: snowmint.nextval() mints only \
+             as an identity it was given; set snowmint.datacenter (0..=31) and snowmint.worker \
+             (0..=31) in postgresql.conf or with ALTER SYSTEM, then reload",
+            "{call}"
+        );
+    }
+    set_and_reload(&mut client, "snowmint.datacenter", 3);
+    wait_for_setting(&mut client, "snowmint.datacenter", "3");
+    let (message, _) = db_error(
+        &client
+            .query_one("SELECT snowmint.nextval()", &[])
+            .unwrap_err(),
+    );
+    assert!(
+        message.starts_with("snowmint.worker is not set: "),
+        "{message}"
+    );
+    // Out of range, and not settable by a session: PostgreSQL refuses both.
+    let (message, _) = db_error(
+        &client
+            .batch_execute("ALTER SYSTEM SET snowmint.worker = 32")
+            .unwrap_err(),
+    );
+    assert_eq!(
+        message,
+        "32 is outside the valid range for parameter \"snowmint.worker\" (-1 .. 31)"
+    );
+    let (message, _) = db_error(&client.batch_execute("SET snowmint.worker = 4").unwrap_err());
+    assert_eq!(
+        message,
+        "parameter \"snowmint.worker\" cannot be changed now"
+    );
+    // A misspelt setting of ours is refused, not kept.
+    let err = client
+        .batch_execute("ALTER SYSTEM SET snowmint.wroker = 4")
+        .unwrap_err();
+    assert!(db_error(&err).0.contains("snowmint.wroker"), "{err}");
+    set_and_reload(&mut client, "snowmint.worker", 5);
+    wait_for_setting(&mut client, "snowmint.worker", "5");
+    let identity: String = client
+        .query_one("SELECT snowmint.identity()", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(identity, "datacenter 3, worker 5");
+    let id: i64 = client
+        .query_one("SELECT snowmint.nextval()", &[])
+        .unwrap()
+        .get(0);
+    let parts = snowmint::decode(id as u64).unwrap();
+    assert_eq!((parts.datacenter, parts.worker), (3, 5));
+}
+
+/// `ALTER SYSTEM SET name = value`, then a reload.
+fn set_and_reload(client: &mut postgres::Client, name: &str, value: i32) {
+    client
+        .batch_execute(&format!("ALTER SYSTEM SET {name} = {value}"))
+        .unwrap();
+    client.batch_execute("SELECT pg_reload_conf()").unwrap();
+}
+
+/// Waits (bounded) until this session sees `name = value` after a reload.
+fn wait_for_setting(client: &mut postgres::Client, name: &str, value: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let now: String = client
+            .query_one(&format!("SHOW {name}"), &[])
+            .unwrap()
+            .get(0);
+        if now == value {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{name} stayed {now}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn without_preloading_nextval_is_refused_and_reading_works() {
+    let cluster = Cluster::start(&Setup {
+        preload: false,
+        ..Setup::default()
+    });
+    let mut client = cluster.connect();
+    let (message, code) = db_error(
+        &client
+            .query_one("SELECT snowmint.nextval()", &[])
+            .unwrap_err(),
+    );
+    assert_eq!(code, "55000");
+    assert!(message.contains("shared_preload_libraries"), "{message}");
+    let ms: i64 = client
+        .query_one("SELECT snowmint.unix_ms(4194439168)", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(ms, 1288834975657);
+}
+
+/// Random IDs of `layout`, with its smallest and largest.
+fn random_ids(rng: &mut StdRng, layout: &Layout, count: usize) -> Vec<i64> {
+    let mut ids: Vec<i64> = (0..count - 2)
+        .map(|_| (rng.random::<u64>() & layout.max_id()) as i64)
+        .collect();
+    ids.extend([0, layout.max_id() as i64]);
+    ids
+}
+
+#[test]
+fn the_reading_functions_agree_with_snowmint_sql_postgres() {
+    const COUNT: usize = 10_000;
+    let cluster = Cluster::start(&Setup::default());
+    let mut client = cluster.connect();
+    let mut rng = StdRng::seed_from_u64(31);
+    for layout in Layout::PRESETS {
+        let name = layout.name();
+        let prefix = format!("ref_{name}_");
+        let script = sql::functions(
+            Dialect::Postgres,
+            &layout,
+            &Options {
+                prefix: &prefix,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        client.batch_execute(&script).unwrap();
+
+        // Decoding: every function of an ID.
+        let ids = random_ids(&mut rng, &layout, COUNT);
+        let mut checks = vec![
+            format!("{prefix}time(id) IS DISTINCT FROM snowmint.time(id, $2)"),
+            format!("{prefix}unix_ms(id) IS DISTINCT FROM snowmint.unix_ms(id, $2)"),
+        ];
+        for f in layout.node_fields() {
+            let fname = f.name();
+            checks.push(format!(
+                "{prefix}{fname}(id) IS DISTINCT FROM snowmint.field(id, '{fname}', $2)"
+            ));
+            if let Some(slot @ (Field::Datacenter | Field::Worker | Field::Sequence)) = f.slot()
+                && f.bits() <= 31
+            {
+                checks.push(format!(
+                    "{prefix}{fname}(id) IS DISTINCT FROM snowmint.{}(id, $2)",
+                    slot.name()
+                ));
+            }
+        }
+        let query = format!(
+            "SELECT count(*) FILTER (WHERE {}), count(*) FROM unnest($1::bigint[]) AS id",
+            checks.join(" OR ")
+        );
+        let row = client.query_one(&query, &[&ids, &name]).unwrap();
+        assert_eq!(
+            (row.get::<_, i64>(0), row.get::<_, i64>(1)),
+            (0, COUNT as i64),
+            "{name}: {query}"
+        );
+
+        // min_id and max_id of random times in the layout's range.
+        let (lo, hi) = (layout.min_timestamp_ms(), layout.max_timestamp_ms());
+        let times: Vec<std::time::SystemTime> = (0..COUNT)
+            .map(|i| match i {
+                0 => lo,
+                1 => hi,
+                _ => rng.random_range(lo..=hi),
+            })
+            .map(|ms| std::time::UNIX_EPOCH + Duration::from_millis(ms))
+            .collect();
+        let query = format!(
+            "SELECT count(*) FILTER (WHERE {prefix}min_id(ts) IS DISTINCT FROM snowmint.min_id(ts, $2) \
+             OR {prefix}max_id(ts) IS DISTINCT FROM snowmint.max_id(ts, $2)), \
+             count({prefix}min_id(ts)) FROM unnest($1::timestamptz[]) AS ts"
+        );
+        let row = client.query_one(&query, &[&times, &name]).unwrap();
+        assert_eq!(
+            (row.get::<_, i64>(0), row.get::<_, i64>(1)),
+            (0, COUNT as i64),
+            "{name}: {query}"
+        );
+
+        // compose of random values, with the parameter types of the script.
+        let fields: Vec<_> = layout.node_fields().collect();
+        let mut columns: Vec<Vec<i64>> = vec![
+            (0..COUNT)
+                .map(|_| rng.random_range(lo..=hi) as i64)
+                .collect(),
+        ];
+        for f in &fields {
+            columns.push(
+                (0..COUNT)
+                    .map(|_| rng.random_range(0..=f.max()) as i64)
+                    .collect(),
+            );
+        }
+        let cast = |bits: u32| if bits <= 31 { "integer" } else { "bigint" };
+        let args: Vec<String> = fields
+            .iter()
+            .enumerate()
+            .map(|(i, f)| format!("c{}::{}", i + 1, cast(f.bits())))
+            .collect();
+        let array: Vec<String> = (1..=fields.len()).map(|i| format!("c{i}")).collect();
+        let unnest: Vec<String> = (1..=columns.len())
+            .map(|i| format!("${i}::bigint[]"))
+            .collect();
+        let names: Vec<String> = (0..columns.len()).map(|i| format!("c{i}")).collect();
+        let layout_param = columns.len() + 1;
+        let mut query = format!(
+            "SELECT count(*) FILTER (WHERE {prefix}compose(c0, {}) IS DISTINCT FROM snowmint.compose(c0, ARRAY[{}], ${layout_param})",
+            args.join(", "),
+            array.join(", ")
+        );
+        if name == "twitter" {
+            query.push_str(&format!(
+                " OR {prefix}compose(c0, {}) IS DISTINCT FROM snowmint.compose(c0, {})",
+                args.join(", "),
+                args.join(", ")
+            ));
+        }
+        query.push_str(&format!(
+            "), count({prefix}compose(c0, {})) FROM unnest({}) AS t({})",
+            args.join(", "),
+            unnest.join(", "),
+            names.join(", ")
+        ));
+        let mut params: Vec<&(dyn ToSql + Sync)> =
+            columns.iter().map(|c| c as &(dyn ToSql + Sync)).collect();
+        params.push(&name);
+        let row = client.query_one(&query, &params).unwrap();
+        assert_eq!(
+            (row.get::<_, i64>(0), row.get::<_, i64>(1)),
+            (0, COUNT as i64),
+            "{name}: {query}"
+        );
+    }
+}
+
+#[test]
+fn the_reading_functions_refuse_input_out_of_range_naming_it() {
+    let cluster = Cluster::start(&Setup::default());
+    let mut client = cluster.connect();
+    for (call, expected) in [
+        (
+            "SELECT snowmint.compose(1288834975657, 32, 0, 0)",
+            "datacenter must be 0..=31, got 32",
+        ),
+        (
+            "SELECT snowmint.compose(1288834975657, 0, 0, -1)",
+            "sequence must be 0..=4095, got -1",
+        ),
+        (
+            "SELECT snowmint.compose(1462015105796, ARRAY[1, 32, 0], 'discord')",
+            "process must be 0..=31, got 32",
+        ),
+        (
+            "SELECT snowmint.compose(1462015105796, ARRAY[1, 2], 'discord')",
+            "fields must have 3 values (worker, process, increment) for layout discord, got 2",
+        ),
+        ("SELECT snowmint.time(4194439168, 'nope')", ""),
+        (
+            "SELECT snowmint.field(4194439168, 'shard')",
+            "layout twitter has no field \"shard\" below the time; its fields are timestamp, datacenter, worker, sequence",
+        ),
+        (
+            "SELECT snowmint.datacenter(4194439168, 'instagram')",
+            "layout instagram has no datacenter field; its fields are timestamp, shard, sequence",
+        ),
+        (
+            "SELECT snowmint.min_id('infinity')",
+            "ts must be a finite time, got infinity",
+        ),
+    ] {
+        let err = client.query_one(call, &[]).unwrap_err();
+        let (message, code) = db_error(&err);
+        assert_eq!(code, "22023", "{call}: {message}");
+        if expected.is_empty() {
+            let core = Layout::parse("nope").unwrap_err().to_string();
+            assert_eq!(message, core, "{call}");
+        } else {
+            assert_eq!(message, expected, "{call}");
+        }
+    }
+    // Messages from the core, as the other surfaces print them.
+    for (call, core) in [
+        (
+            "SELECT snowmint.time(-1)",
+            "-1".parse::<snowmint::SnowflakeId>()
+                .unwrap_err()
+                .to_string(),
+        ),
+        (
+            "SELECT snowmint.compose(1288834974656, 0, 0, 0)",
+            snowmint::parse_timestamp("1288834974656", 0)
+                .unwrap_err()
+                .to_string(),
+        ),
+        (
+            "SELECT snowmint.min_id('2000-01-01Z')",
+            snowmint::parse_timestamp("946684800000", 0)
+                .unwrap_err()
+                .to_string(),
+        ),
+    ] {
+        let (message, code) = db_error(&client.query_one(call, &[]).unwrap_err());
+        assert_eq!(
+            (message.as_str(), code.as_str()),
+            (core.as_str(), "22023"),
+            "{call}"
+        );
+    }
+}
+
+#[test]
+fn identity_columns_and_sequences_convert_as_docs_sql_md_says() {
+    let cluster = Cluster::start(&Setup::default());
+    let mut client = cluster.connect();
+    client
+        .batch_execute(
+            "CREATE TABLE events (id bigserial PRIMARY KEY, body text);
+             CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text);
+             INSERT INTO events (body) SELECT 'old' FROM generate_series(1, 100);
+             INSERT INTO orders (body) SELECT 'old' FROM generate_series(1, 100);",
+        )
+        .unwrap();
+    // The statements of docs/sql.md, "Converting an IDENTITY column or a sequence".
+    client
+        .batch_execute(
+            "ALTER TABLE events ALTER COLUMN id SET DEFAULT snowmint.nextval();
+             DROP SEQUENCE events_id_seq;
+             ALTER TABLE orders ALTER COLUMN id DROP IDENTITY IF EXISTS;
+             ALTER TABLE orders ALTER COLUMN id SET DEFAULT snowmint.nextval();",
+        )
+        .unwrap();
+    for table in ["events", "orders"] {
+        client
+            .batch_execute(&format!(
+                "INSERT INTO {table} (body) SELECT 'new' FROM generate_series(1, 1000)"
+            ))
+            .unwrap();
+        let row = client
+            .query_one(
+                &format!(
+                    "SELECT max(id) FILTER (WHERE body = 'old'), min(id) FILTER (WHERE body = 'new'),
+                            count(DISTINCT id) FILTER (WHERE body = 'new'),
+                            bool_and(snowmint.worker(id) = 2) FILTER (WHERE body = 'new')
+                       FROM {table}"
+                ),
+                &[],
+            )
+            .unwrap();
+        let (old, new): (i64, i64) = (row.get(0), row.get(1));
+        assert_eq!(old, 100, "{table}");
+        assert!(new > old, "{table}");
+        assert_eq!(row.get::<_, i64>(2), 1000, "{table}");
+        assert!(row.get::<_, bool>(3), "{table}");
+    }
+}
+
+#[test]
+fn a_standby_refuses_to_mint() {
+    let primary = Cluster::start(&Setup::default());
+    primary.sql("SELECT snowmint.nextval()");
+    let standby = primary.standby();
+    let mut client = standby.connect();
+    let in_recovery: bool = client
+        .query_one("SELECT pg_is_in_recovery()", &[])
+        .unwrap()
+        .get(0);
+    assert!(in_recovery);
+    let (message, code) = db_error(
+        &client
+            .query_one("SELECT snowmint.nextval()", &[])
+            .unwrap_err(),
+    );
+    assert_eq!(code, "25006");
+    assert!(
+        message.starts_with("snowmint.nextval() cannot mint on a standby"),
+        "{message}"
+    );
+    // Reading works there.
+    let ms: i64 = client
+        .query_one("SELECT snowmint.unix_ms(4194439168)", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(ms, 1288834975657);
+}
+
+#[test]
+fn a_damaged_mark_is_refused_naming_it_never_taken_for_none() {
+    let cluster = Cluster::start(&Setup::default());
+    cluster.sql("SELECT snowmint.nextval()");
+    cluster.stop_server();
+    let mark = cluster.data_file("snowmint.reservation");
+    let text = std::fs::read_to_string(&mark).unwrap();
+    assert!(text.starts_with("reserved_until_ms="), "{text}");
+    std::fs::write(&mark, "reserved_until_ms=soon\n").unwrap();
+    cluster.start_server(Clock::Real);
+    let mut client = cluster.connect();
+    let (message, code) = db_error(
+        &client
+            .query_one("SELECT snowmint.nextval()", &[])
+            .unwrap_err(),
+    );
+    assert_eq!(code, "55000");
+    assert!(
+        message.starts_with("snowmint cannot use its mark in the data directory: ")
+            && message.contains(mark.to_str().unwrap()),
+        "{message}"
+    );
+    // The server itself runs, and reads.
+    let ms: i64 = client
+        .query_one("SELECT snowmint.unix_ms(4194439168)", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(ms, 1288834975657);
+}
+
+#[test]
+fn a_used_up_time_unit_is_waited_for_at_most_a_second_then_refused() {
+    // Two IDs per 10-second unit: the third call of a unit waits, and a wait
+    // that the next unit does not end within a second is refused.
+    let spec = "epoch=0;unit=10s;fields=timestamp:40,datacenter:5,worker:5,sequence:1";
+    let layout = Layout::parse(spec).unwrap();
+    let cluster = Cluster::start(&Setup::default());
+    let mut client = cluster.connect();
+    // A wait that never ends would be cut here, with another message.
+    client
+        .batch_execute("SET statement_timeout = '20s'")
+        .unwrap();
+    let mut ids: Vec<i64> = Vec::new();
+    let refusal = loop {
+        match client.query_one("SELECT snowmint.nextval($1)", &[&spec]) {
+            Ok(row) => ids.push(row.get(0)),
+            Err(err) => break db_error(&err),
+        }
+        // Two units' worth and a unit boundary at most can pass before a
+        // wait must fail.
+        assert!(ids.len() <= 4, "{} IDs and no refusal", ids.len());
+    };
+    assert_eq!(
+        refusal,
+        (
+            "snowmint.nextval(): the 2 IDs of a time unit are used up and the clock did not \
+             reach the next unit within 1000 ms"
+                .to_owned(),
+            "54000".to_owned()
+        )
+    );
+    assert_increasing(&ids, "before the refusal");
+    for id in &ids {
+        let parts = layout.decode(snowmint::SnowflakeId::new(*id as u64).unwrap());
+        assert_eq!((parts.datacenter, parts.worker), (1, 2));
+    }
+}
+
+#[test]
+fn the_restart_after_a_backend_crash_reloads_the_mark() {
+    let cluster = Cluster::start(&Setup::default());
+    let mut client = cluster.connect();
+    let before = mint(&mut client, 50_000);
+    // A mark an hour ahead, as a clock an hour fast before the crash would
+    // have left (no backend writes it while none mints).
+    let mark = snowmint::unix_now_ms() + 3_600_000;
+    std::fs::write(
+        cluster.data_file("snowmint.reservation"),
+        format!("reserved_until_ms={mark}\n"),
+    )
+    .unwrap();
+    // kill -9 of one backend: the postmaster ends every backend and makes
+    // the shared memory again, state and clock included.
+    let pid: i32 = client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .unwrap()
+        .get(0);
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut client = loop {
+        // Until the crash restart is over, a connection is refused.
+        if let Ok(mut c) = cluster.try_connect()
+            && c.query_one("SELECT 1", &[]).is_ok()
+        {
+            break c;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not come back: {}",
+            cluster.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        cluster
+            .log()
+            .contains("all server processes terminated; reinitializing")
+    );
+    let after = mint(&mut client, 50_000);
+    assert!(after[0] > *before.last().unwrap());
+    let first_ms = snowmint::decode(after[0] as u64).unwrap().timestamp_ms;
+    assert!(
+        first_ms > mark,
+        "the first ID after the crash is at {first_ms}, the mark {mark}"
+    );
+}
