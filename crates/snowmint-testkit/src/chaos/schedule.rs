@@ -161,7 +161,7 @@ pub const ELECTION_TIMEOUT_MS: u64 = 1000;
 /// shuffled order) so that a run long enough sees every kind; the etcd
 /// lane opens with a [`FaultKind::StaleLeader`], so that every run, even a
 /// short one, has one; each `stale_leader` targets an instance no fault of
-/// the instance lane touches meanwhile (see [`clear_target`]). Sorted by
+/// the instance lane touches meanwhile (see `clear_target`). Sorted by
 /// start.
 pub fn schedule(plan: &Plan) -> Vec<Fault> {
     let mut rng = ChaCha8Rng::seed_from_u64(plan.seed);
