@@ -387,7 +387,7 @@ proptest! {
     fn fields_named_like_slots_fill_them(
         names in Just(vec!["datacenter", "worker", "sequence", "node", "shard"]).prop_shuffle(),
         count in 1usize..=5,
-        widths in proptest::collection::vec(1u32..=8, 5),
+        widths in proptest::collection::vec(1u32..=6, 5),
         raw in any::<u64>(),
     ) {
         let fields: Vec<String> = names[..count]
