@@ -166,7 +166,7 @@ impl Config {
             IdentitySource::Etcd => self
                 .etcd_config()
                 .validate()
-                .map_err(|e| StartError::Etcd(e.into())),
+                .map_err(|e| StartError::Etcd(snowmint_etcd::EtcdError::Config(Box::new(e)))),
             #[cfg(not(feature = "etcd"))]
             IdentitySource::Etcd => Err(StartError::EtcdNotBuilt),
         }
