@@ -79,7 +79,7 @@ fn serve_leases_frees_on_sigterm_and_is_taken_over_after_sigkill() {
     let mut two = [a_identity, b_identity];
     two.sort_unstable();
     assert_eq!(two, [(0, 0), (0, 1)], "the two free identities");
-    let (a_w, b_w) = (u64::from(a_identity.1), u64::from(b_identity.1));
+    let (a_w, b_w) = (a_identity.1, b_identity.1);
     let key = |kind: &str, w: u64| format!("/cli/{kind}/0/{w}");
     let mut issued: Vec<u64> = Vec::new();
     for _ in 0..20 {
