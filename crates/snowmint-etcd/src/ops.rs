@@ -599,7 +599,7 @@ pub(crate) async fn store_mark(
         };
         // Already high enough: the transaction only confirms that the key
         // is ours and the mark unchanged, in one snapshot.
-        let raise = seen.value.is_none_or(|mark| mark < until_ms);
+        let raise = snowmint_lease::raises(seen.value, until_ms);
         let write = if raise {
             vec![TxnOp::put(reserved.as_str(), encode_mark(until_ms), None)]
         } else {
@@ -637,7 +637,7 @@ pub(crate) async fn store_mark(
             });
         }
         // Both read in one snapshot: ours, and already high enough.
-        if current.value.is_some_and(|mark| mark >= until_ms) {
+        if current.value.is_some() && !snowmint_lease::raises(current.value, until_ms) {
             return Ok(current);
         }
         // Moved since `seen` (by a write of ours still in flight, or by

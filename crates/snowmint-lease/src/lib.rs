@@ -55,6 +55,21 @@
 //!   [`LeaseMetrics`] (`status.rs`).
 #![deny(missing_docs)]
 
+/// Whether planted defect `$plant` is on (always `false` without the
+/// `plant` feature).
+macro_rules! planted {
+    ($plant:ident) => {{
+        #[cfg(feature = "plant")]
+        {
+            crate::plant::on(crate::plant::Plant::$plant)
+        }
+        #[cfg(not(feature = "plant"))]
+        {
+            false
+        }
+    }};
+}
+
 mod bridge;
 mod claim;
 mod clock;
@@ -64,6 +79,8 @@ mod error;
 mod fence;
 mod holder;
 mod leased;
+#[cfg(feature = "plant")]
+pub mod plant;
 mod renewal;
 mod session;
 mod status;
@@ -87,4 +104,4 @@ pub use leased::LeasedGenerator;
 pub use renewal::{KeepAlive, Verdict, judge};
 pub use snowmint::Identity;
 pub use status::{LeaseMetrics, LeaseState, ServerVersion, SharedStatus, update};
-pub use store::LeaseStore;
+pub use store::{LeaseStore, raises};

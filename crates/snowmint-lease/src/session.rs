@@ -210,7 +210,9 @@ impl<C: Coordinator> Session<C> {
             {
                 Ok((held, ended)) => {
                     prefer = Some(held);
-                    floor_ms = floor_ms.max(ended);
+                    if !planted!(ReclaimForgetsFloor) {
+                        floor_ms = floor_ms.max(ended);
+                    }
                     waiting.reset();
                 }
                 Err(e) => {
@@ -300,6 +302,7 @@ impl<C: Coordinator> Session<C> {
         // TTL; issue only once that has passed since the claim.
         let issue_from = match &previous {
             Previous::Clean => None,
+            Previous::Unclean { .. } if planted!(HandoverWithoutWait) => None,
             Previous::Unclean { ttl, holder } => {
                 tracing::warn!(
                     %identity,
@@ -598,7 +601,7 @@ impl<C: Coordinator> Session<C> {
                         // "No such lease", from a member that may be stale
                         // (a deposed leader's table lacks leases granted
                         // after it): believed only when the read agrees.
-                        if !read.holds {
+                        if !read.holds || planted!(Ttl0Trusted) {
                             return ended(LeaseError::LeaseGone { lease });
                         }
                         Ok(Verdict::Unconfirmed {
@@ -608,11 +611,16 @@ impl<C: Coordinator> Session<C> {
                     }
                     Ok(read) => {
                         let answer = KeepAlive {
-                            sent: attempt,
+                            sent: if planted!(FenceFromAnswer) {
+                                self.now()
+                            } else {
+                                attempt
+                            },
                             ttl: answer.ttl,
                             term: answer.term,
                         };
-                        Ok(renewal::judge(&answer, &read, self.config.confirm_renewals))
+                        let confirm = self.config.confirm_renewals && !planted!(RenewalWithoutTerm);
+                        Ok(renewal::judge(&answer, &read, confirm))
                     }
                     Err(e) => {
                         answered = true;

@@ -93,6 +93,21 @@ fn store_error(e: LeaseError) -> StoreError {
     StoreError::new(kind, format!("reservation on the coordinator: {e}"))
 }
 
+/// The rule every coordinator's mark write follows: a write of `until_ms`
+/// over the mark `current` is made only if it raises it. Marks are only ever
+/// raised, so that a fenced holder's late write, a re-ordered one, or one
+/// from a previous holder can never take the mark below IDs already issued.
+///
+/// ```
+/// assert!(snowmint_lease::raises(None, 5));
+/// assert!(snowmint_lease::raises(Some(4), 5));
+/// assert!(!snowmint_lease::raises(Some(5), 5));
+/// assert!(!snowmint_lease::raises(Some(6), 5));
+/// ```
+pub fn raises(current: Option<u64>, until_ms: u64) -> bool {
+    current.is_none_or(|mark| mark < until_ms) || planted!(MarkLoweredAtHandover)
+}
+
 /// What a [`LeaseStore`] has done.
 #[derive(Debug, Default)]
 struct Seen {
@@ -128,7 +143,8 @@ impl ReservationStore for LeaseStore {
     }
 
     fn store(&self, until_ms: u64) -> Result<(), StoreError> {
-        if until_ms <= self.seen.durable.load(Ordering::Acquire) {
+        if until_ms <= self.seen.durable.load(Ordering::Acquire) && !planted!(MarkLoweredAtHandover)
+        {
             return Ok(());
         }
         self.bridge

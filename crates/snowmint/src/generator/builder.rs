@@ -38,6 +38,7 @@ pub struct GeneratorBuilder {
     max_wait: Duration,
     window_ms: u64,
     store_timeout: Duration,
+    inline_store: bool,
 }
 
 impl fmt::Debug for GeneratorBuilder {
@@ -63,6 +64,7 @@ impl GeneratorBuilder {
             max_wait: DEFAULT_MAX_WAIT,
             window_ms: DEFAULT_RESERVE_WINDOW_MS,
             store_timeout: DEFAULT_STORE_TIMEOUT,
+            inline_store: false,
         }
     }
 
@@ -111,6 +113,15 @@ impl GeneratorBuilder {
     /// a failure. So a call waits at most `max_wait` plus two of these.
     pub fn store_timeout(mut self, timeout: Duration) -> Self {
         self.store_timeout = timeout;
+        self
+    }
+
+    /// Calls the store on the caller's own thread instead of a thread of its
+    /// own, default `false`. Only for a store that never blocks (an
+    /// in-memory one, a simulation's), where a thread per write is all cost:
+    /// a call made this way cannot be timed out.
+    pub fn inline_store(mut self, inline: bool) -> Self {
+        self.inline_store = inline;
         self
     }
 
@@ -167,7 +178,7 @@ impl GeneratorBuilder {
             window_ms: self.window_ms,
             renew_ahead_ms: self.window_ms / 2,
             store: self.store,
-            flight: Flight::new(self.store_timeout),
+            flight: Flight::new(self.store_timeout, self.inline_store),
             renewal_asked: AtomicBool::new(false),
             store_failing: AtomicBool::new(false),
             proven_ms: AtomicU64::new(0),
