@@ -22,64 +22,7 @@
 
 use std::collections::HashSet;
 
-use snowmint::Identity;
-
-use crate::coordinator::Census;
-
-/// How many workers one datacenter has: 32.
-pub(crate) const WORKERS_PER_DATACENTER: u16 = 1 << snowmint::WORKER_BITS;
-
-/// The identities one session may claim: all 1024, or the 32 workers of one
-/// datacenter (a region with its own coordinator, [`LeaseConfig::datacenter`](crate::LeaseConfig::datacenter)).
-/// Identities are named by their ordinal, `datacenter * 32 + worker`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pool {
-    datacenter: Option<u8>,
-}
-
-impl Pool {
-    /// Every identity.
-    pub const ALL: Pool = Pool { datacenter: None };
-
-    /// The workers of `datacenter` (0..=31), or every identity.
-    pub fn new(datacenter: Option<u8>) -> Pool {
-        Pool { datacenter }
-    }
-
-    /// The datacenter it is scoped to, if any.
-    pub fn datacenter(self) -> Option<u8> {
-        self.datacenter
-    }
-
-    /// Its first identity number and how many it has.
-    fn span(self) -> (u16, u16) {
-        match self.datacenter {
-            Some(dc) => (
-                u16::from(dc) * WORKERS_PER_DATACENTER,
-                WORKERS_PER_DATACENTER,
-            ),
-            None => (0, Identity::COUNT),
-        }
-    }
-
-    /// How many identities it has: 32 or 1024.
-    #[allow(clippy::len_without_is_empty)]
-    pub fn len(self) -> u16 {
-        self.span().1
-    }
-
-    /// Whether identity number `n` is in it.
-    pub fn contains(self, n: u16) -> bool {
-        let (first, len) = self.span();
-        (first..first + len).contains(&n)
-    }
-
-    /// Its identity numbers, in ordinal order.
-    pub fn ordinals(self) -> impl Iterator<Item = u16> {
-        let (first, len) = self.span();
-        first..first + len
-    }
-}
+use crate::coordinator::{Census, Pool};
 
 /// The order in which to try the identities of `pool`, as the
 /// [module docs](self) say: `prefer` first if free, then the other free
@@ -148,6 +91,8 @@ impl Spread {
 
 #[cfg(test)]
 mod tests {
+    use snowmint::Identity;
+
     use super::*;
 
     fn set(ns: &[u16]) -> HashSet<u16> {

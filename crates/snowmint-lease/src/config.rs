@@ -7,6 +7,8 @@ use std::time::Duration;
 use snowmint::{Generator, Identity};
 
 use crate::clock::{LeaseClock, SystemLeaseClock};
+use crate::coordinator::Coordinator;
+use crate::error::LeaseError;
 use crate::store::LeaseStore;
 
 /// Shortest lease accepted (etcd's shortest in its default configuration).
@@ -185,6 +187,26 @@ impl LeaseConfig {
         }
         Ok(())
     }
+}
+
+/// What a coordinator's configuration gives
+/// [`LeasedGenerator::start`](crate::LeasedGenerator::start): the common
+/// settings and a coordinator.
+pub trait LeaseSource: fmt::Debug {
+    /// The coordinator it builds.
+    type Coordinator: Coordinator;
+
+    /// Checks the settings (the common ones with
+    /// [`LeaseConfig::validate`](crate::LeaseConfig::validate) and its own),
+    /// reading any files they name.
+    fn validate(&self) -> Result<(), LeaseError>;
+
+    /// The common settings.
+    fn lease(&self) -> &LeaseConfig;
+
+    /// A coordinator for these settings, each request bounded by `t`; its
+    /// files are read here, once.
+    fn coordinator(&self, t: Duration) -> Result<Self::Coordinator, LeaseError>;
 }
 
 /// `<hostname> pid <pid>`: `$HOSTNAME`, else the kernel's hostname.

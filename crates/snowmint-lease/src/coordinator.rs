@@ -23,12 +23,12 @@
 //!   every write committed before it was sent.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use crate::claim::Pool;
+use snowmint::Identity;
+
 use crate::error::LeaseError;
 use crate::status::SharedStatus;
 
@@ -239,21 +239,57 @@ pub trait Coordinator: Send + Sync + 'static {
     }
 }
 
-/// What a coordinator's configuration gives [`LeasedGenerator::start`]
-/// (crate::LeasedGenerator::start): the common settings and a coordinator.
-pub trait LeaseSource: fmt::Debug {
-    /// The coordinator it builds.
-    type Coordinator: Coordinator;
+/// How many workers one datacenter has: 32.
+const WORKERS_PER_DATACENTER: u16 = 1 << snowmint::WORKER_BITS;
 
-    /// Checks the settings (the common ones with
-    /// [`LeaseConfig::validate`](crate::LeaseConfig::validate) and its own),
-    /// reading any files they name.
-    fn validate(&self) -> Result<(), LeaseError>;
+/// The identities one session may claim: all 1024, or the 32 workers of one
+/// datacenter (a region with its own coordinator, [`LeaseConfig::datacenter`](crate::LeaseConfig::datacenter)).
+/// Identities are named by their ordinal, `datacenter * 32 + worker`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pool {
+    datacenter: Option<u8>,
+}
 
-    /// The common settings.
-    fn lease(&self) -> &crate::LeaseConfig;
+impl Pool {
+    /// Every identity.
+    pub const ALL: Pool = Pool { datacenter: None };
 
-    /// A coordinator for these settings, each request bounded by `t`; its
-    /// files are read here, once.
-    fn coordinator(&self, t: Duration) -> Result<Self::Coordinator, LeaseError>;
+    /// The workers of `datacenter` (0..=31), or every identity.
+    pub fn new(datacenter: Option<u8>) -> Pool {
+        Pool { datacenter }
+    }
+
+    /// The datacenter it is scoped to, if any.
+    pub fn datacenter(self) -> Option<u8> {
+        self.datacenter
+    }
+
+    /// Its first identity number and how many it has.
+    fn span(self) -> (u16, u16) {
+        match self.datacenter {
+            Some(dc) => (
+                u16::from(dc) * WORKERS_PER_DATACENTER,
+                WORKERS_PER_DATACENTER,
+            ),
+            None => (0, Identity::COUNT),
+        }
+    }
+
+    /// How many identities it has: 32 or 1024.
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(self) -> u16 {
+        self.span().1
+    }
+
+    /// Whether identity number `n` is in it.
+    pub fn contains(self, n: u16) -> bool {
+        let (first, len) = self.span();
+        (first..first + len).contains(&n)
+    }
+
+    /// Its identity numbers, in ordinal order.
+    pub fn ordinals(self) -> impl Iterator<Item = u16> {
+        let (first, len) = self.span();
+        first..first + len
+    }
 }

@@ -8,8 +8,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::bridge::{Bridge, MarkIo};
+use crate::config::LeaseSource;
 use crate::config::Timing;
-use crate::coordinator::{Coordinator, LeaseSource};
+use crate::coordinator::Coordinator;
 use crate::error::LeaseError;
 use crate::holder::{Holder, MintError, PendingMint};
 use crate::session::{Blocking, Session};

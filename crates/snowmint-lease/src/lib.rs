@@ -87,15 +87,14 @@ mod status;
 mod store;
 
 pub use bridge::{MarkIo, mark_thread};
-pub use claim::Pool;
 pub use clock::{LeaseClock, SystemLeaseClock};
 pub use config::{
-    ConfigError, DEFAULT_LEASE_TTL, GeneratorFactory, LeaseConfig, MAX_LEASE_TTL, MIN_LEASE_TTL,
-    default_generator, fence_margin,
+    ConfigError, DEFAULT_LEASE_TTL, GeneratorFactory, LeaseConfig, LeaseSource, MAX_LEASE_TTL,
+    MIN_LEASE_TTL, default_generator, fence_margin,
 };
 pub use coordinator::{
-    Background, Census, Claimant, Claimed, Confirmation, Coordinator, Granted, LeaseId,
-    LeaseSource, Previous, Renewal,
+    Background, Census, Claimant, Claimed, Confirmation, Coordinator, Granted, LeaseId, Pool,
+    Previous, Renewal,
 };
 pub use error::{LeaseError, Source};
 pub use fence::Fence;

@@ -10,9 +10,9 @@ use snowmint::{Clock as _, Generator, Identity};
 use tokio::sync::{Notify, watch};
 
 use crate::bridge::Bridge;
-use crate::claim::{self, Pool, Spread};
+use crate::claim::{self, Spread};
 use crate::config::{LeaseConfig, Timing};
-use crate::coordinator::{Claimant, Claimed, Coordinator, Granted, LeaseId, Previous};
+use crate::coordinator::{Claimant, Claimed, Coordinator, Granted, LeaseId, Pool, Previous};
 use crate::error::LeaseError;
 use crate::fence::Fence;
 use crate::holder::Holder;
