@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use snowmint::{Generator, MemoryStore, SystemClock};
-use snowmint_etcd::{EtcdConfig, Fence, LeasedGenerator};
+use snowmint_etcd::{EtcdConfig, Fence, LeaseClock as _, LeasedGenerator};
 
 #[path = "../../snowmint/benches/support/mod.rs"]
 mod support;
@@ -62,7 +62,11 @@ fn benches(c: &mut Criterion) {
             })
         })
     });
-    let fence = Fence::until(Instant::now() + Duration::from_secs(3600));
+    let lease_clock = std::sync::Arc::new(snowmint_etcd::SystemLeaseClock);
+    let fence = Fence::until(
+        lease_clock.clone(),
+        lease_clock.now() + Duration::from_secs(3600),
+    );
     g.bench_function("uncontended/static_fenced", |b| {
         b.iter_custom(|iters| {
             chunked(iters, &clock, || {

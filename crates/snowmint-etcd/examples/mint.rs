@@ -7,7 +7,9 @@
 //! cargo run -p snowmint-etcd --example mint -- http://127.0.0.1:2379
 //! ```
 //!
-//! Arguments: `ENDPOINT[,ENDPOINT...] [PREFIX] [LEASE_TTL_SECONDS]`. It
+//! Arguments: `ENDPOINT[,ENDPOINT...] [PREFIX] [LEASE_TTL_SECONDS]
+//! [DATACENTER]` (with a datacenter, it leases only that datacenter's
+//! workers). It
 //! prints `identity DATACENTER WORKER` once it holds one, then one ID a line
 //! (a batch of 100 every 20 ms) until stdin closes or says `stop`, or it gets
 //! SIGTERM/ctrl-c; then it shuts down gracefully (the lease is revoked, the
@@ -27,9 +29,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(|| "http://127.0.0.1:2379".to_owned());
     let prefix = args.next().unwrap_or_else(|| "/snowmint".to_owned());
     let ttl: u64 = args.next().map_or(Ok(10), |t| t.parse())?;
-    let config = EtcdConfig::new(endpoints.split(','))
+    let mut config = EtcdConfig::new(endpoints.split(','))
         .prefix(prefix)
         .lease_ttl(Duration::from_secs(ttl));
+    if let Some(datacenter) = args.next() {
+        config = config.datacenter(datacenter.parse()?);
+    }
 
     let minter = Arc::new(LeasedGenerator::start(config).await?);
     let identity = minter.identity().expect("start resolves once one is held");

@@ -1,4 +1,5 @@
-//! What a lease session needs to know, and the durations derived from it.
+//! What an etcd lease session needs to know: the endpoints, the key prefix,
+//! TLS, and the common lease settings.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -8,33 +9,13 @@ use std::time::Duration;
 use etcd_client::TlsOptions;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use snowmint::Generator;
+use snowmint_lease::{GeneratorFactory, LeaseConfig, LeaseError, LeaseSource};
 
-use crate::store::EtcdStore;
-use snowmint::Identity;
+use crate::coordinator::EtcdCoordinator;
+use crate::keys::Keys;
 
-/// Shortest lease etcd grants in its default configuration.
-pub const MIN_LEASE_TTL: Duration = Duration::from_secs(2);
-/// Longest lease accepted (an hour: a dead instance's identity stays
-/// unusable that long).
-pub const MAX_LEASE_TTL: Duration = Duration::from_secs(3600);
-/// The default lease TTL.
-pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
 /// The default key prefix.
 pub const DEFAULT_PREFIX: &str = "/snowmint";
-
-/// Builds the generator for a newly claimed identity over its etcd store.
-/// The default is [`default_generator`]; tests inject clocks here.
-pub type GeneratorFactory =
-    Arc<dyn Fn(Identity, EtcdStore) -> Result<Generator, snowmint::BuildError> + Send + Sync>;
-
-/// `Generator::builder(dc, w).store(store).build()` with the system clock.
-pub fn default_generator(
-    identity: Identity,
-    store: EtcdStore,
-) -> Result<Generator, snowmint::BuildError> {
-    Generator::builder_for(identity).store(store).build()
-}
 
 /// Where and how to lease an identity: a builder, so options can be added
 /// without breaking callers.
@@ -60,19 +41,13 @@ pub fn default_generator(
 pub struct EtcdConfig {
     pub(crate) endpoints: Vec<String>,
     pub(crate) prefix: String,
-    pub(crate) lease_ttl: Duration,
-    pub(crate) holder: String,
-    pub(crate) generator: GeneratorFactory,
-    /// `--datacenter` with `--etcd`: lease only workers of this datacenter.
-    pub(crate) datacenter: Option<u8>,
+    /// The settings every coordinator shares (TTL, datacenter, holder,
+    /// generator factory, clocks).
+    lease: LeaseConfig,
     /// `--etcd-ca`: the CA etcd's certificate must chain to.
     ca: Option<PathBuf>,
     /// `--etcd-cert`, `--etcd-key`: this client's certificate and key.
     client: Option<(PathBuf, PathBuf)>,
-    /// Whether a keep-alive counts only once a linearizable read after it
-    /// confirms the answering leader's raft term (always, but for tests
-    /// that show what happens without it).
-    pub(crate) confirm_renewals: bool,
 }
 
 impl fmt::Debug for EtcdConfig {
@@ -80,20 +55,18 @@ impl fmt::Debug for EtcdConfig {
         f.debug_struct("EtcdConfig")
             .field("endpoints", &self.endpoints)
             .field("prefix", &self.prefix)
-            .field("lease_ttl", &self.lease_ttl)
-            .field("holder", &self.holder)
-            .field("datacenter", &self.datacenter)
+            .field("lease", &self.lease)
             .field("ca", &self.ca)
             .field("client", &self.client)
-            .finish_non_exhaustive()
+            .finish()
     }
 }
 
 impl EtcdConfig {
     /// etcd client URLs (`http://10.0.0.1:2379`, ...) with the defaults:
-    /// prefix [`DEFAULT_PREFIX`], a [`DEFAULT_LEASE_TTL`] lease, this host
-    /// and process as the holder, the system clock. Surrounding spaces of
-    /// each URL are ignored (`a, b` as typed in a flag).
+    /// prefix [`DEFAULT_PREFIX`], a [`DEFAULT_LEASE_TTL`](crate::DEFAULT_LEASE_TTL)
+    /// lease, this host and process as the holder, the system clocks.
+    /// Surrounding spaces of each URL are ignored (`a, b` as typed in a flag).
     pub fn new<I, S>(endpoints: I) -> EtcdConfig
     where
         I: IntoIterator<Item = S>,
@@ -102,13 +75,9 @@ impl EtcdConfig {
         EtcdConfig {
             endpoints: endpoints.into_iter().map(Into::into).collect(),
             prefix: DEFAULT_PREFIX.to_owned(),
-            lease_ttl: DEFAULT_LEASE_TTL,
-            holder: default_holder(),
-            generator: Arc::new(default_generator),
-            datacenter: None,
+            lease: LeaseConfig::default(),
             ca: None,
             client: None,
-            confirm_renewals: true,
         }
     }
 
@@ -137,7 +106,7 @@ impl EtcdConfig {
     /// hiccups; a shorter one frees a crashed holder's identity sooner.
     #[must_use]
     pub fn lease_ttl(mut self, ttl: Duration) -> EtcdConfig {
-        self.lease_ttl = ttl;
+        self.lease = self.lease.ttl(ttl);
         self
     }
 
@@ -168,30 +137,43 @@ impl EtcdConfig {
     /// ```
     #[must_use]
     pub fn datacenter(mut self, datacenter: u8) -> EtcdConfig {
-        self.datacenter = Some(datacenter);
+        self.lease = self.lease.datacenter(datacenter);
         self
     }
 
     /// The datacenter whose workers are leased, if scoped to one
     /// ([`datacenter`](EtcdConfig::datacenter)); `None`: any of the 1024.
     pub fn datacenter_scope(&self) -> Option<u8> {
-        self.datacenter
+        self.lease.datacenter_scope()
     }
 
     /// What the identity key says about its holder, for operators reading
     /// etcd (default `<hostname> pid <pid>`).
     #[must_use]
     pub fn holder(mut self, holder: impl Into<String>) -> EtcdConfig {
-        self.holder = holder.into();
+        self.lease = self.lease.holder(holder);
         self
     }
 
     /// How each claimed identity's generator is built (default
-    /// [`default_generator`]); tests inject clocks here.
+    /// [`default_generator`](crate::default_generator)); tests inject clocks here.
     #[must_use]
     pub fn generator(mut self, factory: GeneratorFactory) -> EtcdConfig {
-        self.generator = factory;
+        self.lease = self.lease.generator(factory);
         self
+    }
+
+    /// Replaces the common lease settings (TTL, datacenter, holder,
+    /// generator factory, clocks) at once.
+    #[must_use]
+    pub fn lease(mut self, lease: LeaseConfig) -> EtcdConfig {
+        self.lease = lease;
+        self
+    }
+
+    /// The common lease settings.
+    pub fn lease_config(&self) -> &LeaseConfig {
+        &self.lease
     }
 
     /// For tests only: `false` lets every keep-alive etcd answers move the
@@ -200,7 +182,7 @@ impl EtcdConfig {
     #[doc(hidden)]
     #[must_use]
     pub fn confirm_renewals(mut self, confirm: bool) -> EtcdConfig {
-        self.confirm_renewals = confirm;
+        self.lease = self.lease.confirm_renewals(confirm);
         self
     }
 
@@ -216,7 +198,7 @@ impl EtcdConfig {
 
     /// The lease TTL asked for.
     pub fn ttl(&self) -> Duration {
-        self.lease_ttl
+        self.lease.lease_ttl()
     }
 
     /// Checks the values, and reads the TLS files; the error names the
@@ -244,17 +226,7 @@ impl EtcdConfig {
                 got: self.endpoints.join(","),
             });
         }
-        let secs = self.lease_ttl.as_secs();
-        if self.lease_ttl.subsec_nanos() != 0
-            || !(MIN_LEASE_TTL.as_secs()..=MAX_LEASE_TTL.as_secs()).contains(&secs)
-        {
-            return Err(ConfigError::LeaseTtl {
-                got: self.lease_ttl,
-            });
-        }
-        if let Some(dc) = self.datacenter {
-            Identity::new(dc.into(), 0).map_err(ConfigError::Datacenter)?;
-        }
+        self.lease.validate()?;
         if !self.prefix.starts_with('/') || self.prefix.chars().any(char::is_whitespace) {
             return Err(ConfigError::Prefix {
                 got: self.prefix.clone(),
@@ -367,17 +339,6 @@ fn certificates(
     Ok(certs)
 }
 
-/// `<hostname> pid <pid>`: `$HOSTNAME`, else the kernel's hostname.
-fn default_holder() -> String {
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "unknown".to_owned());
-    format!("{host} pid {}", std::process::id())
-}
-
 /// An invalid [`EtcdConfig`]; the message names the setting as the
 /// `snowmint serve` flag does.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -389,20 +350,9 @@ pub enum ConfigError {
         /// The endpoints, joined by commas.
         got: String,
     },
-    /// Not whole seconds in 2..=3600.
-    #[error(
-        "lease-ttl must be {}..={} whole seconds, got {}",
-        MIN_LEASE_TTL.as_secs(),
-        MAX_LEASE_TTL.as_secs(),
-        got.as_secs_f64()
-    )]
-    LeaseTtl {
-        /// The TTL asked for.
-        got: Duration,
-    },
-    /// A datacenter outside 0..=31 (the core's message).
-    #[error("{0}")]
-    Datacenter(snowmint::Error),
+    /// A common lease setting (TTL, datacenter).
+    #[error(transparent)]
+    Lease(#[from] snowmint_lease::ConfigError),
     /// Not starting with `/`, or with spaces.
     #[error("etcd-prefix must start with '/' and contain no spaces, got {got:?}")]
     Prefix {
@@ -484,10 +434,28 @@ impl fmt::Display for TlsFlag {
     }
 }
 
-/// The safety margin subtracted from the lease TTL: the fence closes this
-/// long before the lease could expire on the server. `max(1 s, TTL / 5)`.
-pub fn fence_margin(ttl: Duration) -> Duration {
-    (ttl / 5).max(Duration::from_secs(1))
+impl LeaseSource for EtcdConfig {
+    type Coordinator = EtcdCoordinator;
+
+    fn validate(&self) -> Result<(), LeaseError> {
+        EtcdConfig::validate(self).map_err(|e| LeaseError::Config(Box::new(e)))
+    }
+
+    fn lease(&self) -> &LeaseConfig {
+        &self.lease
+    }
+
+    fn coordinator(&self, t: Duration) -> Result<EtcdCoordinator, LeaseError> {
+        let tls = self
+            .tls_options()
+            .map_err(|e| LeaseError::Config(Box::new(e)))?;
+        Ok(EtcdCoordinator::new(
+            &self.endpoints,
+            tls,
+            Keys::new(&self.prefix),
+            t,
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -504,9 +472,9 @@ mod tests {
             "lease-ttl must be 2..=3600 whole seconds, got 1"
         );
         let o = o.lease_ttl(Duration::from_millis(2500));
-        assert!(matches!(o.validate(), Err(ConfigError::LeaseTtl { .. })));
+        assert!(matches!(o.validate(), Err(ConfigError::Lease(_))));
         assert!(o.validate().unwrap_err().to_string().contains("got 2.5"));
-        let o = o.lease_ttl(DEFAULT_LEASE_TTL).prefix("snowmint");
+        let o = o.lease_ttl(crate::DEFAULT_LEASE_TTL).prefix("snowmint");
         assert!(
             o.validate()
                 .unwrap_err()

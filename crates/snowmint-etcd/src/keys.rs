@@ -3,11 +3,15 @@
 //! ```text
 //! <prefix>/identities/<datacenter>/<worker>  bound to the holder's lease; value: holder description
 //! <prefix>/reserved/<datacenter>/<worker>    NOT bound to a lease; value: "reserved until" Unix ms
+//! <prefix>/tenure/<datacenter>/<worker>      NOT bound to a lease; value: who held it last, and
+//!                                            whether it released it ("held ..." / "released ...")
 //! ```
 
 use snowmint::Identity;
+use snowmint_lease::Pool;
 
-use crate::claim::Pool;
+/// The three kinds of key, in the order a census reads them.
+const KINDS: [&str; 3] = ["identities", "reserved", "tenure"];
 
 /// Key names under one prefix (one snowmint cluster).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,47 +38,67 @@ impl Keys {
         format!("{}/identities/", self.prefix)
     }
 
-    /// The prefix of the identity keys of `pool`, ending in `/`: all of
+    /// The prefix of the keys of one kind of `pool`, ending in `/`: all of
     /// them, or one datacenter's (`<prefix>/identities/5/`).
-    pub(crate) fn identities_in(&self, pool: Pool) -> String {
+    fn kind_in(&self, kind: &str, pool: Pool) -> String {
         match pool.datacenter() {
-            Some(dc) => format!("{}/identities/{dc}/", self.prefix),
-            None => self.identities(),
+            Some(dc) => format!("{}/{kind}/{dc}/", self.prefix),
+            None => format!("{}/{kind}/", self.prefix),
         }
+    }
+
+    /// The prefix of the identity keys of `pool`.
+    pub(crate) fn identities_in(&self, pool: Pool) -> String {
+        self.kind_in(KINDS[0], pool)
+    }
+
+    /// The prefix of the marks of `pool`.
+    pub(crate) fn reserved_in(&self, pool: Pool) -> String {
+        self.kind_in(KINDS[1], pool)
+    }
+
+    /// The prefix of the tenure records of `pool`.
+    pub(crate) fn tenures_in(&self, pool: Pool) -> String {
+        self.kind_in(KINDS[2], pool)
+    }
+
+    fn key(&self, kind: &str, n: u16) -> String {
+        let id = Identity::from_ordinal(n.into()).expect("identity number 0..=1023");
+        format!("{}/{kind}/{}/{}", self.prefix, id.datacenter(), id.worker())
     }
 
     /// The key that says who holds identity number `n`.
     pub fn identity(&self, n: u16) -> String {
-        let id = Identity::from_ordinal(n.into()).expect("identity number 0..=1023");
-        format!(
-            "{}/identities/{}/{}",
-            self.prefix,
-            id.datacenter(),
-            id.worker()
-        )
+        self.key(KINDS[0], n)
     }
 
     /// The key of identity number `n`'s "reserved until" mark.
     pub fn reserved(&self, n: u16) -> String {
-        let id = Identity::from_ordinal(n.into()).expect("identity number 0..=1023");
-        format!(
-            "{}/reserved/{}/{}",
-            self.prefix,
-            id.datacenter(),
-            id.worker()
-        )
+        self.key(KINDS[1], n)
+    }
+
+    /// The key of identity number `n`'s tenure record.
+    pub fn tenure(&self, n: u16) -> String {
+        self.key(KINDS[2], n)
     }
 
     /// The identity number an identity key names, if it is one of ours.
     pub fn parse_identity(&self, key: &[u8]) -> Option<u16> {
+        self.parse(0, key)
+    }
+
+    /// The identity number a key of kind `kind` (0 identities, 1 reserved,
+    /// 2 tenure) names, if it is one of ours.
+    pub(crate) fn parse(&self, kind: usize, key: &[u8]) -> Option<u16> {
+        let kind = KINDS.get(kind)?;
         let key = std::str::from_utf8(key).ok()?;
-        let rest = key.strip_prefix(&self.identities())?;
+        let rest = key.strip_prefix(&format!("{}/{kind}/", self.prefix))?;
         let (dc, worker) = rest.split_once('/')?;
         let n = Identity::new(dc.parse().ok()?, worker.parse().ok()?)
             .ok()?
             .ordinal();
         // Only the canonical spelling: "01" is not identity 1's key.
-        (self.identity(n) == key).then_some(n)
+        (self.key(kind, n) == key).then_some(n)
     }
 }
 

@@ -23,75 +23,61 @@
 //!
 //! # How it stays safe
 //!
-//! 1. **Claim.** The session grants a lease and creates
-//!    `<prefix>/identities/<dc>/<worker>` bound to it, only if absent (the
-//!    first free of the 1024, or of the 32 workers of one datacenter with
-//!    [`EtcdConfig::datacenter`]; its previous one first when it claims
-//!    again; after a lost race, a random one, so that instances starting
-//!    together do not all race for the same key).
+//! The protocol (claim, keep-alive, fence, confirmed renewals, marks,
+//! hand-over, re-claim, release) is `snowmint-lease`'s, written once for
+//! every coordinator; this crate is its etcd coordinator, [`EtcdCoordinator`],
+//! and the configuration that starts it, [`EtcdConfig`]. In etcd:
+//!
+//! 1. **Claim.** `<prefix>/identities/<dc>/<worker>`, bound to the session's
+//!    lease, is created only if absent, in one transaction that also reads
+//!    and rewrites the identity's tenure record (`<prefix>/tenure/...`: who
+//!    held it last, and whether it released it).
 //! 2. **Start above the mark.** `<prefix>/reserved/<dc>/<worker>`, outliving
-//!    every lease, holds the identity's "reserved until" milliseconds; the
-//!    generator never issues at or below it, and raises it (only while its
-//!    lease holds the key) before it issues past it.
-//! 3. **Fence.** Each keep-alive etcd answers, once a linearizable read
-//!    after it confirms the answering leader's raft term, moves a deadline
-//!    to *sent + TTL - margin*; every mint checks it before its claim and after, and
-//!    IDs claimed after it passed are dropped. A fenced session keeps
-//!    renewing, and claims again if its lease or key is gone.
-//! 4. **Hand over.** [`LeasedGenerator::shutdown`] stops issuing and revokes
-//!    the lease: the identity is free at once. The mark is not lowered
-//!    (marks in etcd only go up, see [`EtcdStore`]), so the next holder
-//!    starts at most a reservation window ahead of its clock. A crashed
-//!    holder's identity is free when its lease expires.
+//!    every lease, holds the identity's "reserved until" milliseconds; it is
+//!    raised only while the identity key is bound to the writer's lease, and
+//!    never lowered.
+//! 3. **Fence.** A renewal counts once a linearizable read after its answer
+//!    reports the same raft term (etcd issue 15247: a deposed leader may
+//!    answer keep-alives from its stale lease table).
+//! 4. **Hand over.** A graceful stop records the release, then revokes the
+//!    lease. etcd before 3.4.31 and 3.5.13 may also revoke a lease early (a
+//!    deposed leader revoking what its stale table says expired, etcd issue
+//!    12528): the next holder of an identity not released waits one lease TTL
+//!    before it issues, which covers that.
 //!
 //! The argument, and what it assumes, is in the repository's
 //! `docs/distributed.md`.
 //!
 //! # Layout
 //!
-//! - [`LeasedGenerator`] (`leased.rs`): the handle: start, mint, readiness,
-//!   metrics, shutdown.
-//! - `holder.rs`: the fenced slot the session fills and every mint goes
-//!   through; [`Fence`] (`fence.rs`) is its deadline.
-//! - `session.rs`: claim, keep-alive, fence, re-claim, revoke; `claim.rs`:
-//!   which identities a session may claim and in which order;
-//!   `renewal.rs`: when a keep-alive counts (confirmed by raft term, for
-//!   etcd issue 15247); `versions.rs`: each endpoint's etcd version.
-//! - `ops.rs`: each etcd request, bounded by a timeout; [`Keys`]
-//!   (`keys.rs`): where state lives in etcd.
-//! - [`EtcdStore`] (`store.rs`, over `bridge.rs`): the core's synchronous
-//!   `ReservationStore` on etcd, served by a thread of its own.
-//! - [`EtcdConfig`] (`config.rs`), [`EtcdError`] (`error.rs`),
-//!   [`LeaseMetrics`] (`status.rs`).
+//! - [`EtcdConfig`] (`config.rs`): endpoints, prefix, TLS, and the common
+//!   [`LeaseConfig`]; it is the [`LeaseSource`](snowmint_lease::LeaseSource)
+//!   [`LeasedGenerator::start`] takes.
+//! - [`EtcdCoordinator`] (`coordinator.rs`) over `ops.rs` (each etcd request,
+//!   bounded by a timeout) and [`Keys`] (`keys.rs`: where state lives in etcd);
+//!   `versions.rs`: each endpoint's etcd version, for the log and metrics.
 #![deny(missing_docs)]
 
-mod bridge;
-mod claim;
 mod config;
-mod error;
-mod fence;
-mod holder;
+mod coordinator;
 mod keys;
-mod leased;
 mod ops;
-mod renewal;
-mod session;
-mod status;
-mod store;
 mod versions;
 
-pub use config::{
-    ConfigError, DEFAULT_LEASE_TTL, DEFAULT_PREFIX, EtcdConfig, GeneratorFactory, MAX_LEASE_TTL,
-    MIN_LEASE_TTL, TlsFlag, default_generator, fence_margin,
-};
-pub use error::EtcdError;
-pub use fence::Fence;
-pub use holder::{MintError, PendingMint};
+pub use config::{ConfigError, DEFAULT_PREFIX, EtcdConfig, TlsFlag};
+pub use coordinator::EtcdCoordinator;
 pub use keys::Keys;
-pub use leased::LeasedGenerator;
-pub use snowmint::Identity;
-pub use status::{LeaseMetrics, LeaseState, ServerVersion};
-pub use store::EtcdStore;
+pub use snowmint_lease::{
+    DEFAULT_LEASE_TTL, Fence, GeneratorFactory, Identity, LeaseClock, LeaseConfig, LeaseMetrics,
+    LeaseState, LeaseStore, LeasedGenerator, MAX_LEASE_TTL, MIN_LEASE_TTL, MintError, PendingMint,
+    ServerVersion, SystemLeaseClock, default_generator, fence_margin,
+};
+
+/// What can go wrong with a lease from etcd: the protocol's error.
+pub type EtcdError = snowmint_lease::LeaseError;
+
+/// The reservation store of an identity leased from etcd: the protocol's.
+pub type EtcdStore = snowmint_lease::LeaseStore;
 
 #[cfg(test)]
 mod tests;

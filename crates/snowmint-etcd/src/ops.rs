@@ -1,33 +1,52 @@
-//! The etcd requests of distributed mode, each bounded by a timeout.
+//! The etcd requests of distributed mode, each bounded by a timeout: what
+//! [`EtcdCoordinator`](crate::EtcdCoordinator) answers the lease protocol with.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, TlsOptions, Txn, TxnOp,
-    TxnOpResponse,
+    Client, Compare, CompareOp, ConnectOptions, GetOptions, LeaseKeepAliveStream, LeaseKeeper,
+    PutOptions, TlsOptions, Txn, TxnOp, TxnOpResponse,
 };
 
 use snowmint::{MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS};
+use snowmint_lease::{
+    Census, Claimant, Claimed, Confirmation, LeaseError, Pool, Previous, Renewal,
+};
 
-use crate::claim::{self, Pool, Spread};
-use crate::error::EtcdError;
 use crate::keys::Keys;
-use crate::renewal::Confirmation;
+
+/// etcd's client error as the protocol's.
+pub(crate) fn request_error(op: &'static str, source: etcd_client::Error) -> LeaseError {
+    LeaseError::Request {
+        coordinator: "etcd",
+        op,
+        source: Box::new(source),
+    }
+}
+
+/// No answer from etcd within `after`.
+pub(crate) fn timeout(op: &'static str, after: Duration) -> LeaseError {
+    LeaseError::Timeout {
+        coordinator: "etcd",
+        op,
+        after,
+    }
+}
 
 /// Runs one etcd request with a deadline.
 pub(crate) async fn timed<T>(
     op: &'static str,
     after: Duration,
     request: impl Future<Output = Result<T, etcd_client::Error>>,
-) -> Result<T, EtcdError> {
+) -> Result<T, LeaseError> {
     match tokio::time::timeout(after, request).await {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(source)) => Err(EtcdError::Request { op, source }),
-        Err(_) => Err(EtcdError::Timeout { op, after }),
+        Ok(Err(source)) => Err(request_error(op, source)),
+        Err(_) => Err(timeout(op, after)),
     }
 }
 
@@ -39,12 +58,18 @@ pub(crate) async fn connect(
     endpoint: &str,
     tls: Option<&TlsOptions>,
     request_timeout: Duration,
-) -> Result<Client, EtcdError> {
+) -> Result<Client, LeaseError> {
+    // HTTP/2 pings at most every KEEP_ALIVE_PING, and only while a stream
+    // is open: etcd's server answers pings more often than its
+    // `--grpc-keepalive-min-time` (5 s by default), or on a connection with
+    // no stream, with GOAWAY `too_many_pings`. A dead line is found by the
+    // request timeouts anyway (every request is bounded, and a failed one
+    // drops the connection).
     let mut options = ConnectOptions::new()
         .with_connect_timeout(request_timeout)
         .with_timeout(request_timeout)
-        .with_keep_alive(request_timeout, request_timeout)
-        .with_keep_alive_while_idle(true);
+        .with_keep_alive(KEEP_ALIVE_PING, request_timeout)
+        .with_keep_alive_while_idle(false);
     if let Some(tls) = tls {
         options = options.with_tls(tls.clone());
     }
@@ -55,6 +80,9 @@ pub(crate) async fn connect(
     )
     .await
 }
+
+/// The HTTP/2 ping interval: twice etcd's default `--grpc-keepalive-min-time`.
+pub(crate) const KEEP_ALIVE_PING: Duration = Duration::from_secs(10);
 
 /// A client pinned to one endpoint at a time that moves on to the next
 /// after a failure, as etcd's own Go client does. (The client's balanced
@@ -121,7 +149,7 @@ impl Conn {
     }
 
     /// The client for the endpoint in use, connected lazily.
-    pub(crate) async fn client(&mut self) -> Result<&mut Client, EtcdError> {
+    pub(crate) async fn client(&mut self) -> Result<&mut Client, LeaseError> {
         if self.client.is_none() {
             let endpoint = self.endpoint().to_owned();
             self.client = Some(connect(&endpoint, self.tls.as_ref(), self.timeout).await?);
@@ -141,33 +169,21 @@ impl Conn {
     }
 }
 
-/// A granted lease.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Granted {
-    pub id: i64,
-    /// The TTL etcd granted.
-    pub ttl: Duration,
-    /// When the grant request was sent: the lease cannot expire on the
-    /// server before `sent + ttl`.
-    pub sent: Instant,
-}
-
+/// Grants a lease of `ttl` (whole seconds, at least 1).
 pub(crate) async fn grant(
     client: &mut Client,
     ttl: Duration,
     after: Duration,
-) -> Result<Granted, EtcdError> {
-    let sent = Instant::now();
+) -> Result<snowmint_lease::Granted, LeaseError> {
     let response = timed(
         "lease grant",
         after,
         client.lease_grant(ttl.as_secs().max(1) as i64, None),
     )
     .await?;
-    Ok(Granted {
-        id: response.id(),
+    Ok(snowmint_lease::Granted {
+        lease: response.id(),
         ttl: Duration::from_secs(response.ttl().max(0) as u64),
-        sent,
     })
 }
 
@@ -175,129 +191,307 @@ pub(crate) async fn revoke(
     client: &mut Client,
     lease: i64,
     after: Duration,
-) -> Result<(), EtcdError> {
-    timed("lease revoke", after, client.lease_revoke(lease)).await?;
-    Ok(())
+) -> Result<(), LeaseError> {
+    match timed("lease revoke", after, client.lease_revoke(lease)).await {
+        // Already gone: what a revoke is for.
+        Err(LeaseError::Request { source, .. }) if lease_not_found(&*source) => Ok(()),
+        other => other.map(drop),
+    }
 }
 
-/// What a claim may take: identities of `pool`, `prefer` first (a holder
-/// that lost its lease gets its old identity back if it is still free),
-/// never one in `avoid`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Wanted<'a> {
-    pub pool: Pool,
-    pub prefer: Option<u16>,
-    pub avoid: &'a HashSet<u16>,
+/// Whether etcd said the lease does not exist. (etcd-client also reports a
+/// closed request channel, a dead stream, as `LeaseKeepAliveError`; only
+/// its own "lease not found" is etcd speaking.)
+fn lease_not_found(e: &(dyn std::error::Error + 'static)) -> bool {
+    match e.downcast_ref::<etcd_client::Error>() {
+        Some(etcd_client::Error::LeaseKeepAliveError(m)) => m == "lease not found",
+        Some(etcd_client::Error::GRpcStatus(s)) => s.message().contains("lease not found"),
+        _ => false,
+    }
 }
 
-/// How a claim went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Claimed {
-    /// The identity number claimed; `None`: every one of the pool is held.
-    pub identity: Option<u16>,
-    /// Claim transactions sent (one per try).
-    pub txns: u32,
+/// What the tenure record of an identity says: who held it last and how it
+/// let go. `<prefix>/tenure/<dc>/<worker>`, not bound to a lease:
+///
+/// ```text
+/// held <lease hex> <ttl s> <instance hex> <holder>   claimed, not released
+/// released <lease hex>                              released by its holder
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Tenure {
+    Held {
+        ttl: Duration,
+        instance: u64,
+        holder: String,
+    },
+    Released,
 }
 
-/// The identities of `pool` held now (one keys-only range read).
-pub(crate) async fn scan(
+impl Tenure {
+    pub(crate) fn held(lease: i64, who: &Claimant<'_>) -> String {
+        format!(
+            "held {lease:x} {} {:x} {}",
+            who.ttl.as_secs(),
+            who.instance,
+            who.holder
+        )
+    }
+
+    pub(crate) fn released(lease: i64) -> String {
+        format!("released {lease:x}")
+    }
+
+    /// A record as stored; one it cannot read counts as held by a stranger
+    /// with the longest TTL (the safe reading).
+    pub(crate) fn parse(value: &[u8]) -> Tenure {
+        let text = String::from_utf8_lossy(value);
+        let mut words = text.splitn(5, ' ');
+        match words.next() {
+            Some("released") => Tenure::Released,
+            Some("held") => {
+                let _lease = words.next();
+                let ttl = words.next().and_then(|w| w.parse().ok());
+                let instance = words.next().and_then(|w| u64::from_str_radix(w, 16).ok());
+                let holder = words.next().unwrap_or("").to_owned();
+                match (ttl, instance) {
+                    (Some(ttl), Some(instance)) => Tenure::Held {
+                        ttl: Duration::from_secs(ttl),
+                        instance,
+                        holder,
+                    },
+                    _ => Tenure::unreadable(&text),
+                }
+            }
+            _ => Tenure::unreadable(&text),
+        }
+    }
+
+    fn unreadable(text: &str) -> Tenure {
+        Tenure::Held {
+            ttl: snowmint_lease::MAX_LEASE_TTL,
+            instance: 0,
+            holder: format!(
+                "an unreadable tenure record {:?}",
+                &text[..text.len().min(40)]
+            ),
+        }
+    }
+
+    /// How the last holder let go, as seen by `instance`; `marked`: whether
+    /// the identity has a mark (it was held before, by a version that kept
+    /// no tenure record, if there is none).
+    pub(crate) fn previous(
+        record: Option<Tenure>,
+        marked: bool,
+        instance: u64,
+        ttl: Duration,
+    ) -> Previous {
+        match record {
+            None if !marked => Previous::Clean,
+            None => Previous::Unclean {
+                ttl,
+                holder: "a holder that kept no tenure record".to_owned(),
+            },
+            Some(Tenure::Released) => Previous::Clean,
+            Some(Tenure::Held { instance: i, .. }) if i == instance => Previous::Clean,
+            Some(Tenure::Held { ttl, holder, .. }) => Previous::Unclean { ttl, holder },
+        }
+    }
+}
+
+/// The identities of `pool` held now, their marks and tenure records, in one
+/// snapshot (one read-only transaction of three range reads).
+pub(crate) async fn census(
     client: &mut Client,
     keys: &Keys,
     pool: Pool,
     after: Duration,
-) -> Result<HashSet<u16>, EtcdError> {
-    Ok(timed(
-        "identity scan",
-        after,
-        client.get(
-            keys.identities_in(pool),
-            Some(GetOptions::new().with_prefix().with_keys_only()),
-        ),
-    )
-    .await?
-    .kvs()
-    .iter()
-    .filter_map(|kv| keys.parse_identity(kv.key()))
-    .filter(|&n| pool.contains(n))
-    .collect())
+) -> Result<Census, LeaseError> {
+    let range = |prefix: String, keys_only: bool| {
+        let options = GetOptions::new().with_prefix();
+        TxnOp::get(
+            prefix,
+            Some(if keys_only {
+                options.with_keys_only()
+            } else {
+                options
+            }),
+        )
+    };
+    let txn = Txn::new().and_then([
+        range(keys.identities_in(pool), true),
+        range(keys.reserved_in(pool), false),
+        range(keys.tenures_in(pool), false),
+    ]);
+    let response = timed("identity scan", after, client.txn(txn)).await?;
+    let mut census = Census::default();
+    let mut records = HashMap::new();
+    for (i, op) in response.op_responses().into_iter().enumerate() {
+        let TxnOpResponse::Get(get) = op else {
+            continue;
+        };
+        for kv in get.kvs() {
+            let Some(n) = keys.parse(i, kv.key()).filter(|&n| pool.contains(n)) else {
+                continue;
+            };
+            match i {
+                0 => {
+                    census.taken.insert(n);
+                }
+                1 => {
+                    // A damaged mark is refused when the identity is claimed.
+                    if let Ok(mark) = decode_mark("", kv.value()) {
+                        census.marks.insert(n, mark);
+                    }
+                }
+                _ => {
+                    records.insert(n, Tenure::parse(kv.value()));
+                }
+            }
+        }
+    }
+    for n in pool.ordinals().filter(|n| !census.taken.contains(n)) {
+        let marked = census.marks.contains_key(&n);
+        if let Previous::Unclean { .. } =
+            Tenure::previous(records.remove(&n), marked, 0, Duration::ZERO)
+        {
+            census.unclean.insert(n);
+        }
+    }
+    Ok(census)
 }
 
-/// Claims a free identity of `wanted` for `lease`, in the order of
-/// [`claim::order`](crate::claim::order): one transaction creates the
-/// first candidate's key (its previous identity, else the lowest free)
-/// only if it is absent; a transaction that lost the race scans again (the
-/// view it chose from is stale) and tries from a random start. `taken` is
-/// a scan already made, if any (else one is made first).
+/// Claims identity `n` for `lease`: one transaction creates its key bound to
+/// the lease only if absent, reads its tenure record and mark, and records
+/// `who` as its holder, so that a crash after it leaves the identity looking
+/// unclean, never clean.
 pub(crate) async fn claim(
     client: &mut Client,
     keys: &Keys,
     lease: i64,
-    holder: &str,
-    wanted: Wanted<'_>,
-    taken: Option<HashSet<u16>>,
+    n: u16,
+    who: &Claimant<'_>,
     after: Duration,
-) -> Result<Claimed, EtcdError> {
-    let mut spread = Spread::new(lease);
-    let mut taken = taken;
-    let mut txns = 0;
-    // Each lost race is another instance's win, so the pool fills within
-    // its size in rounds; the bound only stops a pool that churns forever
-    // (keys expiring as fast as they are taken), which then waits as full.
-    for round in 0..=wanted.pool.len() {
-        let seen = match taken.take() {
-            Some(seen) => seen,
-            None => scan(client, keys, wanted.pool, after).await?,
-        };
-        let order = claim::order(
-            wanted.pool,
-            &seen,
-            wanted.avoid,
-            wanted.prefer,
-            (round > 0).then(|| spread.next_start()),
-        );
-        let Some(&n) = order.first() else {
-            break;
-        };
-        let key = keys.identity(n);
-        let txn = Txn::new()
-            .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(
+) -> Result<Claimed, LeaseError> {
+    let key = keys.identity(n);
+    let tenure = keys.tenure(n);
+    let txn = Txn::new()
+        .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
+        .and_then([
+            TxnOp::get(tenure.as_str(), None),
+            TxnOp::get(keys.reserved(n), None),
+            TxnOp::put(
                 key.as_str(),
-                holder,
+                who.holder,
                 Some(PutOptions::new().with_lease(lease)),
-            )]);
-        txns += 1;
-        if timed("identity claim", after, client.txn(txn))
-            .await?
-            .succeeded()
-        {
-            return Ok(Claimed {
-                identity: Some(n),
-                txns,
-            });
-        }
-        // Someone else created it since the scan: look again.
+            ),
+            TxnOp::put(tenure.as_str(), Tenure::held(lease, who), None),
+        ]);
+    let response = timed("identity claim", after, client.txn(txn)).await?;
+    if !response.succeeded() {
+        return Ok(Claimed::Taken);
     }
-    Ok(Claimed {
-        identity: None,
-        txns,
-    })
+    let mut record = None;
+    let mut marked = false;
+    for (i, op) in response.op_responses().into_iter().enumerate() {
+        if let TxnOpResponse::Get(get) = op {
+            match (i, get.kvs().first()) {
+                (0, Some(kv)) => record = Some(Tenure::parse(kv.value())),
+                (1, Some(_)) => marked = true,
+                _ => {}
+            }
+        }
+    }
+    Ok(Claimed::Won(Tenure::previous(
+        record,
+        marked,
+        who.instance,
+        who.ttl,
+    )))
+}
+
+/// Records that the holder under `lease` let go of identity `n` (only while
+/// `n`'s key is bound to `lease`).
+pub(crate) async fn release(
+    client: &mut Client,
+    keys: &Keys,
+    n: u16,
+    lease: i64,
+    after: Duration,
+) -> Result<(), LeaseError> {
+    let key = keys.identity(n);
+    let txn = Txn::new()
+        .when([Compare::lease(key.as_str(), CompareOp::Equal, lease)])
+        .and_then([TxnOp::put(keys.tenure(n), Tenure::released(lease), None)]);
+    if timed("identity release", after, client.txn(txn))
+        .await?
+        .succeeded()
+    {
+        Ok(())
+    } else {
+        Err(LeaseError::NotHolder { key, lease })
+    }
 }
 
 /// Whether identity `n`'s key is still bound to `lease`, read
-/// linearizably, with the raft term of the answer (see `renewal.rs`).
+/// linearizably, with the raft term of the answer.
 pub(crate) async fn holds(
     client: &mut Client,
     keys: &Keys,
     n: u16,
     lease: i64,
     after: Duration,
-) -> Result<Confirmation, EtcdError> {
+) -> Result<Confirmation, LeaseError> {
     let response = timed("identity check", after, client.get(keys.identity(n), None)).await?;
     Ok(Confirmation {
         holds: response.kvs().first().is_some_and(|kv| kv.lease() == lease),
         term: response.header().map(|h| h.raft_term()),
     })
+}
+
+/// A keep-alive stream on one connection: its sender and its answers.
+pub(crate) type Stream = (LeaseKeeper, LeaseKeepAliveStream);
+
+/// One keep-alive round trip on `stream` (opened on `client` if there is
+/// none). A stream that failed or timed out must be dropped by the caller,
+/// so a late answer is never taken for a newer request's. "Lease not found"
+/// is an answer with TTL 0: the session believes it only once a read agrees.
+pub(crate) async fn keep_alive(
+    client: &mut Client,
+    stream: &mut Option<Stream>,
+    lease: i64,
+    t: Duration,
+) -> Result<Renewal, LeaseError> {
+    let gone = Renewal {
+        ttl: Duration::ZERO,
+        term: None,
+    };
+    if stream.is_none() {
+        match tokio::time::timeout(t, client.lease_keep_alive(lease)).await {
+            Ok(Ok(opened)) => *stream = Some(opened),
+            Ok(Err(e)) if lease_not_found(&e) => return Ok(gone),
+            Ok(Err(source)) => return Err(request_error("lease keep-alive", source)),
+            Err(_) => return Err(timeout("lease keep-alive", t)),
+        }
+    }
+    let (keeper, responses) = stream.as_mut().expect("opened above");
+    let round = async {
+        keeper.keep_alive().await?;
+        responses.message().await
+    };
+    match tokio::time::timeout(t, round).await {
+        Ok(Ok(Some(response))) => Ok(Renewal {
+            ttl: Duration::from_secs(response.ttl().max(0) as u64),
+            term: response.header().map(|h| h.raft_term()),
+        }),
+        Ok(Ok(None)) => Err(LeaseError::KeepAliveEnded),
+        Ok(Err(e)) if lease_not_found(&e) => {
+            *stream = None;
+            Ok(gone)
+        }
+        Ok(Err(source)) => Err(request_error("lease keep-alive", source)),
+        Err(_) => Err(timeout("lease keep-alive", t)),
+    }
 }
 
 /// Width of a written mark: 20 digits hold any u64. Marks are compared as
@@ -315,14 +509,14 @@ fn encode_mark(ms: u64) -> String {
 }
 
 /// A mark as stored: decimal Unix milliseconds within the format's range,
-/// zero-padded or not. Anything else is [`EtcdError::DamagedMark`].
-fn decode_mark(key: &str, value: &[u8]) -> Result<u64, EtcdError> {
+/// zero-padded or not. Anything else is [`LeaseError::DamagedMark`].
+fn decode_mark(key: &str, value: &[u8]) -> Result<u64, LeaseError> {
     std::str::from_utf8(value)
         .ok()
         .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|v| v.parse().ok())
         .filter(|ms| (MIN_TIMESTAMP_MS..=MAX_TIMESTAMP_MS).contains(ms))
-        .ok_or_else(|| EtcdError::DamagedMark {
+        .ok_or_else(|| LeaseError::DamagedMark {
             key: key.to_owned(),
             value: String::from_utf8_lossy(&value[..value.len().min(40)]).into_owned(),
         })
@@ -345,7 +539,7 @@ impl SeenMark {
         mod_revision: 0,
     };
 
-    fn of(key: &str, kv: Option<&etcd_client::KeyValue>) -> Result<SeenMark, EtcdError> {
+    fn of(key: &str, kv: Option<&etcd_client::KeyValue>) -> Result<SeenMark, LeaseError> {
         match kv {
             Some(kv) => Ok(SeenMark {
                 value: Some(decode_mark(key, kv.value())?),
@@ -362,7 +556,7 @@ pub(crate) async fn load_mark(
     keys: &Keys,
     n: u16,
     after: Duration,
-) -> Result<SeenMark, EtcdError> {
+) -> Result<SeenMark, LeaseError> {
     let key = keys.reserved(n);
     let response = timed("reservation read", after, client.get(key.as_str(), None)).await?;
     SeenMark::of(&key, response.kvs().first())
@@ -379,7 +573,7 @@ pub(crate) async fn load_mark(
 /// `mod_revision`, or absent), and else reads both back. With an up-to-date
 /// `seen` (the one this returned last time) that is one round trip; a stale
 /// or missing one costs one more. A mark that changed under each of
-/// [`MARK_TRIES`] writes is [`EtcdError::MarkContended`].
+/// [`MARK_TRIES`] writes is [`LeaseError::MarkContended`].
 pub(crate) async fn store_mark(
     client: &mut Client,
     keys: &Keys,
@@ -388,7 +582,7 @@ pub(crate) async fn store_mark(
     until_ms: u64,
     seen: Option<SeenMark>,
     after: Duration,
-) -> Result<SeenMark, EtcdError> {
+) -> Result<SeenMark, LeaseError> {
     let identity = keys.identity(n);
     let reserved = keys.reserved(n);
     let ours = Compare::lease(identity.as_str(), CompareOp::Equal, lease);
@@ -405,7 +599,7 @@ pub(crate) async fn store_mark(
         };
         // Already high enough: the transaction only confirms that the key
         // is ours and the mark unchanged, in one snapshot.
-        let raise = seen.value.is_none_or(|mark| mark < until_ms);
+        let raise = snowmint_lease::raises(seen.value, until_ms);
         let write = if raise {
             vec![TxnOp::put(reserved.as_str(), encode_mark(until_ms), None)]
         } else {
@@ -437,20 +631,20 @@ pub(crate) async fn store_mark(
             }
         }
         if holder_lease != Some(lease) {
-            return Err(EtcdError::NotHolder {
+            return Err(LeaseError::NotHolder {
                 key: identity,
                 lease,
             });
         }
         // Both read in one snapshot: ours, and already high enough.
-        if current.value.is_some_and(|mark| mark >= until_ms) {
+        if current.value.is_some() && !snowmint_lease::raises(current.value, until_ms) {
             return Ok(current);
         }
         // Moved since `seen` (by a write of ours still in flight, or by
         // hand): try again from what is there now.
         seen = current;
     }
-    Err(EtcdError::MarkContended {
+    Err(LeaseError::MarkContended {
         key: reserved,
         tries: MARK_TRIES,
     })
@@ -498,7 +692,7 @@ mod tests {
             b"\xff",
         ] {
             let err = decode_mark("/snowmint/reserved/0/0", bad).unwrap_err();
-            assert!(matches!(err, EtcdError::DamagedMark { .. }), "{err:?}");
+            assert!(matches!(err, LeaseError::DamagedMark { .. }), "{err:?}");
             let msg = err.to_string();
             assert!(msg.contains("/snowmint/reserved/0/0"), "{msg}");
             assert!(

@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use crate::error::EtcdError;
+use snowmint_lease::{LeaseError, ServerVersion, SharedStatus, update};
+
 use crate::ops::{self, Conn};
-use crate::status::{ServerVersion, SharedStatus, update};
 
 /// How often versions are asked again once every endpoint has answered (a
 /// rolling upgrade of etcd shows within this).
@@ -16,33 +16,12 @@ const REFRESH: Duration = Duration::from_secs(600);
 /// answer again.
 const RETRY: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(60));
 
-/// The task of [`watch`], aborted when dropped.
-pub(crate) struct Watch(tokio::task::JoinHandle<()>);
-
-impl Watch {
-    /// Starts [`watch`] on the current runtime.
-    pub(crate) fn spawn(
-        conns: Vec<Conn>,
-        t: Duration,
-        status: SharedStatus,
-        confirm: bool,
-    ) -> Watch {
-        Watch(tokio::spawn(watch(conns, t, status, confirm)))
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// Asks every endpoint (one connection each, `t` per request) for its
 /// version, forever: again with backoff while some have not answered, and
 /// every [`REFRESH`] after. Logs each version when first seen or changed and
 /// keeps them in `status.servers`. `confirm`: whether renewals are confirmed
 /// by term (always but in tests), for the log.
-async fn watch(mut conns: Vec<Conn>, t: Duration, status: SharedStatus, confirm: bool) {
+pub(crate) async fn watch(mut conns: Vec<Conn>, t: Duration, status: SharedStatus, confirm: bool) {
     let mut known: Vec<Option<String>> = vec![None; conns.len()];
     let mut retry = RETRY.0;
     loop {
@@ -85,7 +64,7 @@ async fn watch(mut conns: Vec<Conn>, t: Duration, status: SharedStatus, confirm:
 }
 
 /// One endpoint's version.
-async fn ask(conn: &mut Conn, t: Duration) -> Result<String, EtcdError> {
+async fn ask(conn: &mut Conn, t: Duration) -> Result<String, LeaseError> {
     let client = conn.client().await?;
     let response = ops::timed("status", t, client.status()).await?;
     Ok(response.version().to_owned())

@@ -2,7 +2,9 @@
 //! run at once mint as distinct identities; a graceful stop frees its
 //! identity at once (long before its lease could expire); after a SIGKILL
 //! the identity is taken over only once the lease expired, and the new
-//! holder issues only above everything the killed one printed.
+//! holder issues only above everything the killed one printed. The copies
+//! lease within datacenter 0, of which a filler holds every worker but two,
+//! so that the identity a stop or a kill frees is the only one free.
 //!
 //! Skipped with a printed reason when `etcd` or `etcdctl` is missing,
 //! unless SNOWMINT_REQUIRE_SERVICES=1.
@@ -44,7 +46,7 @@ struct Mint {
 impl Mint {
     fn start(etcd: &str, prefix: &str, ttl: u64) -> Mint {
         let mut child = Command::new(example())
-            .args([etcd, prefix, &ttl.to_string()])
+            .args([etcd, prefix, &ttl.to_string(), "0"])
             .env("RUST_LOG", "warn")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -163,24 +165,49 @@ fn two_copies_mint_as_two_identities_and_hand_over_on_stop_and_after_a_kill() {
         return;
     }
     let url = etcd.url();
+    // Workers 2..=31 of datacenter 0 held by a filler, for the whole test.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let _filler = rt.block_on(async {
+        let mut client = etcd_client::Client::connect([url.clone()], None)
+            .await
+            .unwrap();
+        let lease = client.lease_grant(600, None).await.unwrap().id();
+        for worker in 2..32 {
+            let options = etcd_client::PutOptions::new().with_lease(lease);
+            client
+                .put(
+                    format!("/example/identities/0/{worker}"),
+                    "filler",
+                    Some(options),
+                )
+                .await
+                .unwrap();
+        }
+        lease
+    });
     // a's lease is long: if its identity is free soon, it was revoked.
     let mut a = Mint::start(&url, "/example", 30);
     let mut b = Mint::start(&url, "/example", 2);
-    assert_eq!(a.identity, (0, 0));
-    assert_eq!(b.identity, (0, 1), "distinct identities");
+    let mut two = [a.identity, b.identity];
+    two.sort_unstable();
+    assert_eq!(
+        two,
+        [(0, 0), (0, 1)],
+        "distinct identities, the two free ones"
+    );
+    let (a_identity, b_identity) = (a.identity, b.identity);
     a.read_ids(300);
     b.read_ids(300);
 
     let a_ids = a.stop();
     assert_eq!(
-        etcdctl_get(&url, "/example/identities/0/0"),
+        etcdctl_get(&url, &format!("/example/identities/0/{}", a_identity.1)),
         "",
         "a's identity is free at once"
     );
     let mut c = Mint::start(&url, "/example", 30);
     assert_eq!(
-        c.identity,
-        (0, 0),
+        c.identity, a_identity,
         "a's identity, long before its lease could expire"
     );
     c.read_ids(300);
@@ -189,18 +216,17 @@ fn two_copies_mint_as_two_identities_and_hand_over_on_stop_and_after_a_kill() {
     b.read_ids(100);
     let b_ids = b.kill();
     let b_max = *b_ids.last().unwrap();
-    assert_ne!(
-        etcdctl_get(&url, "/example/identities/0/1"),
-        "",
-        "b's lease outlives it"
-    );
-    let mark: u64 = etcdctl_get(&url, "/example/reserved/0/1").parse().unwrap();
+    let b_key = format!("/example/identities/0/{}", b_identity.1);
+    assert_ne!(etcdctl_get(&url, &b_key), "", "b's lease outlives it");
+    let mark: u64 = etcdctl_get(&url, &format!("/example/reserved/0/{}", b_identity.1))
+        .parse()
+        .unwrap();
     assert!(
         mark >= b_max.timestamp_ms(),
         "mark {mark} below b's last ID {b_max}"
     );
     let start = Instant::now();
-    while !etcdctl_get(&url, "/example/identities/0/1").is_empty() {
+    while !etcdctl_get(&url, &b_key).is_empty() {
         assert!(
             start.elapsed() < Duration::from_secs(15),
             "b's lease never expired"
@@ -209,8 +235,7 @@ fn two_copies_mint_as_two_identities_and_hand_over_on_stop_and_after_a_kill() {
     }
     let mut d = Mint::start(&url, "/example", 2);
     assert_eq!(
-        d.identity,
-        (0, 1),
+        d.identity, b_identity,
         "d takes over the killed copy's identity"
     );
     d.read_ids(300);

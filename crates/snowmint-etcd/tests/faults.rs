@@ -143,6 +143,66 @@ fn options(endpoint: &str, prefix: &str, ttl_secs: u64) -> EtcdConfig {
         .lease_ttl(Duration::from_secs(ttl_secs))
 }
 
+/// [`options`] scoped to datacenter 0's 32 workers, so that a [`Filler`]
+/// can leave exactly the identities a test means to be free.
+fn dc0(endpoint: &str, prefix: &str, ttl_secs: u64) -> EtcdConfig {
+    options(endpoint, prefix, ttl_secs).datacenter(0)
+}
+
+/// The key of `identity` under `prefix`.
+fn key(prefix: &str, kind: &str, identity: (u8, u8)) -> String {
+    format!("{prefix}/{kind}/{}/{}", identity.0, identity.1)
+}
+
+/// Holds, under a lease of its own, every worker of datacenter 0 that was
+/// free when it was made (claims pick among free identities at random, so a
+/// test that needs "the one free identity" makes it so).
+struct Filler {
+    client: etcd_client::Client,
+    prefix: String,
+    held: Vec<u8>,
+}
+
+impl Filler {
+    async fn take_free(endpoint: &str, prefix: &str) -> Filler {
+        let mut client = etcd_client::Client::connect([endpoint], None)
+            .await
+            .unwrap();
+        let lease = client.lease_grant(600, None).await.unwrap().id();
+        let mut held = Vec::new();
+        for worker in 0..32u8 {
+            let k = key(prefix, "identities", (0, worker));
+            let txn = etcd_client::Txn::new()
+                .when([etcd_client::Compare::create_revision(
+                    k.as_str(),
+                    etcd_client::CompareOp::Equal,
+                    0,
+                )])
+                .and_then([etcd_client::TxnOp::put(
+                    k.as_str(),
+                    "filler",
+                    Some(etcd_client::PutOptions::new().with_lease(lease)),
+                )]);
+            if client.txn(txn).await.unwrap().succeeded() {
+                held.push(worker);
+            }
+        }
+        Filler {
+            client,
+            prefix: prefix.to_owned(),
+            held,
+        }
+    }
+
+    /// Frees one of the workers it holds: the only free one then.
+    async fn free_one(&mut self) -> (u8, u8) {
+        let worker = self.held.pop().expect("the filler holds one");
+        let k = key(&self.prefix, "identities", (0, worker));
+        self.client.delete(k, None).await.unwrap();
+        (0, worker)
+    }
+}
+
 /// One instance's time holding one identity.
 struct Tenure<'a> {
     instance: &'a str,
@@ -281,14 +341,13 @@ async fn instances_get_distinct_identities_and_a_graceful_stop_frees_one_at_once
     };
     let log = Log::default();
     // A long TTL: an identity that is free again soon was revoked, not expired.
-    let opts = || options(&etcd.url(), "/distinct", 30);
+    let opts = || dc0(&etcd.url(), "/distinct", 30);
 
     let mut instances = vec![Instance::start("i0", opts(), &log)];
     instances[0].wait_ready(Duration::from_secs(10)).await;
     instances.push(Instance::start("i1", opts(), &log));
     instances[1].wait_ready(Duration::from_secs(10)).await;
-    assert_eq!(instances[0].identity(), Some((0, 0)));
-    assert_eq!(instances[1].identity(), Some((0, 1)));
+    assert_ne!(instances[0].identity(), instances[1].identity());
 
     for i in 2..10 {
         instances.push(Instance::start(&format!("i{i}"), opts(), &log));
@@ -301,24 +360,22 @@ async fn instances_get_distinct_identities_and_a_graceful_stop_frees_one_at_once
     let identities: HashSet<_> = instances.iter().map(|i| i.identity().unwrap()).collect();
     assert_eq!(identities.len(), 10, "{identities:?}");
 
-    // Stop the holder of (0, 1) gracefully: its key is gone when shutdown
-    // returns, and (0, 0) is held, so it is the lowest free one.
-    let pos = instances
-        .iter()
-        .position(|i| i.identity() == Some((0, 1)))
-        .unwrap();
-    instances.remove(pos).shutdown().await;
-    assert!(!key_exists(&etcd.url(), "/distinct/identities/0/1").await);
+    // Every other worker of datacenter 0 taken; stop i1 gracefully: its
+    // key is gone when shutdown returns, and its identity is the one free.
+    let _filler = Filler::take_free(&etcd.url(), "/distinct").await;
+    let freed = instances[1].identity().unwrap();
+    instances.remove(1).shutdown().await;
+    assert!(!key_exists(&etcd.url(), &key("/distinct", "identities", freed)).await);
     let next = Instance::start("i10", opts(), &log);
     next.wait_ready(Duration::from_secs(10)).await;
     assert_eq!(
         next.identity(),
-        Some((0, 1)),
+        Some(freed),
         "the freed identity, long before its TTL"
     );
     instances.push(next);
 
-    // Every instance mints, i10 after taking (0, 1) over.
+    // Every instance mints, i10 after taking the freed identity over.
     let since = Instant::now();
     for i in &instances {
         wait_minted(&log, &i.name, since).await;
@@ -397,11 +454,13 @@ async fn a_cut_instance_is_fenced_and_the_next_holder_never_overlaps_it() {
     let proxy = Proxy::start(etcd.addr()).await;
     let log = Log::default();
     let ttl = 3;
-    let a = Instance::start("a", options(&proxy.url(), "/cut", ttl), &log);
+    let a = Instance::start("a", dc0(&proxy.url(), "/cut", ttl), &log);
     a.wait_ready(Duration::from_secs(10)).await;
-    let b = Instance::start("b", options(&etcd.url(), "/cut", ttl), &log);
+    let b = Instance::start("b", dc0(&etcd.url(), "/cut", ttl), &log);
     b.wait_ready(Duration::from_secs(10)).await;
-    assert_eq!((a.identity(), b.identity()), (Some((0, 0)), Some((0, 1))));
+    let a_identity = a.identity().unwrap();
+    assert_ne!(Some(a_identity), b.identity());
+    let mut filler = Filler::take_free(&etcd.url(), "/cut").await;
     wait_minted(&log, "a", Instant::now()).await;
 
     proxy.cut();
@@ -410,16 +469,19 @@ async fn a_cut_instance_is_fenced_and_the_next_holder_never_overlaps_it() {
     // a's lease expires on the server; its identity becomes free.
     wait_key_gone(
         &etcd.url(),
-        "/cut/identities/0/0",
+        &key("/cut", "identities", a_identity),
         Duration::from_secs(3 * ttl),
     )
     .await;
-    let c = Instance::start("c", options(&etcd.url(), "/cut", ttl), &log);
+    let c = Instance::start("c", dc0(&etcd.url(), "/cut", ttl), &log);
+    // It waits one TTL before issuing: a did not release the identity.
     c.wait_ready(Duration::from_secs(10)).await;
-    assert_eq!(c.identity(), Some((0, 0)), "c takes over a's identity");
+    assert_eq!(c.identity(), Some(a_identity), "c takes over a's identity");
     wait_minted(&log, "c", Instant::now()).await;
     assert!(!a.is_ready(), "a stays fenced while cut off");
 
+    // One identity free for a to claim once it hears that it lost its own.
+    filler.free_one().await;
     proxy.restore();
     let restored = Instant::now();
     a.wait_ready(Duration::from_secs(30)).await;
@@ -459,8 +521,11 @@ async fn a_crashed_holder_is_taken_over_after_its_lease_expires_even_with_a_lagg
     };
     let log = Log::default();
     let ttl = 2;
-    let a = Instance::start("a", options(&etcd.url(), "/crash", ttl), &log);
+    let a = Instance::start("a", dc0(&etcd.url(), "/crash", ttl), &log);
     a.wait_ready(Duration::from_secs(10)).await;
+    let a_identity = a.identity().unwrap();
+    let a_key = key("/crash", "identities", a_identity);
+    let _filler = Filler::take_free(&etcd.url(), "/crash").await;
     wait_until("a issued", Duration::from_secs(10), || {
         log.lock().unwrap().len() >= 200
     })
@@ -474,18 +539,13 @@ async fn a_crashed_holder_is_taken_over_after_its_lease_expires_even_with_a_lagg
         .max()
         .unwrap();
     // Not revoked: the identity is free only once the lease expires.
-    assert!(key_exists(&etcd.url(), "/crash/identities/0/0").await);
-    wait_key_gone(
-        &etcd.url(),
-        "/crash/identities/0/0",
-        Duration::from_secs(3 * ttl),
-    )
-    .await;
+    assert!(key_exists(&etcd.url(), &a_key).await);
+    wait_key_gone(&etcd.url(), &a_key, Duration::from_secs(3 * ttl)).await;
 
     // b's clock is 30 s behind: on its own clock it would issue IDs far
     // below a's. It may run ahead of its clock (a 60 s borrow), so it
     // issues at once, above the mark a left in etcd.
-    let lagging = options(&etcd.url(), "/crash", ttl);
+    let lagging = dc0(&etcd.url(), "/crash", ttl);
     let factory: GeneratorFactory = Arc::new(|identity, store| {
         Generator::builder_for(identity)
             .clock(Behind {
@@ -500,7 +560,7 @@ async fn a_crashed_holder_is_taken_over_after_its_lease_expires_even_with_a_lagg
     b.wait_ready(Duration::from_secs(20)).await;
     assert_eq!(
         b.identity(),
-        Some((0, 0)),
+        Some(a_identity),
         "b takes over the dead holder's identity"
     );
     wait_until("b issued", Duration::from_secs(10), || {
@@ -549,7 +609,7 @@ async fn unreachable_etcd_at_start_means_not_ready_until_it_answers() {
         return;
     };
     a.wait_ready(Duration::from_secs(30)).await;
-    assert_eq!(a.identity(), Some((0, 0)));
+    assert!(a.identity().is_some());
     wait_minted(&log, "a", Instant::now()).await;
     a.shutdown().await;
     check_log(&log, &["a"]);
@@ -622,6 +682,7 @@ async fn a_cut_shorter_than_the_lease_fences_then_resumes_on_the_same_lease() {
     let a = Instance::start("a", options(&proxy.url(), "/short", 10), &log);
     a.wait_ready(Duration::from_secs(10)).await;
     let lease = a.minter.metrics().lease;
+    let held = a.identity();
 
     proxy.cut();
     wait_until("a fenced", Duration::from_secs(10), || {
@@ -637,7 +698,7 @@ async fn a_cut_shorter_than_the_lease_fences_then_resumes_on_the_same_lease() {
     assert_eq!(status.lease, lease, "the same lease, renewed in time");
     assert_eq!(status.claims, 1, "no second claim");
     assert_eq!(status.fenced, 1);
-    assert_eq!(a.identity(), Some((0, 0)));
+    assert_eq!(a.identity(), held);
     wait_minted(&log, "a", restored).await;
     a.shutdown().await;
     check_log(&log, &["a"]);
@@ -655,12 +716,29 @@ async fn a_damaged_mark_is_never_issued_over_and_its_identity_is_skipped() {
         .put("/damaged/reserved/0/0", "not a number", None)
         .await
         .unwrap();
+    // Only 0/0 free: the claim must try it, and find its mark damaged.
+    let mut filler = Filler::take_free(&etcd.url(), "/damaged").await;
+    let mut client_free = etcd_client::Client::connect([etcd.url()], None)
+        .await
+        .unwrap();
+    filler.held.retain(|&w| w != 0);
+    client_free
+        .delete(key("/damaged", "identities", (0, 0)), None)
+        .await
+        .unwrap();
     let log = Log::default();
-    let a = Instance::start("a", options(&etcd.url(), "/damaged", 2), &log);
+    let a = Instance::start("a", dc0(&etcd.url(), "/damaged", 2), &log);
+    wait_until(
+        "a skips 0/0 and finds the rest taken",
+        Duration::from_secs(20),
+        || a.state() == LeaseState::AllTaken,
+    )
+    .await;
+    let other = filler.free_one().await;
     a.wait_ready(Duration::from_secs(20)).await;
     assert_eq!(
         a.identity(),
-        Some((0, 1)),
+        Some(other),
         "identity 0's mark cannot be trusted"
     );
     assert!(
@@ -691,7 +769,7 @@ async fn a_dead_endpoint_in_the_list_is_routed_around() {
     let log = Log::default();
     let a = Instance::start("a", o, &log);
     a.wait_ready(Duration::from_secs(20)).await;
-    assert_eq!(a.identity(), Some((0, 0)));
+    assert!(a.identity().is_some());
     // Renewals keep going through the live endpoint: three more, with no
     // failure between (a failed one would have fenced a TTL of 2 s).
     let before = a.minter.metrics();
@@ -738,6 +816,8 @@ async fn a_lost_identity_key_fences_at_once_and_the_instance_claims_again() {
     let two_ttls = Duration::from_secs(2 * ttl);
     let a = Instance::start("a", options(&etcd.url(), "/lost", ttl), &log);
     a.wait_ready(Duration::from_secs(10)).await;
+    let first = a.identity().unwrap();
+    let first_key = key("/lost", "identities", first);
     let status = || a.minter.metrics();
     let first_lease = status().lease.unwrap();
     wait_until("a issued", Duration::from_secs(10), || {
@@ -748,12 +828,12 @@ async fn a_lost_identity_key_fences_at_once_and_the_instance_claims_again() {
     // An operator deletes the key while the lease lives (`etcdctl del`):
     // the instance gives that lease up and claims again, its old identity
     // first (it is free), within two TTLs.
-    client.delete("/lost/identities/0/0", None).await.unwrap();
+    client.delete(first_key.as_str(), None).await.unwrap();
     wait_until("a claims again", two_ttls, || {
         status().claims >= 2 && a.is_ready()
     })
     .await;
-    assert_eq!(a.identity(), Some((0, 0)));
+    assert_eq!(a.identity(), Some(first));
     let second_lease = status().lease.unwrap();
     assert_ne!(second_lease, first_lease, "a fresh lease");
     let old = client.lease_time_to_live(first_lease, None).await.unwrap();
@@ -763,39 +843,40 @@ async fn a_lost_identity_key_fences_at_once_and_the_instance_claims_again() {
         batches_of(&log, "a") >= before + 50
     })
     .await;
-    // A graceful stop now persists through the new holder's store.
-    a.minter.generator().unwrap().persist_last_issued().unwrap();
 
     // The key is taken over by another lease while ours lives: the
-    // instance stops issuing as (0, 0) at once and moves to (0, 1).
+    // instance stops issuing as `first` at once and moves to another.
     let intruder = client.lease_grant(60, None).await.unwrap().id();
     client
         .put(
-            "/lost/identities/0/0",
+            first_key.as_str(),
             "someone else",
             Some(etcd_client::PutOptions::new().with_lease(intruder)),
         )
         .await
         .unwrap();
-    wait_until("a moves to (0, 1)", two_ttls, || {
-        a.identity() == Some((0, 1)) && a.is_ready()
+    wait_until("a moves to another identity", two_ttls, || {
+        a.identity().is_some_and(|i| i != first) && a.is_ready()
     })
     .await;
     assert_eq!(status().claims, 3);
-    let as_0_0 = issued_as(&log, "a", (0, 0));
+    let as_0_0 = issued_as(&log, "a", first);
     let before = batches_of(&log, "a");
-    wait_until("a mints as (0, 1)", two_ttls, || {
+    wait_until("a mints as its new identity", two_ttls, || {
         batches_of(&log, "a") >= before + 50
     })
     .await;
     assert_eq!(
-        issued_as(&log, "a", (0, 0)).len(),
+        issued_as(&log, "a", first).len(),
         as_0_0.len(),
-        "a issued as (0, 0) after losing it"
+        "a issued as {first:?} after losing it"
     );
-    // The mark covers every (0, 0) ID a issued: the intruder's successor
+    // The mark covers every ID a issued as `first`: the intruder's successor
     // starts above them.
-    let mark = client.get("/lost/reserved/0/0", None).await.unwrap();
+    let mark = client
+        .get(key("/lost", "reserved", first), None)
+        .await
+        .unwrap();
     let mark: u64 = std::str::from_utf8(mark.kvs()[0].value())
         .unwrap()
         .parse()
@@ -803,10 +884,9 @@ async fn a_lost_identity_key_fences_at_once_and_the_instance_claims_again() {
     let last = as_0_0.last().unwrap().timestamp_ms();
     assert!(
         mark >= last,
-        "mark {mark} below a's last (0, 0) ID at {last}"
+        "mark {mark} below a's last {first:?} ID at {last}"
     );
 
-    a.minter.generator().unwrap().persist_last_issued().unwrap();
     a.shutdown().await;
     check_log(&log, &["a"]);
 }

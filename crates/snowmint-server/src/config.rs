@@ -235,7 +235,7 @@ impl Config {
             IdentitySource::Etcd(etcd) => etcd
                 .etcd_config()
                 .validate()
-                .map_err(|e| StartError::Etcd(e.into())),
+                .map_err(|e| StartError::Etcd(snowmint_etcd::EtcdError::Config(Box::new(e)))),
             #[cfg(not(feature = "etcd"))]
             IdentitySource::Etcd(_) => Err(StartError::EtcdNotBuilt),
         }

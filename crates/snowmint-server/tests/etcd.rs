@@ -29,6 +29,8 @@ impl Served {
         settings.prefix = prefix.to_owned();
         settings.lease_ttl = Duration::from_secs(ttl);
         let mut config = Config::default();
+        // Datacenter 0's 32 workers: a test can take the others away.
+        settings.datacenter = Some(0);
         config.identity_source = IdentitySource::Etcd(settings);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -107,19 +109,20 @@ async fn a_fenced_server_answers_503_and_exports_the_session_then_recovers() {
     let ttl = 6;
     let served = Served::start(&etcd.url(), "/served", ttl).await;
     let ready = served.wait_readyz(200, Duration::from_secs(20)).await;
-    assert_eq!(identity_of(&ready), (0, 0));
+    let (dc, worker) = identity_of(&ready);
+    assert_eq!(dc, 0, "scoped to datacenter 0");
     assert_eq!(served.mint(10).await.0, 200);
     let metrics = served.metrics().await;
     for line in [
-        "snowmint_etcd_lease_state{state=\"held\"} 1",
-        "snowmint_etcd_identity_info{datacenter=\"0\",worker=\"0\",lease=",
-        "snowmint_etcd_lease_ttl_seconds 6",
-        "snowmint_etcd_claims_total 1",
-        "snowmint_ready 1",
-        "snowmint_identity{datacenter=\"0\",worker=\"0\"} 1",
-        "snowmint_etcd_renewals_unconfirmed_total 0",
+        "snowmint_etcd_lease_state{state=\"held\"} 1".to_owned(),
+        format!("snowmint_etcd_identity_info{{datacenter=\"0\",worker=\"{worker}\",lease="),
+        "snowmint_etcd_lease_ttl_seconds 6".to_owned(),
+        "snowmint_etcd_claims_total 1".to_owned(),
+        "snowmint_ready 1".to_owned(),
+        format!("snowmint_identity{{datacenter=\"0\",worker=\"{worker}\"}} 1"),
+        "snowmint_etcd_renewals_unconfirmed_total 0".to_owned(),
     ] {
-        assert!(metrics.contains(line), "{line} not in {metrics}");
+        assert!(metrics.contains(&line), "{line} not in {metrics}");
     }
     // Each endpoint's etcd version, asked at start beside the claim.
     let server_info = format!(
@@ -182,7 +185,7 @@ async fn a_fenced_server_answers_503_and_exports_the_session_then_recovers() {
 
     etcd.thaw();
     let ready = served.wait_readyz(200, Duration::from_secs(30)).await;
-    assert_eq!(identity_of(&ready), (0, 0), "its old identity first");
+    assert_eq!(identity_of(&ready), (0, worker), "its old identity first");
     assert_eq!(served.mint(10).await.0, 200);
     served.stop().await;
 }
@@ -194,11 +197,15 @@ async fn a_stopped_server_frees_its_identity_at_once() {
     };
     // A long TTL: an identity that is free again soon was revoked, not expired.
     let a = Served::start(&etcd.url(), "/freed", 30).await;
-    let ready = a.wait_readyz(200, Duration::from_secs(20)).await;
-    assert_eq!(identity_of(&ready), (0, 0));
+    let a_identity = identity_of(&a.wait_readyz(200, Duration::from_secs(20)).await);
     let b = Served::start(&etcd.url(), "/freed", 30).await;
-    let ready = b.wait_readyz(200, Duration::from_secs(20)).await;
-    assert_eq!(identity_of(&ready), (0, 1));
+    let b_identity = identity_of(&b.wait_readyz(200, Duration::from_secs(20)).await);
+    assert_ne!(a_identity, b_identity);
+    // Every other worker of datacenter 0 taken: a's is the one a stop frees.
+    let others = (0..32u64)
+        .filter(|w| ![a_identity, b_identity].contains(&(0, *w)))
+        .map(|w| format!("/freed/identities/0/{w}"));
+    snowmint_testkit::etcd::hold_keys(&etcd.url(), others, 600);
     let (status, body) = a.mint(100).await;
     assert_eq!(status, 200, "{body}");
     let a_ids: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -209,7 +216,7 @@ async fn a_stopped_server_frees_its_identity_at_once() {
     let ready = c.wait_readyz(200, Duration::from_secs(10)).await;
     assert_eq!(
         identity_of(&ready),
-        (0, 0),
+        a_identity,
         "a's identity, long before its TTL"
     );
     let (status, body) = c.mint(1).await;

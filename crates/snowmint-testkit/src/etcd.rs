@@ -700,3 +700,36 @@ impl Drop for EtcdCluster {
         }
     }
 }
+
+/// Puts each of `keys` into the etcd at `url` under one lease of `ttl_secs`
+/// (with `etcdctl`), so that those identities are held by "someone else":
+/// claims pick among free identities at random, and a test that needs "the
+/// one free identity" takes the others away with this. Panics if etcdctl
+/// fails (a test's set-up).
+pub fn hold_keys(url: &str, keys: impl IntoIterator<Item = String>, ttl_secs: u64) {
+    let etcdctl = |args: &[&str]| {
+        let out = Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .arg(format!("--endpoints={url}"))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("etcdctl runs");
+        assert!(
+            out.status.success(),
+            "etcdctl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("etcdctl prints text")
+    };
+    // "lease 694d7b1c30f0a00b granted with TTL(600s)"
+    let granted = etcdctl(&["lease", "grant", &ttl_secs.to_string()]);
+    let lease = granted
+        .split_whitespace()
+        .nth(1)
+        .expect("etcdctl names the lease")
+        .to_owned();
+    for key in keys {
+        etcdctl(&["put", &format!("--lease={lease}"), &key, "someone else"]);
+    }
+}

@@ -58,6 +58,9 @@ pub(crate) struct Flight {
     done: Condvar,
     /// How long a store call may take before its callers give up on it.
     timeout: Duration,
+    /// Call the store on the leader's own thread (a store that never
+    /// blocks): no thread, and no deadline either.
+    inline: bool,
 }
 
 struct State {
@@ -94,7 +97,7 @@ pub(crate) struct Write<'a, P, F> {
 }
 
 impl Flight {
-    pub(crate) fn new(timeout: Duration) -> Arc<Flight> {
+    pub(crate) fn new(timeout: Duration, inline: bool) -> Arc<Flight> {
         Arc::new(Flight {
             state: Mutex::new(State {
                 writing: None,
@@ -105,6 +108,7 @@ impl Flight {
             }),
             done: Condvar::new(),
             timeout,
+            inline,
         })
     }
 
@@ -306,6 +310,11 @@ impl Flight {
     /// `returned`, or ends the write if the leader gave up on it.
     #[cfg(not(loom))]
     fn start_call(self: &Arc<Self>, store: Arc<dyn ReservationStore>, mark: u64) {
+        if self.inline {
+            let outcome = store.store(mark);
+            self.lock().returned = Some(outcome);
+            return;
+        }
         let flight = Arc::clone(self);
         let spawned = std::thread::Builder::new()
             .name("snowmint-reservation".to_owned())

@@ -16,12 +16,32 @@ use snowmint_testkit::etcd::EtcdServer;
 
 use crate::support::Serve;
 
-/// `snowmint serve` with a 2 s lease from the etcd at `url`, under `prefix`.
+/// `snowmint serve` with a 2 s lease of one of datacenter 0's workers from
+/// the etcd at `url`, under `prefix`.
 fn serve_etcd(url: &str, prefix: &str) -> Serve {
     Serve::start(
-        &["--lease-ttl", "2", "--etcd", url, "--etcd-prefix", prefix],
+        &[
+            "--lease-ttl",
+            "2",
+            "--etcd",
+            url,
+            "--etcd-prefix",
+            prefix,
+            "--datacenter",
+            "0",
+        ],
         None,
     )
+}
+
+/// Takes workers 2..=31 of datacenter 0 under `prefix` away: claims pick a
+/// free identity at random, and the tests below need to know which is free.
+fn leave_two_free(url: &str, prefix: &str) {
+    snowmint_testkit::etcd::hold_keys(
+        url,
+        (2..32).map(|w| format!("{prefix}/identities/0/{w}")),
+        600,
+    );
 }
 
 /// Sends `signal` and waits for the process to exit.
@@ -51,10 +71,16 @@ fn serve_leases_frees_on_sigterm_and_is_taken_over_after_sigkill() {
         return;
     }
     let url = etcd.url();
+    leave_two_free(&url, "/cli");
     let mut a = serve_etcd(&url, "/cli");
-    assert_eq!(a.wait_ready(), (0, 0));
+    let a_identity = a.wait_ready();
     let mut b = serve_etcd(&url, "/cli");
-    assert_eq!(b.wait_ready(), (0, 1));
+    let b_identity = b.wait_ready();
+    let mut two = [a_identity, b_identity];
+    two.sort_unstable();
+    assert_eq!(two, [(0, 0), (0, 1)], "the two free identities");
+    let (a_w, b_w) = (a_identity.1, b_identity.1);
+    let key = |kind: &str, w: u64| format!("/cli/{kind}/0/{w}");
     let mut issued: Vec<u64> = Vec::new();
     for _ in 0..20 {
         issued.extend(a.mint(100));
@@ -83,36 +109,36 @@ fn serve_leases_frees_on_sigterm_and_is_taken_over_after_sigkill() {
     );
     assert!(error["field"].is_null(), "{body}");
     etcd.thaw();
-    assert_eq!(a.wait_ready(), (0, 0));
-    assert_eq!(b.wait_ready(), (0, 1));
+    assert_eq!(a.wait_ready(), a_identity);
+    assert_eq!(b.wait_ready(), b_identity);
     for _ in 0..5 {
         issued.extend(a.mint(100));
         issued.extend(b.mint(100));
     }
     let a_max = *issued
         .iter()
-        .filter(|id| (*id >> 12) & 0x3ff == 0)
+        .filter(|id| (*id >> 12) & 0x3ff == a_w)
         .max()
         .unwrap();
 
     let b_last_ms = issued
         .iter()
-        .filter(|id| (*id >> 12) & 0x3ff == 1)
+        .filter(|id| (*id >> 12) & 0x3ff == b_w)
         .map(|&id| snowmint::SnowflakeId::new(id).unwrap().timestamp_ms())
         .max()
         .unwrap();
-    let b_mark: u64 = etcdctl_get(&url, "/cli/reserved/0/1").parse().unwrap();
+    let b_mark: u64 = etcdctl_get(&url, &key("reserved", b_w)).parse().unwrap();
 
     // SIGTERM: graceful; the lease is revoked before the process exits.
     stop(&mut b, "-TERM");
     assert_eq!(
-        etcdctl_get(&url, "/cli/identities/0/1"),
+        etcdctl_get(&url, &key("identities", b_w)),
         "",
         "b's identity is free at once"
     );
     // The mark in etcd is not lowered at shutdown (its writes only raise
     // it: see EtcdStore), so it stays a window ahead of b's last ID.
-    let kept: u64 = etcdctl_get(&url, "/cli/reserved/0/1").parse().unwrap();
+    let kept: u64 = etcdctl_get(&url, &key("reserved", b_w)).parse().unwrap();
     assert!(kept >= b_mark, "lowered from {b_mark} to {kept}");
     assert!(
         kept > b_last_ms,
@@ -122,18 +148,19 @@ fn serve_leases_frees_on_sigterm_and_is_taken_over_after_sigkill() {
     // SIGKILL: a's identity stays held until its lease expires.
     stop(&mut a, "-KILL");
     assert_ne!(
-        etcdctl_get(&url, "/cli/identities/0/0"),
+        etcdctl_get(&url, &key("identities", a_w)),
         "",
         "a's lease outlives it"
     );
-    let mark: u64 = etcdctl_get(&url, "/cli/reserved/0/0").parse().unwrap();
+    let mark: u64 = etcdctl_get(&url, &key("reserved", a_w)).parse().unwrap();
     assert!(mark >= snowmint::SnowflakeId::new(a_max).unwrap().timestamp_ms());
 
-    // A newcomer gets the free (0, 1) at once, and (0, 0) after a's lease expires.
+    // A newcomer gets b's (released) at once, and a's after a's lease
+    // expires (and one TTL more before it issues: a did not release it).
     let c = serve_etcd(&url, "/cli");
-    assert_eq!(c.wait_ready(), (0, 1));
+    assert_eq!(c.wait_ready(), b_identity);
     let start = Instant::now();
-    while !etcdctl_get(&url, "/cli/identities/0/0").is_empty() {
+    while !etcdctl_get(&url, &key("identities", a_w)).is_empty() {
         assert!(
             start.elapsed() < Duration::from_secs(10),
             "a's lease never expired"
@@ -143,7 +170,7 @@ fn serve_leases_frees_on_sigterm_and_is_taken_over_after_sigkill() {
     let d = serve_etcd(&url, "/cli");
     assert_eq!(
         d.wait_ready(),
-        (0, 0),
+        a_identity,
         "d takes over the killed instance's identity"
     );
     let d_ids = d.mint(500);
@@ -189,7 +216,7 @@ fn serve_mints_from_an_etcd_that_wants_client_certificates() {
         ],
         None,
     );
-    assert_eq!(server.wait_ready(), (0, 0));
+    server.wait_ready();
     let ids = server.mint(1000);
     let unique: HashSet<_> = ids.iter().collect();
     assert_eq!(unique.len(), ids.len(), "a duplicate");

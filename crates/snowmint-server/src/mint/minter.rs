@@ -141,7 +141,7 @@ enum Source {
     },
     /// An identity leased from etcd.
     #[cfg(feature = "etcd")]
-    Leased(snowmint_etcd::LeasedGenerator),
+    Leased(Arc<snowmint_etcd::LeasedGenerator>),
 }
 
 /// The identity source the routes mint from: started once, then ready
@@ -216,7 +216,7 @@ impl Minter {
     #[cfg(feature = "etcd")]
     pub fn leased(leased: snowmint_etcd::LeasedGenerator) -> Arc<Minter> {
         Arc::new(Minter {
-            source: Source::Leased(leased),
+            source: Source::Leased(Arc::new(leased)),
         })
     }
 
@@ -285,20 +285,32 @@ impl Minter {
     /// identity's etcd every 15 s) and `/readyz` finds a store that stopped
     /// taking writes within that age.
     pub fn renew_in_background_if_due(&self) {
-        let generator = match &self.source {
+        match &self.source {
             // Looked at in place: most mints find nothing due, and a clone
             // of the `Arc` would touch a count every worker shares.
             Source::Static { generator, .. } => {
-                generator.renewal_due().then(|| Arc::clone(generator))
-            }
-            _ => self.generator().filter(|g| g.renewal_due()),
-        };
-        if let Some(generator) = generator {
-            tokio::task::spawn_blocking(move || {
-                if let Err(e) = generator.renew_reservation() {
-                    tracing::warn!(error = %e, "renewing the reservation mark failed");
+                if generator.renewal_due() {
+                    let generator = Arc::clone(generator);
+                    tokio::task::spawn_blocking(move || {
+                        if let Err(e) = generator.renew_reservation() {
+                            tracing::warn!(error = %e, "renewing the reservation mark failed");
+                        }
+                    });
                 }
-            });
+            }
+            // Through the lease, which writes nothing while fenced.
+            #[cfg(feature = "etcd")]
+            Source::Leased(leased) => {
+                if leased.renewal_due() {
+                    let leased = Arc::clone(leased);
+                    tokio::task::spawn_blocking(move || {
+                        if let Err(e) = leased.renew_reservation() {
+                            tracing::warn!(error = %e, "renewing the reservation mark failed");
+                        }
+                    });
+                }
+            }
+            Source::Empty => {}
         }
     }
 
@@ -312,13 +324,13 @@ impl Minter {
         }
     }
 
-    /// The current generator, if any (for metrics and renewals).
-    pub fn generator(&self) -> Option<Arc<Generator>> {
+    /// The current generator's counters, if one is held.
+    pub fn generator_metrics(&self) -> Option<snowmint::GeneratorMetrics> {
         match &self.source {
             Source::Empty => None,
-            Source::Static { generator, .. } => Some(Arc::clone(generator)),
+            Source::Static { generator, .. } => Some(generator.metrics()),
             #[cfg(feature = "etcd")]
-            Source::Leased(leased) => leased.generator(),
+            Source::Leased(leased) => leased.generator_metrics(),
         }
     }
 

@@ -435,8 +435,7 @@ impl Collector for GeneratorCollector {
         if let Some(status) = self.minter.lease_metrics() {
             crate::routes::metrics::etcd::encode(&status, &mut encoder)?;
         }
-        if let Some(generator) = self.minter.generator() {
-            let m = generator.metrics();
+        if let Some(m) = self.minter.generator_metrics() {
             for (kind, name, help, value) in crate::mint::generator::metric_rows(&m) {
                 match kind {
                     Kind::Counter => counter(&mut encoder, name, help, value)?,

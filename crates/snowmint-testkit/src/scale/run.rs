@@ -147,11 +147,8 @@ impl Fleet {
         self.lock()
             .iter()
             .flatten()
-            .filter_map(|g| g.generator())
-            .map(|g| {
-                let m = g.metrics();
-                m.reservation_writes + m.reservation_failures
-            })
+            .filter_map(|g| g.generator_metrics())
+            .map(|m| m.reservation_writes + m.reservation_failures)
             .sum()
     }
 

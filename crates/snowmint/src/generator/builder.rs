@@ -40,6 +40,7 @@ pub struct GeneratorBuilder {
     /// `None`: the reservation window.
     max_proof_age_ms: Option<u64>,
     store_timeout: Duration,
+    inline_store: bool,
 }
 
 impl fmt::Debug for GeneratorBuilder {
@@ -67,6 +68,7 @@ impl GeneratorBuilder {
             window_ms: DEFAULT_RESERVE_WINDOW_MS,
             max_proof_age_ms: None,
             store_timeout: DEFAULT_STORE_TIMEOUT,
+            inline_store: false,
         }
     }
 
@@ -151,6 +153,15 @@ impl GeneratorBuilder {
         self
     }
 
+    /// Calls the store on the caller's own thread instead of a thread of its
+    /// own, default `false`. Only for a store that never blocks (an
+    /// in-memory one, a simulation's), where a thread per write is all cost:
+    /// a call made this way cannot be timed out.
+    pub fn inline_store(mut self, inline: bool) -> Self {
+        self.inline_store = inline;
+        self
+    }
+
     /// Checks the identity, loads the mark from the store, and builds.
     ///
     /// A store that cannot be read or holds a damaged mark is an error:
@@ -204,7 +215,7 @@ impl GeneratorBuilder {
             window_ms: self.window_ms,
             renew_ahead_ms: self.window_ms / 2,
             store: self.store,
-            flight: Flight::new(self.store_timeout),
+            flight: Flight::new(self.store_timeout, self.inline_store),
             renewal_asked: AtomicBool::new(false),
             store_failing: AtomicBool::new(false),
             proven_ms: AtomicU64::new(0),

@@ -22,52 +22,27 @@
 //! still measured from when the keep-alive was *sent*. The argument, and what
 //! it assumes, is in `docs/distributed.md`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use etcd_client::{LeaseKeepAliveResponse, LeaseKeepAliveStream, LeaseKeeper};
+use crate::config::Timing;
+pub use crate::coordinator::Confirmation;
 
-use crate::error::EtcdError;
-use crate::keys::Keys;
-use crate::ops::{self, Conn};
-use crate::session::Timing;
-
-/// What etcd answered to one keep-alive.
+/// What the coordinator answered to one keep-alive, and when it was sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct KeepAlive {
-    /// When the request was sent (monotonic): the fence counts from here.
-    pub sent: Instant,
-    /// The TTL etcd answered with (> 0).
+pub struct KeepAlive {
+    /// When the request was sent (lease clock): the fence counts from here.
+    pub sent: Duration,
+    /// The TTL the coordinator answered with (> 0).
     pub ttl: Duration,
-    /// The raft term in the answer's header; `None` without a header.
-    pub term: Option<u64>,
-}
-
-impl KeepAlive {
-    /// etcd's answer (with a TTL > 0) to a keep-alive sent at `sent`.
-    pub(crate) fn answered(sent: Instant, response: &LeaseKeepAliveResponse) -> KeepAlive {
-        KeepAlive {
-            sent,
-            ttl: Duration::from_secs(response.ttl().max(0) as u64),
-            term: response.header().map(|h| h.raft_term()),
-        }
-    }
-}
-
-/// What the linearizable read of the identity key, sent after the
-/// keep-alive's answer arrived, said.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Confirmation {
-    /// Whether the identity key is still bound to the lease.
-    pub holds: bool,
-    /// The raft term in the read's header; `None` without a header.
+    /// The raft term in the answer; `None` without one.
     pub term: Option<u64>,
 }
 
 /// What one renewal does to the fence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
-    /// It counts: the fence moves to this deadline.
-    Extend(Instant),
+pub enum Verdict {
+    /// It counts: the fence moves to this deadline (lease clock).
+    Extend(Duration),
     /// Answered, but not confirmed by a read of the same term: the fence
     /// stays; try again soon.
     Unconfirmed {
@@ -81,9 +56,9 @@ pub(crate) enum Verdict {
 }
 
 /// The rule; see the [module docs](self). With `confirm` false (a test-only
-/// switch, [`EtcdConfig::confirm_renewals`](crate::EtcdConfig::confirm_renewals)),
+/// switch, `LeaseConfig::confirm_renewals`),
 /// every answer counts, terms or not.
-pub(crate) fn judge(renewal: &KeepAlive, read: &Confirmation, confirm: bool) -> Verdict {
+pub fn judge(renewal: &KeepAlive, read: &Confirmation, confirm: bool) -> Verdict {
     if !read.holds {
         return Verdict::NotHolder;
     }
@@ -98,80 +73,6 @@ pub(crate) fn judge(renewal: &KeepAlive, read: &Confirmation, confirm: bool) -> 
     }
 }
 
-/// A keep-alive stream on one connection: its sender and its answers.
-pub(crate) type Stream = (LeaseKeeper, LeaseKeepAliveStream);
-
-/// One keep-alive round trip on `stream` (opened on `conn` if there is
-/// none). A stream that failed or timed out must be dropped by the caller,
-/// so a late answer is never taken for a newer request's.
-pub(crate) async fn keep_alive(
-    conn: &mut Conn,
-    stream: &mut Option<Stream>,
-    lease: i64,
-    t: Duration,
-) -> Result<KeepAlive, EtcdError> {
-    let sent = Instant::now();
-    let gone = |e: &etcd_client::Error| match e {
-        // etcd-client also reports a closed request channel (a dead
-        // stream: a transport failure) as this error; only its own
-        // "lease not found" is etcd saying the lease is gone.
-        etcd_client::Error::LeaseKeepAliveError(m) => m == "lease not found",
-        etcd_client::Error::GRpcStatus(s) => s.message().contains("lease not found"),
-        _ => false,
-    };
-    if stream.is_none() {
-        let client = conn.client().await?;
-        match tokio::time::timeout(t, client.lease_keep_alive(lease)).await {
-            Ok(Ok(opened)) => *stream = Some(opened),
-            Ok(Err(e)) if gone(&e) => return Err(EtcdError::LeaseGone { lease }),
-            Ok(Err(source)) => {
-                return Err(EtcdError::Request {
-                    op: "lease keep-alive",
-                    source,
-                });
-            }
-            Err(_) => {
-                return Err(EtcdError::Timeout {
-                    op: "lease keep-alive",
-                    after: t,
-                });
-            }
-        }
-    }
-    let (keeper, responses) = stream.as_mut().expect("opened above");
-    let round = async {
-        keeper.keep_alive().await?;
-        responses.message().await
-    };
-    match tokio::time::timeout(t, round).await {
-        Ok(Ok(Some(response))) if response.ttl() > 0 => Ok(KeepAlive::answered(sent, &response)),
-        Ok(Ok(Some(_))) => Err(EtcdError::LeaseGone { lease }),
-        Ok(Ok(None)) => Err(EtcdError::KeepAliveEnded),
-        Ok(Err(e)) if gone(&e) => Err(EtcdError::LeaseGone { lease }),
-        Ok(Err(source)) => Err(EtcdError::Request {
-            op: "lease keep-alive",
-            source,
-        }),
-        Err(_) => Err(EtcdError::Timeout {
-            op: "lease keep-alive",
-            after: t,
-        }),
-    }
-}
-
-/// The confirming read: identity `n`'s key, linearizably (sent now, so
-/// after the keep-alive's answer arrived).
-pub(crate) async fn confirm(
-    conn: &mut Conn,
-    keys: &Keys,
-    n: u16,
-    lease: i64,
-    t: Duration,
-) -> Result<Confirmation, EtcdError> {
-    let client = conn.client().await?;
-    ops::holds(client, keys, n, lease, t).await
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -179,9 +80,14 @@ mod tests {
     use super::*;
     use crate::config::fence_margin;
 
+    /// A lease-clock reading `ms` after its origin.
+    fn at_ms(ms: u64) -> Duration {
+        Duration::from_millis(ms)
+    }
+
     const TTL: Duration = Duration::from_secs(10);
 
-    fn answer(sent: Instant, term: Option<u64>) -> KeepAlive {
+    fn answer(sent: Duration, term: Option<u64>) -> KeepAlive {
         KeepAlive {
             sent,
             ttl: TTL,
@@ -195,7 +101,7 @@ mod tests {
 
     #[test]
     fn a_renewal_counts_only_when_a_read_after_it_reports_its_term() {
-        let sent = Instant::now();
+        let sent = at_ms(100_000);
         let deadline = sent + TTL - fence_margin(TTL);
         assert_eq!(
             judge(&answer(sent, Some(7)), &read(Some(7)), true),
@@ -234,12 +140,12 @@ mod tests {
 
     #[test]
     fn the_deadline_counts_from_when_the_keep_alive_was_sent() {
-        let sent = Instant::now() - Duration::from_secs(3);
+        let sent = at_ms(97_000);
         let Verdict::Extend(deadline) = judge(&answer(sent, Some(2)), &read(Some(2)), true) else {
             panic!("confirmed");
         };
         assert_eq!(deadline, sent + TTL - fence_margin(TTL));
-        assert!(deadline < Instant::now() + TTL - fence_margin(TTL));
+        assert!(deadline < at_ms(100_000) + TTL - fence_margin(TTL));
     }
 
     #[test]
@@ -250,7 +156,7 @@ mod tests {
         };
         for confirm in [true, false] {
             assert_eq!(
-                judge(&answer(Instant::now(), Some(3)), &lost, confirm),
+                judge(&answer(at_ms(1), Some(3)), &lost, confirm),
                 Verdict::NotHolder
             );
         }
@@ -258,7 +164,7 @@ mod tests {
 
     #[test]
     fn without_the_check_every_answer_counts() {
-        let sent = Instant::now();
+        let sent = at_ms(100_000);
         assert_eq!(
             judge(&answer(sent, Some(7)), &read(Some(8)), false),
             Verdict::Extend(sent + TTL - fence_margin(TTL))
@@ -376,8 +282,7 @@ mod tests {
 
     #[test]
     fn a_deposed_leaders_answer_is_not_counted_and_the_next_one_is() {
-        let start = Instant::now();
-        let at = |ms: u64| start + Duration::from_millis(ms);
+        let at = at_ms;
         let ttl_ms = TTL.as_millis() as u64;
         let mut etcd = FakeCluster::new(0, 5);
         let lease = 42;

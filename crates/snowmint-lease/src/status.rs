@@ -17,6 +17,9 @@ pub enum LeaseState {
     /// Every identity it may claim (all 1024, or its datacenter's 32) is
     /// held by others; looking again with backoff.
     AllTaken,
+    /// Holding an identity whose last holder did not release it: waiting
+    /// one lease TTL before issuing (its lease may have been ended early).
+    Handover,
     /// Holding an identity; minting.
     Held,
     /// Renewals stopped answering: the fence closed, minting stopped.
@@ -27,10 +30,11 @@ pub enum LeaseState {
 
 impl LeaseState {
     /// Every state, for metrics.
-    pub const ALL: [LeaseState; 6] = [
+    pub const ALL: [LeaseState; 7] = [
         LeaseState::Connecting,
         LeaseState::Claiming,
         LeaseState::AllTaken,
+        LeaseState::Handover,
         LeaseState::Held,
         LeaseState::Fenced,
         LeaseState::Stopped,
@@ -42,6 +46,7 @@ impl LeaseState {
             LeaseState::Connecting => "connecting",
             LeaseState::Claiming => "claiming",
             LeaseState::AllTaken => "all_taken",
+            LeaseState::Handover => "handover",
             LeaseState::Held => "held",
             LeaseState::Fenced => "fenced",
             LeaseState::Stopped => "stopped",
@@ -55,8 +60,8 @@ impl fmt::Display for LeaseState {
     }
 }
 
-/// A snapshot of the session: what `snowmint serve` exports to `/metrics`
-/// (as `snowmint_etcd_*`), for any program to export its own way.
+/// A snapshot of the session: what `snowmint serve` exports to `/metrics`,
+/// for any program to export its own way.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LeaseMetrics {
@@ -66,21 +71,24 @@ pub struct LeaseMetrics {
     pub identity: Option<Identity>,
     /// The current lease ID.
     pub lease: Option<i64>,
-    /// The lease TTL etcd granted.
+    /// The lease TTL the coordinator granted.
     pub granted_ttl: Option<Duration>,
     /// Identities claimed so far (more than one means the lease was lost).
     pub claims: u64,
+    /// Claim attempts sent (one per identity tried; more than `claims`
+    /// means races lost to other instances).
+    pub claim_txns: u64,
     /// Successful keep-alives.
     pub renewals: u64,
     /// Keep-alives that failed or got no answer in time.
     pub renewal_failures: u64,
-    /// Keep-alives etcd answered that did not count: the linearizable read
+    /// Keep-alives the coordinator answered that did not count: the linearizable read
     /// after the answer reported another raft term, or failed (a deposed
     /// leader's answer, etcd issue 15247, or a leader change under way), so
     /// the fence stayed. Those whose read failed count as renewal failures
     /// too.
     pub unconfirmed_renewals: u64,
-    /// What each endpoint's etcd server said it is (etcd's Status call),
+    /// What each endpoint's server said it is (etcd's Status call),
     /// in the order the endpoints were given; endpoints that have not
     /// answered yet are missing.
     pub servers: Vec<ServerVersion>,
@@ -98,6 +106,7 @@ impl LeaseMetrics {
             lease: None,
             granted_ttl: None,
             claims: 0,
+            claim_txns: 0,
             renewals: 0,
             renewal_failures: 0,
             unconfirmed_renewals: 0,
@@ -125,7 +134,7 @@ impl ServerVersion {
     /// parse as `MAJOR.MINOR.PATCH`.
     ///
     /// ```
-    /// # use snowmint_etcd::ServerVersion;
+    /// # use snowmint_lease::ServerVersion;
     /// let v = |s: &str| ServerVersion::new("http://etcd:2379", s).has_issue_15247();
     /// assert_eq!(v("3.4.23"), Some(true));
     /// assert_eq!(v("3.4.31"), Some(false));
@@ -168,8 +177,9 @@ fn has_issue_15247(version: &str) -> Option<bool> {
 }
 
 /// The status shared between the session task and its handle.
-pub(crate) type SharedStatus = Arc<Mutex<LeaseMetrics>>;
+pub type SharedStatus = Arc<Mutex<LeaseMetrics>>;
 
-pub(crate) fn update(status: &SharedStatus, f: impl FnOnce(&mut LeaseMetrics)) {
+/// Changes the shared status under its lock (a poisoned lock is taken over).
+pub fn update(status: &SharedStatus, f: impl FnOnce(&mut LeaseMetrics)) {
     f(&mut status.lock().unwrap_or_else(PoisonError::into_inner));
 }

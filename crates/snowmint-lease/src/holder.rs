@@ -261,9 +261,16 @@ impl PendingMint {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     use super::*;
+    use crate::{LeaseClock, SystemLeaseClock};
+
+    /// A fence open for `d` from now on the system lease clock.
+    fn open_for(d: Duration) -> Fence {
+        let clock = Arc::new(SystemLeaseClock);
+        Fence::until(clock.clone(), clock.now() + d)
+    }
 
     fn holding(fence: Fence) -> Holder {
         let holder = Holder::default();
@@ -300,7 +307,7 @@ mod tests {
         assert_eq!(mint(&holder, 0), Err(MintError::Count(0)));
         assert_eq!(mint(&holder, 4097), Err(MintError::Count(4097)));
 
-        let fence = Arc::new(Fence::until(Instant::now() + Duration::from_secs(60)));
+        let fence = Arc::new(open_for(Duration::from_secs(60)));
         holder.install(Arc::new(Generator::new(3, 4).unwrap()), Arc::clone(&fence));
         assert!(holder.ready_identity().is_some());
         assert_eq!(mint(&holder, 1).unwrap().len(), 1);
@@ -316,15 +323,16 @@ mod tests {
 
     #[test]
     fn a_deadline_that_passes_fences_without_anyone_expiring_it() {
-        let deadline = Instant::now() + Duration::from_millis(500);
-        let holder = holding(Fence::until(deadline));
+        let clock = SystemLeaseClock;
+        let deadline = clock.now() + Duration::from_millis(500);
+        let holder = holding(open_for(Duration::from_millis(500)));
         // A mint that ended before the deadline was issued (on a machine
         // too loaded to get there in time, this part has nothing to check).
         let first = holder.next_id();
-        if Instant::now() < deadline {
+        if clock.now() < deadline {
             assert!(first.is_ok(), "{first:?}");
         }
-        let started = Instant::now();
+        let started = std::time::Instant::now();
         while holder.next_id().is_ok() {
             assert!(started.elapsed() < Duration::from_secs(5), "never fenced");
             std::thread::sleep(Duration::from_millis(5));
@@ -373,7 +381,7 @@ mod tests {
             .clock(clock.clone())
             .build()
             .unwrap();
-        let fence = Arc::new(Fence::until(Instant::now() + Duration::from_secs(60)));
+        let fence = Arc::new(open_for(Duration::from_secs(60)));
         holder.install(Arc::new(generator), Arc::clone(&fence));
         assert_eq!(holder.ready(), Ok(Identity::new(3, 4).unwrap()));
         clock.rewind(3_600_000);
@@ -412,7 +420,7 @@ mod tests {
                 .build()
                 .unwrap();
             let holder = Holder::default();
-            let fence = Arc::new(Fence::until(Instant::now() + Duration::from_millis(100)));
+            let fence = Arc::new(open_for(Duration::from_millis(100)));
             holder.install(Arc::new(generator), fence);
             if single {
                 assert_eq!(holder.next_id(), Err(MintError::Fenced));

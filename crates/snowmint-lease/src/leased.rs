@@ -3,20 +3,21 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use snowmint::{Generator, IdRange, Identity, SnowflakeId};
+use snowmint::{GeneratorMetrics, IdRange, Identity, SnowflakeId, StoreError};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::bridge::Bridge;
-use crate::config::EtcdConfig;
-use crate::error::EtcdError;
+use crate::bridge::{Bridge, MarkIo};
+use crate::config::LeaseSource;
+use crate::config::Timing;
+use crate::coordinator::Coordinator;
+use crate::error::LeaseError;
 use crate::holder::{Holder, MintError, PendingMint};
-use crate::keys::Keys;
-use crate::ops::Conn;
-use crate::session::{Session, Timing};
+use crate::session::{Blocking, Session};
 use crate::status::{LeaseMetrics, LeaseState};
 
-/// A generator whose worker identity is leased from etcd.
+/// A generator whose worker identity is leased from a coordinator (etcd,
+/// a database: any [`LeaseSource`]).
 ///
 /// A lease session runs on a runtime of its own (one thread, so mints that
 /// block their caller's threads can never starve the keep-alives): it claims
@@ -29,8 +30,9 @@ use crate::status::{LeaseMetrics, LeaseState};
 /// coarse clock read (the fence), and return an error, never an ID that
 /// could repeat, while no identity is held or the fence is closed.
 ///
-/// ```no_run
-/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// With etcd (crate `snowmint-etcd`, which re-exports this type):
+///
+/// ```text
 /// let config = snowmint_etcd::EtcdConfig::new(["http://127.0.0.1:2379"])
 ///     .lease_ttl(std::time::Duration::from_secs(10))
 ///     .prefix("/snowmint");
@@ -38,7 +40,6 @@ use crate::status::{LeaseMetrics, LeaseState};
 /// let id = minter.next_id()?;   // Err (never a risky ID) while fenced
 /// println!("{id} as {}", minter.identity().unwrap());
 /// minter.shutdown().await;      // revokes the lease: the identity is free at once
-/// # Ok(()) }
 /// ```
 #[derive(Debug)]
 pub struct LeasedGenerator {
@@ -51,6 +52,8 @@ pub struct LeasedGenerator {
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     /// The datacenter it leases within, if scoped to one.
     datacenter: Option<u8>,
+    /// How the mark is lowered at shutdown (a blocking write).
+    blocking: Blocking,
     /// How long a graceful stop may take: the revoke tries each endpoint,
     /// a connect and a request timeout each.
     stop_within: Duration,
@@ -58,10 +61,10 @@ pub struct LeasedGenerator {
 
 impl LeasedGenerator {
     /// Starts a lease session and waits until it holds an identity (for as
-    /// long as that takes: etcd down, or all 1024 identities held, means
-    /// waiting; wrap it in a timeout to bound it). Fails at once only for
-    /// an invalid config or when the session's threads cannot start.
-    pub async fn start(config: EtcdConfig) -> Result<LeasedGenerator, EtcdError> {
+    /// long as that takes: the coordinator down, or every identity held,
+    /// means waiting; wrap it in a timeout to bound it). Fails at once only
+    /// for an invalid config or when the session's threads cannot start.
+    pub async fn start<S: LeaseSource>(config: S) -> Result<LeasedGenerator, LeaseError> {
         let leased = LeasedGenerator::spawn(config)?;
         leased.held().await;
         Ok(leased)
@@ -69,63 +72,114 @@ impl LeasedGenerator {
 
     /// Starts a lease session and returns at once: not ready until an
     /// identity is held (a server answers "not ready" meanwhile).
-    pub fn spawn(config: EtcdConfig) -> Result<LeasedGenerator, EtcdError> {
+    pub fn spawn<S: LeaseSource>(config: S) -> Result<LeasedGenerator, LeaseError> {
         config.validate()?;
-        // The TLS files are read here, once: connections made later use
-        // what they held at start.
-        let tls = config.tls_options()?;
-        let timing = Timing::new(config.lease_ttl);
-        let keys = Keys::new(&config.prefix);
-        let bridge = Bridge::start(
-            config.endpoints.clone(),
-            tls.clone(),
-            keys.clone(),
-            timing.request,
-        )
-        .map_err(|source| EtcdError::Thread {
-            what: "reservation thread",
-            source,
+        let settings = config.lease().clone();
+        let timing = Timing::new(settings.ttl);
+        // Files (TLS) are read here, once: connections made later use what
+        // they held at start.
+        let coordinator = config.coordinator(timing.request)?;
+        let bridge = Bridge::start(coordinator.sibling(), timing.request).map_err(|source| {
+            LeaseError::Thread {
+                what: "reservation thread",
+                source,
+            }
         })?;
+        // Last, so that no error path drops a runtime inside the caller's
+        // async context.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("snowmint-lease")
+            .enable_all()
+            .build()
+            .map_err(|source| LeaseError::Thread {
+                what: "runtime",
+                source,
+            })?;
+        let seed = random_seed();
+        Ok(LeasedGenerator::launch(
+            settings,
+            coordinator,
+            bridge,
+            timing,
+            Launch::Runtime(runtime),
+            seed,
+        ))
+    }
+
+    /// For a deterministic simulation: the session runs as a task of the
+    /// caller's runtime (a single-threaded one on virtual time), blocking
+    /// work runs inline, marks go through `marks`, and every random choice
+    /// comes from `seed`. Never for production: a caller that blocks its
+    /// runtime's threads on mints would starve the keep-alives.
+    #[doc(hidden)]
+    pub fn simulated<C: Coordinator>(
+        settings: crate::LeaseConfig,
+        coordinator: C,
+        marks: Arc<dyn MarkIo>,
+        seed: u64,
+    ) -> LeasedGenerator {
+        let timing = Timing::new(settings.ttl);
+        LeasedGenerator::launch(
+            settings,
+            coordinator,
+            Bridge::over(marks),
+            timing,
+            Launch::Current,
+            seed,
+        )
+    }
+
+    fn launch<C: Coordinator>(
+        settings: crate::LeaseConfig,
+        coordinator: C,
+        bridge: Bridge,
+        timing: Timing,
+        launch: Launch,
+        seed: u64,
+    ) -> LeasedGenerator {
         let status = Arc::new(Mutex::new(LeaseMetrics::new()));
         let holder = Arc::new(Holder::default());
         let (shutdown, shutdown_rx) = watch::channel(false);
         let (installed_tx, installed) = watch::channel(0);
-        let conn = Conn::new(&config.endpoints, tls, timing.request);
-        let endpoints = u32::try_from(conn.len()).unwrap_or(u32::MAX).min(64);
-        let datacenter = config.datacenter;
+        let endpoints = u32::try_from(coordinator.endpoints())
+            .unwrap_or(u32::MAX)
+            .min(64);
+        let datacenter = settings.datacenter;
+        let blocking = match launch {
+            Launch::Runtime(_) => Blocking::Threads,
+            Launch::Current => Blocking::Inline,
+        };
         let session = Session {
-            config,
-            keys,
+            config: settings,
+            coordinator,
             timing,
             bridge,
             holder: Arc::clone(&holder),
             status: Arc::clone(&status),
             current: Arc::new(Mutex::new(None)),
             installed: installed_tx,
-            conn,
+            instance: splitmix(seed),
+            seed: splitmix(seed ^ 0x5eed),
+            blocking,
         };
-        // Last, so that no error path drops a runtime inside the caller's
-        // async context.
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("snowmint-etcd-lease")
-            .enable_all()
-            .build()
-            .map_err(|source| EtcdError::Thread {
-                what: "runtime",
-                source,
-            })?;
-        let task = runtime.spawn(session.run(shutdown_rx));
-        Ok(LeasedGenerator {
+        let (task, runtime) = match launch {
+            Launch::Runtime(runtime) => (runtime.spawn(session.run(shutdown_rx)), Some(runtime)),
+            Launch::Current => (tokio::spawn(session.run(shutdown_rx)), None),
+        };
+        LeasedGenerator {
             holder,
             status,
             installed,
             shutdown,
             task: Mutex::new(Some(task)),
-            runtime: Mutex::new(Some(runtime)),
+            runtime: Mutex::new(runtime),
             datacenter,
+            blocking,
+            // The release and revoke try each endpoint, a request timeout
+            // each, after the mark write.
             stop_within: timing.request * (2 * endpoints + 1),
-        })
+        }
     }
 
     /// Resolves once an identity has been held (at once if one is, or was).
@@ -191,7 +245,7 @@ impl LeasedGenerator {
     }
 
     /// The datacenter whose workers it leases
-    /// ([`EtcdConfig::datacenter`]), if scoped to one.
+    /// ([`LeaseConfig::datacenter`](crate::LeaseConfig::datacenter)), if scoped to one.
     pub fn datacenter_scope(&self) -> Option<u8> {
         self.datacenter
     }
@@ -203,10 +257,31 @@ impl LeasedGenerator {
         self.metrics().state == LeaseState::AllTaken
     }
 
-    /// The current identity's generator, if any: for its metrics, or to
-    /// renew its reservation ahead of time.
-    pub fn generator(&self) -> Option<Arc<Generator>> {
-        self.holder.current().map(|t| Arc::clone(&t.generator))
+    /// The current identity's generator's counters, if one is held.
+    pub fn generator_metrics(&self) -> Option<GeneratorMetrics> {
+        self.holder.current().map(|t| t.generator.metrics())
+    }
+
+    /// Whether the current generator's mark should be written now (ahead of
+    /// the IDs being issued, to retry a failing write, or to prove the store
+    /// still takes writes), once per renewal: then call
+    /// [`renew_reservation`](LeasedGenerator::renew_reservation) on a thread
+    /// that may block. `false` while fenced. The session renews by itself
+    /// too; this lets a busy caller renew ahead of need.
+    pub fn renewal_due(&self) -> bool {
+        self.holder
+            .current()
+            .is_some_and(|t| t.fence.is_open() && t.generator.renewal_due())
+    }
+
+    /// Writes the current generator's mark if it is due (see
+    /// [`renewal_due`](LeasedGenerator::renewal_due)); nothing while fenced
+    /// or holding nothing. Blocks, at most the generator's store timeout.
+    pub fn renew_reservation(&self) -> Result<(), StoreError> {
+        match self.holder.current() {
+            Some(t) if t.fence.is_open() => t.generator.renew_reservation(),
+            _ => Ok(()),
+        }
     }
 
     /// The session's state and counters now.
@@ -218,9 +293,10 @@ impl LeasedGenerator {
     }
 
     /// Graceful shutdown: stops issuing (renewals write nothing from here
-    /// on), then revokes the lease, so the identity is free at once. The
-    /// mark in etcd is not lowered: [`EtcdStore`](crate::EtcdStore) only
-    /// raises it, so it stays up to one window ahead of the last ID issued. Bounded by
+    /// on), then releases the identity and revokes the lease, so the
+    /// identity is free at once and its next holder issues at once. The mark
+    /// is not lowered: [`LeaseStore`](crate::LeaseStore) only raises it, so
+    /// it stays up to one window ahead of the last ID issued. Bounded by
     /// two request timeouts per endpoint; later mints answer
     /// [`MintError::NotHeld`]. Calling it again does nothing.
     pub async fn shutdown(&self) {
@@ -234,20 +310,26 @@ impl LeasedGenerator {
         };
         // The mark write blocks (on the reservation thread): off this worker.
         let holder = Arc::clone(&self.holder);
-        match tokio::task::spawn_blocking(move || holder.persist_last_issued()).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!(
+        match self
+            .blocking
+            .run(move || holder.persist_last_issued())
+            .await
+        {
+            Some(Ok(())) => {}
+            Some(Err(e)) => tracing::warn!(
                 error = %e,
                 "could not lower the reservation mark at shutdown; it stays higher, which is safe"
             ),
-            Err(_) => tracing::warn!("lowering the reservation mark at shutdown panicked"),
+            None => tracing::warn!("lowering the reservation mark at shutdown panicked"),
         }
         self.shutdown.send_replace(true);
         if tokio::time::timeout(self.stop_within, &mut task)
             .await
             .is_err()
         {
-            tracing::warn!("etcd session did not stop in time; its lease will expire by itself");
+            tracing::warn!(
+                "the lease session did not stop in time; its lease will expire by itself"
+            );
             task.abort();
         }
         self.holder.clear();
@@ -287,4 +369,28 @@ impl Drop for LeasedGenerator {
             runtime.shutdown_background();
         }
     }
+}
+
+/// Where the session task runs.
+enum Launch {
+    /// A runtime of its own (production).
+    Runtime(tokio::runtime::Runtime),
+    /// The caller's (a simulation).
+    Current,
+}
+
+/// A seed no other process shares: the hasher's keys are random per
+/// process.
+fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one((std::process::id(), std::time::SystemTime::now()))
+}
+
+/// splitmix64's output function: seeds that differ in one bit give
+/// unrelated values.
+fn splitmix(seed: u64) -> u64 {
+    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }

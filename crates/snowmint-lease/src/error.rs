@@ -1,28 +1,35 @@
-//! What can go wrong with etcd, each failure its own variant.
+//! What can go wrong with a lease, each failure its own variant.
 
 use std::time::Duration;
 
 use snowmint::{MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS};
 
-use crate::config::ConfigError;
 use snowmint::Identity;
 
-/// Why a lease session could not start, or why one of its etcd steps failed
-/// (logged, and kept in [`LeaseMetrics::last_error`](crate::LeaseMetrics)).
+/// A coordinator client's own error, boxed.
+pub type Source = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why a lease session could not start, or why one of its coordinator steps
+/// failed (logged, and kept in [`LeaseMetrics::last_error`](crate::LeaseMetrics)).
+/// Coordinator crates name it for their users (`snowmint_etcd::EtcdError`).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum EtcdError {
-    /// etcd answered with an error, or the connection failed.
-    #[error("etcd {op} failed: {source}")]
+pub enum LeaseError {
+    /// The coordinator answered with an error, or the connection failed.
+    #[error("{coordinator} {op} failed: {source}")]
     Request {
+        /// Which coordinator (`etcd`).
+        coordinator: &'static str,
         /// What was being done.
         op: &'static str,
         /// The client's error.
-        source: etcd_client::Error,
+        source: Source,
     },
-    /// etcd did not answer in time.
-    #[error("etcd {op} got no answer within {after:?}")]
+    /// The coordinator did not answer in time.
+    #[error("{coordinator} {op} got no answer within {after:?}")]
     Timeout {
+        /// Which coordinator (`etcd`).
+        coordinator: &'static str,
         /// What was being done.
         op: &'static str,
         /// How long it waited.
@@ -32,21 +39,21 @@ pub enum EtcdError {
     /// of its datacenter) is held by a live lease.
     #[error("{}", all_taken(prefix, *datacenter))]
     AllTaken {
-        /// The key prefix.
+        /// Where the identities live (etcd's key prefix).
         prefix: String,
         /// The datacenter the session is scoped to, if any.
         datacenter: Option<u8>,
     },
-    /// The lease is gone (expired or revoked) on the server.
-    #[error("etcd lease {lease:x} has expired or was revoked")]
+    /// The lease is gone (expired or revoked) on the coordinator.
+    #[error("lease {lease:x} has expired or was revoked")]
     LeaseGone {
         /// The lease ID.
         lease: i64,
     },
-    /// The identity key no longer belongs to our lease.
+    /// The identity no longer belongs to our lease.
     #[error("{key} is no longer held by lease {lease:x}")]
     NotHolder {
-        /// The identity key.
+        /// The identity's key (or row).
         key: String,
         /// Our lease ID.
         lease: i64,
@@ -59,7 +66,7 @@ pub enum EtcdError {
          (see docs/distributed.md) before this identity is used again"
     )]
     DamagedMark {
-        /// The mark's key.
+        /// The mark's key (or row).
         key: String,
         /// What it holds (shortened).
         value: String,
@@ -81,27 +88,37 @@ pub enum EtcdError {
         /// Why.
         source: snowmint::BuildError,
     },
+    /// A custom generator factory built a generator that cannot be used for
+    /// the identity it was asked for.
+    #[error("the generator factory's generator for {identity} cannot be used: {why}")]
+    Factory {
+        /// The identity.
+        identity: Identity,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// Building a claimed identity's generator panicked.
     #[error("building the generator for {identity} panicked")]
     BuildPanicked {
         /// The identity.
         identity: Identity,
     },
-    /// More reservation writes are waiting for etcd than the queue holds
-    /// (etcd is far behind).
-    #[error("too many etcd reservation writes are waiting (etcd is far behind)")]
+    /// More reservation writes are waiting for the coordinator than the
+    /// queue holds (it is far behind).
+    #[error("too many reservation writes are waiting (the coordinator is far behind)")]
     QueueFull,
     /// The thread that serves the synchronous reservation store has stopped.
-    #[error("the etcd reservation thread has stopped")]
+    #[error("the reservation thread has stopped")]
     WorkerStopped,
-    /// etcd closed the keep-alive stream without an answer.
-    #[error("etcd ended the lease keep-alive stream")]
+    /// The coordinator closed the keep-alive stream without an answer.
+    #[error("the coordinator ended the lease keep-alive stream")]
     KeepAliveEnded,
-    /// An invalid [`EtcdConfig`](crate::EtcdConfig).
+    /// An invalid setting (common or of the coordinator); the message names
+    /// the setting as the `snowmint serve` flag does.
     #[error(transparent)]
-    Config(#[from] ConfigError),
+    Config(Source),
     /// A thread or runtime of the session could not be started.
-    #[error("cannot start the etcd session's {what}: {source}")]
+    #[error("cannot start the lease session's {what}: {source}")]
     Thread {
         /// Which one.
         what: &'static str,
@@ -114,7 +131,7 @@ fn all_taken(prefix: &str, datacenter: Option<u8>) -> String {
     match datacenter {
         None => format!(
             "all 1024 worker identities under {prefix}/identities/ are held by other instances; \
-             stop one, or give this cluster its own --etcd-prefix"
+             stop one, or give this cluster a prefix of its own"
         ),
         Some(dc) => format!(
             "all 32 worker identities of datacenter {dc} (under {prefix}/identities/{dc}/) \
@@ -123,11 +140,20 @@ fn all_taken(prefix: &str, datacenter: Option<u8>) -> String {
     }
 }
 
-impl EtcdError {
+impl LeaseError {
     /// Whether the request failed on the way (no answer, or a transport
     /// error) rather than being answered: only then is moving to another
     /// endpoint worth it. A refusal means the endpoint works.
-    pub(crate) fn is_transport(&self) -> bool {
-        matches!(self, EtcdError::Request { .. } | EtcdError::Timeout { .. })
+    pub fn is_transport(&self) -> bool {
+        matches!(
+            self,
+            LeaseError::Request { .. } | LeaseError::Timeout { .. }
+        )
+    }
+
+    /// Whether a setting is at fault (a flag to fix) rather than the
+    /// coordinator or the machine.
+    pub fn is_config(&self) -> bool {
+        matches!(self, LeaseError::Config(_))
     }
 }

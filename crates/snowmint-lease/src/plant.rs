@@ -1,0 +1,67 @@
+//! Planted defects, for proving that the simulation catches them
+//! (feature `plant`, which only the simulation's build turns on; a release
+//! binary of `snowmint` never has it). Each is a one-line deviation from a
+//! rule of the protocol, switched on at run time for one schedule.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// A planted defect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plant {
+    /// The fence deadline taken from when a renewal's answer arrived, not
+    /// from when it was sent.
+    FenceFromAnswer,
+    /// A renewal counts without its raft-term confirmation.
+    RenewalWithoutTerm,
+    /// The mark lowered to the last issued millisecond at hand-over.
+    MarkLoweredAtHandover,
+    /// A re-claim forgets the floor: IDs of the new identity may be below
+    /// the old one's.
+    ReclaimForgetsFloor,
+    /// A keep-alive answer with TTL 0 trusted without a confirming read.
+    Ttl0Trusted,
+    /// An identity whose last holder did not release it issued under at
+    /// once, without the hand-over wait (the overlap of etcd issue 12528).
+    HandoverWithoutWait,
+}
+
+impl Plant {
+    /// Every plant, with its name on the command line.
+    pub const ALL: [(Plant, &'static str); 6] = [
+        (Plant::FenceFromAnswer, "fence-from-answer"),
+        (Plant::RenewalWithoutTerm, "renewal-without-term"),
+        (Plant::MarkLoweredAtHandover, "mark-lowered-at-handover"),
+        (Plant::ReclaimForgetsFloor, "reclaim-forgets-floor"),
+        (Plant::Ttl0Trusted, "ttl0-trusted"),
+        (Plant::HandoverWithoutWait, "handover-without-wait"),
+    ];
+
+    /// The plant of `name`.
+    pub fn by_name(name: &str) -> Option<Plant> {
+        Plant::ALL.iter().find(|(_, n)| *n == name).map(|(p, _)| *p)
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        Plant::ALL
+            .iter()
+            .find(|(p, _)| *p == self)
+            .map_or("", |(_, n)| n)
+    }
+}
+
+static ACTIVE: AtomicU8 = AtomicU8::new(0);
+
+/// Switches `plant` on (or every plant off, with `None`) for this process.
+pub fn set(plant: Option<Plant>) {
+    let code = plant.map_or(0, |p| {
+        1 + Plant::ALL.iter().position(|(q, _)| *q == p).unwrap_or(0) as u8
+    });
+    ACTIVE.store(code, Ordering::Relaxed);
+}
+
+/// Whether `plant` is switched on.
+pub(crate) fn on(plant: Plant) -> bool {
+    let code = ACTIVE.load(Ordering::Relaxed);
+    code != 0 && Plant::ALL[usize::from(code - 1)].0 == plant
+}

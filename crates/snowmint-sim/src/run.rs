@@ -1,0 +1,497 @@
+//! One schedule: a few holders running the real `LeasedGenerator` (session,
+//! fence, holder, generator) against the simulated cluster under faults
+//! drawn from one seed, with every invariant checked at each mint.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use snowmint::{Clock, Generator, Identity};
+use snowmint_lease::{LeaseClock, LeaseConfig, LeasedGenerator, MintError, Pool};
+
+use crate::world::{Shared, SimEtcd, SimMarks, World, lock, now_ms};
+
+/// Unix ms at the start of every schedule (2023-11-14).
+const WALL_START_MS: u64 = 1_700_000_000_000;
+
+/// What one schedule found.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub violations: Vec<String>,
+    pub faults: BTreeMap<&'static str, u64>,
+    pub ids: u64,
+    pub log: Vec<String>,
+}
+
+/// The lease clock of one holder: virtual time.
+#[derive(Debug)]
+struct SimLeaseClock {
+    origin: tokio::time::Instant,
+}
+
+impl LeaseClock for SimLeaseClock {
+    fn now(&self) -> Duration {
+        tokio::time::Instant::now().duration_since(self.origin)
+    }
+}
+
+/// One holder machine's wall clock: virtual time plus its steps.
+#[derive(Debug, Clone)]
+struct SimWall {
+    origin: tokio::time::Instant,
+    offset_ms: Arc<AtomicI64>,
+}
+
+impl Clock for SimWall {
+    fn now_ms(&self) -> u64 {
+        let base = WALL_START_MS + now_ms(self.origin);
+        base.saturating_add_signed(self.offset_ms.load(Ordering::Relaxed))
+    }
+
+    fn sleep_until_ms(&self, _target_ms: u64, _max: Duration) -> Duration {
+        // Nothing in the simulation waits: mints take the never-waiting path.
+        Duration::ZERO
+    }
+}
+
+/// A holder machine: its slot, clocks, and the generator running on it.
+struct Machine {
+    slot: usize,
+    wall: SimWall,
+    leased: Option<Rc<LeasedGenerator>>,
+    /// Bumped at each start: a restart is a new minter.
+    incarnation: u64,
+}
+
+/// The checker's memory.
+#[derive(Default)]
+struct Truth {
+    ids: HashSet<u64>,
+    /// Per minter (slot, incarnation): the last ID it issued.
+    last_of: BTreeMap<(usize, u64), u64>,
+    /// Per identity: who minted as it last, when, and which minters it has
+    /// passed from.
+    by_identity: BTreeMap<u16, Issuer>,
+    count: u64,
+}
+
+/// Which tenure (minter and lease) minted as one identity last, and when.
+struct Issuer {
+    at: u64,
+    id: u64,
+    tenure: Tenure,
+    /// Tenures it has passed from: none of them may mint as it again.
+    passed: BTreeSet<Tenure>,
+}
+
+/// One minter's (slot, incarnation) time under one lease.
+type Tenure = (usize, u64, i64);
+
+/// The knobs of one schedule, drawn from its seed.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    holders: usize,
+    ttl_s: u64,
+    length_ms: u64,
+    /// Free identities of the pool beyond the holders (the rest is filled).
+    spare: u16,
+}
+
+pub fn schedule(seed: u64) -> Outcome {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime");
+    runtime.block_on(run(seed))
+}
+
+async fn run(seed: u64) -> Outcome {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let ttl_s = [2, 3, 5, 10][rng.random_range(0..4)];
+    let shape = Shape {
+        holders: rng.random_range(2..=4),
+        ttl_s,
+        // Faults for 20 to 45 s, then the quiet tail (below).
+        length_ms: rng.random_range(20_000..=45_000) + quiet_ms(ttl_s * 1000),
+        spare: rng.random_range(1..=3),
+    };
+    let origin = tokio::time::Instant::now();
+    let world: Shared = Arc::new(std::sync::Mutex::new(World::new(rng.random(), origin)));
+    let pool = Pool::new(Some(3));
+    {
+        let mut w = lock(&world);
+        let free = shape.holders as u16 + shape.spare;
+        for n in pool.ordinals().skip(usize::from(free)) {
+            w.fill(n);
+        }
+    }
+    let machines: Vec<Rc<RefCell<Machine>>> = (0..shape.holders)
+        .map(|slot| {
+            Rc::new(RefCell::new(Machine {
+                slot,
+                wall: SimWall {
+                    origin,
+                    offset_ms: Arc::new(AtomicI64::new(rng.random_range(-500..=500))),
+                },
+                leased: None,
+                incarnation: 0,
+            }))
+        })
+        .collect();
+    let truth = Rc::new(RefCell::new(Truth::default()));
+    let lease_clock: Arc<dyn LeaseClock> = Arc::new(SimLeaseClock { origin });
+    let start = |machine: &Rc<RefCell<Machine>>, rng: &mut ChaCha8Rng| {
+        let mut m = machine.borrow_mut();
+        m.incarnation += 1;
+        let wall = m.wall.clone();
+        let factory_wall = wall.clone();
+        let config = LeaseConfig::default()
+            .ttl(Duration::from_secs(shape.ttl_s))
+            .datacenter(3)
+            .holder(format!("slot {} #{}", m.slot, m.incarnation))
+            .clock(Arc::clone(&lease_clock))
+            .wall_clock(Arc::new(wall))
+            .generator(Arc::new(move |identity: Identity, store| {
+                Generator::builder_for(identity)
+                    .clock(factory_wall.clone())
+                    .store(store)
+                    // The simulation's mark I/O answers at once: no thread.
+                    .inline_store(true)
+                    .build()
+            }));
+        let coordinator = SimEtcd {
+            world: Arc::clone(&world),
+            slot: m.slot,
+            member: rng.random_range(0..3),
+        };
+        let marks = Arc::new(SimMarks {
+            world: Arc::clone(&world),
+            slot: m.slot,
+        });
+        m.leased = Some(Rc::new(LeasedGenerator::simulated(
+            config,
+            coordinator,
+            marks,
+            rng.random(),
+        )));
+    };
+    for machine in &machines {
+        start(machine, &mut rng);
+    }
+    let ttl_ms = shape.ttl_s * 1000;
+    let quiet_from = shape.length_ms - quiet_ms(ttl_ms);
+    // The faults, until the last quarter.
+    let faults = {
+        let world = Arc::clone(&world);
+        let machines = machines.clone();
+        let mut rng = ChaCha8Rng::seed_from_u64(rng.random());
+        let stop_within = request_timeout(ttl_ms) * 7;
+        async move {
+            loop {
+                let wait = rng.random_range(200..=3_000);
+                tokio::time::sleep(Duration::from_millis(wait)).await;
+                let now = lock(&world).now();
+                if now >= quiet_from {
+                    break;
+                }
+                let kind = rng.random_range(0..12);
+                let slot = rng.random_range(0..machines.len());
+                match kind {
+                    0 | 1 => {
+                        let m = rng.random_range(0..3);
+                        let d = rng.random_range(300..=ttl_ms * 5 / 2);
+                        let mut w = lock(&world);
+                        w.pause_member(m, d);
+                    }
+                    2 => {
+                        let d = rng.random_range(300..=ttl_ms * 2);
+                        let mut w = lock(&world);
+                        w.holders_paused.entry(slot).or_insert(now + d);
+                        w.fault("holder_pause");
+                    }
+                    3 => {
+                        // A crash: the session stops without a word; the
+                        // machine comes back a moment later as a new minter.
+                        let leased = machines[slot].borrow_mut().leased.take();
+                        if let Some(leased) = leased {
+                            if let Ok(leased) = Rc::try_unwrap(leased) {
+                                leased.abandon();
+                            }
+                            lock(&world).fault("holder_crash");
+                            let back = rng.random_range(0..=ttl_ms * 2);
+                            tokio::time::sleep(Duration::from_millis(back)).await;
+                            start(&machines[slot], &mut rng);
+                        }
+                    }
+                    4 => {
+                        let leased = machines[slot].borrow_mut().leased.take();
+                        if let Some(leased) = leased {
+                            let began = lock(&world).now();
+                            leased.shutdown().await;
+                            let took = lock(&world).now() - began;
+                            let mut w = lock(&world);
+                            w.fault("holder_graceful_restart");
+                            if took > u64::try_from(stop_within.as_millis()).unwrap_or(u64::MAX) {
+                                w.violation(format!(
+                                    "slot {slot}'s shutdown took {took} ms, past its bound {stop_within:?}"
+                                ));
+                            }
+                            drop(w);
+                            start(&machines[slot], &mut rng);
+                        }
+                    }
+                    5 => {
+                        let step = rng.random_range(-5_000..=5_000);
+                        machines[slot]
+                            .borrow()
+                            .wall
+                            .offset_ms
+                            .fetch_add(step, Ordering::Relaxed);
+                        lock(&world).fault(if step < 0 {
+                            "wall_clock_step_back"
+                        } else {
+                            "wall_clock_step_forward"
+                        });
+                    }
+                    6 => {
+                        let rate = 1.0 + rng.random_range(0..=15) as f64 / 100.0;
+                        lock(&world).set_rate(rate);
+                    }
+                    7 => {
+                        let step = rng.random_range(-(ttl_ms as i64)..=ttl_ms as i64 * 2);
+                        lock(&world).step_clock(step);
+                    }
+                    10 => {
+                        let taken = lock(&world).intrude();
+                        if let Some(n) = taken {
+                            let d = rng.random_range(ttl_ms..=ttl_ms * 3);
+                            tokio::time::sleep(Duration::from_millis(d)).await;
+                            lock(&world).leave(n);
+                        }
+                    }
+                    _ => {
+                        let mut w = lock(&world);
+                        w.net.lost = [0.0, 0.02, 0.1, 0.3][rng.random_range(0..4)];
+                        w.net.duplicated = [0.0, 0.05, 0.2][rng.random_range(0..3)];
+                        w.net.delay_max_ms = [5, 50, 300, 900][rng.random_range(0..4)];
+                        w.fault("network_change");
+                    }
+                }
+            }
+            // Quiet: every fault healed.
+            let mut w = lock(&world);
+            w.net.lost = 0.0;
+            w.net.duplicated = 0.0;
+            w.net.delay_max_ms = 5;
+            w.holders_paused.clear();
+        }
+    };
+    // The minting clients, one per machine.
+    let clients = machines.iter().map(|machine| {
+        let world = Arc::clone(&world);
+        let truth = Rc::clone(&truth);
+        let machine = Rc::clone(machine);
+        let mut rng = ChaCha8Rng::seed_from_u64(rng.random());
+        async move {
+            loop {
+                let wait = rng.random_range(2..=40);
+                tokio::time::sleep(Duration::from_millis(wait)).await;
+                let (now, paused) = {
+                    let w = lock(&world);
+                    let now = w.now();
+                    (
+                        now,
+                        w.holders_paused
+                            .get(&machine.borrow().slot)
+                            .is_some_and(|&u| u > now),
+                    )
+                };
+                if now >= shape.length_ms {
+                    break;
+                }
+                if paused {
+                    continue;
+                }
+                let (leased, who) = {
+                    let m = machine.borrow();
+                    (m.leased.clone(), (m.slot, m.incarnation))
+                };
+                let Some(leased) = leased else { continue };
+                mint_once(&world, &truth, &leased, who, rng.random_range(1..=8));
+            }
+        }
+    });
+    let clients = futures_join(clients.collect());
+    tokio::join!(faults, clients);
+    // Liveness: every machine holds an identity and may mint, once quiet.
+    let mut outcome = Outcome::default();
+    for machine in &machines {
+        let m = machine.borrow();
+        if let Some(leased) = &m.leased
+            && let Err(e) = leased.ready()
+        {
+            lock(&world).violation(format!(
+                "slot {} not ready {} ms after the faults stopped: {e}",
+                m.slot,
+                shape.length_ms - quiet_from
+            ));
+        }
+    }
+    for machine in &machines {
+        let leased = machine.borrow_mut().leased.take();
+        if let Some(leased) = leased {
+            leased.shutdown().await;
+        }
+    }
+    let w = lock(&world);
+    outcome.violations = w.violations.clone();
+    outcome.faults = w.faults.clone();
+    outcome.ids = truth.borrow().count;
+    outcome.log = vec![format!("{shape:?}")];
+    outcome
+}
+
+/// How long before the end the faults stop: enough for every machine to
+/// hold an identity again (a lease to expire, the longest wait for a free
+/// identity, 12.5 s, and a claim).
+fn quiet_ms(ttl_ms: u64) -> u64 {
+    15_000 + 3 * ttl_ms
+}
+
+/// Runs futures side by side on this task.
+async fn futures_join<F: std::future::Future<Output = ()>>(futures: Vec<F>) {
+    let mut futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    std::future::poll_fn(|cx| {
+        futures.retain_mut(|f| f.as_mut().poll(cx).is_pending());
+        if futures.is_empty() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+}
+
+/// The request timeout the session derives from a TTL (as `config.rs`).
+fn request_timeout(ttl_ms: u64) -> Duration {
+    let ttl = Duration::from_millis(ttl_ms);
+    let window = ttl.saturating_sub(snowmint_lease::fence_margin(ttl));
+    (window / 3)
+        .max(Duration::from_millis(100))
+        .min(Duration::from_secs(2))
+}
+
+/// One mint attempt of up to `n` IDs, never waiting, checked.
+fn mint_once(
+    world: &Shared,
+    truth: &Rc<RefCell<Truth>>,
+    leased: &LeasedGenerator,
+    who: (usize, u64),
+    n: usize,
+) {
+    let ready = leased.ready();
+    let lease = leased.metrics().lease;
+    let minted = leased.try_next_ids(n);
+    let mut w = lock(world);
+    let now = w.now();
+    match (&ready, &minted) {
+        (Ok(_), Err(MintError::NotHeld | MintError::Fenced)) => {
+            w.violation(format!(
+                "slot {} ready but its mint failed: {minted:?}",
+                who.0
+            ));
+        }
+        (Err(MintError::NotHeld | MintError::Fenced), Ok(_)) => {
+            w.violation(format!("slot {} not ready ({ready:?}) but minted", who.0));
+        }
+        _ => {}
+    }
+    let range = match minted {
+        Ok(range) => range,
+        Err(MintError::Generate(snowmint::GenerateError::WouldBlock)) => {
+            drop(w);
+            // What the server's keeper does: write the mark, then retry later.
+            if leased.renewal_due() {
+                let _ = leased.renew_reservation();
+            }
+            return;
+        }
+        Err(_) => return,
+    };
+    if let Some(lease) = lease {
+        let end = w.legit_end.get(&lease).copied().unwrap_or(0);
+        if now >= end {
+            w.violation(format!(
+                "slot {} issued under lease {lease:x} at {now} ms, at or after its legitimate end {end} ms",
+                who.0
+            ));
+        }
+    }
+    if crate::world::trace_on() {
+        w.trace(format_args!(
+            "slot {} #{} minted {} as {} under {lease:x?}",
+            who.0,
+            who.1,
+            range.len(),
+            (range.first().get() >> 12) & 0x3ff
+        ));
+    }
+    let mut t = truth.borrow_mut();
+    for id in range {
+        let id = id.get();
+        t.count += 1;
+        if !t.ids.insert(id) {
+            w.violation(format!("ID {id} issued twice (slot {})", who.0));
+        }
+        if let Some(&last) = t.last_of.get(&who)
+            && id <= last
+        {
+            w.violation(format!(
+                "slot {} #{} issued {id} after {last}: not increasing",
+                who.0, who.1
+            ));
+        }
+        t.last_of.insert(who, id);
+        let identity = ((id >> 12) & 0x3ff) as u16;
+        let tenure = (who.0, who.1, lease.unwrap_or(-1));
+        let Some(last) = t.by_identity.get_mut(&identity) else {
+            t.by_identity.insert(
+                identity,
+                Issuer {
+                    at: now,
+                    id,
+                    tenure,
+                    passed: BTreeSet::new(),
+                },
+            );
+            continue;
+        };
+        if last.tenure != tenure {
+            if last.passed.contains(&tenure) {
+                w.violation(format!(
+                    "identity {identity}: tenure {tenure:?} issued again after {:?} took over",
+                    last.tenure
+                ));
+            }
+            if now <= last.at || id <= last.id {
+                w.violation(format!(
+                    "identity {identity}: {tenure:?} issued {id} at {now} ms while {:?} issued {} at {} ms: overlapping holders",
+                    last.tenure, last.id, last.at
+                ));
+            }
+            let previous = last.tenure;
+            last.passed.insert(previous);
+            last.tenure = tenure;
+        } else if id <= last.id {
+            w.violation(format!("identity {identity}: {id} after {}", last.id));
+        }
+        last.at = now;
+        last.id = id;
+    }
+}
