@@ -644,7 +644,7 @@ fn a_damaged_mark_is_refused_naming_it_never_taken_for_none() {
 fn a_used_up_time_unit_is_waited_for_at_most_a_second_then_refused() {
     // Two IDs per 10-second unit: the third call of a unit waits, and a wait
     // that the next unit does not end within a second is refused.
-    let spec = "epoch=0;unit=10s;fields=timestamp:40,datacenter:5,worker:5,sequence:1";
+    let spec = "epoch=0;unit=10s;fields=timestamp:34,datacenter:5,worker:5,sequence:1";
     let layout = Layout::parse(spec).unwrap();
     let cluster = Cluster::start(&Setup::default());
     let mut client = cluster.connect();
