@@ -8,19 +8,7 @@
 //! session reads its own before each request, so the fence is measured on
 //! the holder's clock from when a request was *sent*.
 //!
-//! What each request must guarantee, for the argument in
-//! `docs/distributed.md` to hold:
-//!
-//! - [`claim`](Coordinator::claim) binds identity `n` to the lease only if no
-//!   live lease holds it, atomically.
-//! - A lease granted with TTL `t` ([`grant`](Coordinator::grant)) or renewed
-//!   with TTL `t` ([`keep_alive`](Coordinator::keep_alive)) does not expire
-//!   before `t` has passed on the coordinator's clock since the request was
-//!   sent (the fence closes a margin earlier on the holder's clock).
-//! - [`raise_mark`](Coordinator::raise_mark) writes only while the
-//!   identity is bound to the lease, and only raises.
-//! - [`confirm`](Coordinator::confirm) is linearizable: its answer reflects
-//!   every write committed before it was sent.
+//! What each request must guarantee is on [`Coordinator`].
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -124,7 +112,25 @@ pub struct Claimant<'a> {
 /// for its version), stopped with the session.
 pub type Background = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// A coordinator of identities: see the [module docs](self).
+/// A coordinator of identities.
+///
+/// What each request must guarantee, for the argument in
+/// `docs/distributed.md` to hold:
+///
+/// - [`claim`](Coordinator::claim) binds identity `n` to the lease only if no
+///   live lease holds it, atomically.
+/// - A lease granted with TTL `t` ([`grant`](Coordinator::grant)) or renewed
+///   with TTL `t` ([`keep_alive`](Coordinator::keep_alive)) does not expire
+///   before `t` has passed on the coordinator's clock since the request was
+///   sent (the fence closes a margin earlier on the holder's clock). Where a
+///   coordinator may end a lease early anyway (etcd issue 12528, a database
+///   clock stepped forward), [`claim`](Coordinator::claim) must still say
+///   truthfully whether the last holder released the identity
+///   ([`Previous`]): the hand-over wait after an unclean one covers it.
+/// - [`raise_mark`](Coordinator::raise_mark) writes only while the
+///   identity is bound to the lease, and only raises.
+/// - [`confirm`](Coordinator::confirm) is linearizable: its answer reflects
+///   every write committed before it was sent.
 ///
 /// Each method is one request (or a few, as one step) bounded by `t`;
 /// failures are [`LeaseError`]s: [`LeaseError::Timeout`] and

@@ -55,7 +55,12 @@ pub enum Verdict {
     NotHolder,
 }
 
-/// The rule; see the [module docs](self). With `confirm` false (a test-only
+/// The rule: with `t_k` the keep-alive answer's raft term and `t_r` the term
+/// of a linearizable read of the identity sent after that answer arrived, the
+/// renewal counts (the fence moves to *sent + TTL - margin*) only when the read
+/// shows the identity still bound to the lease and `t_k == t_r > 0`: no leader
+/// of a later term had been elected when it renewed (etcd issue 15247; the
+/// argument is in `docs/distributed.md`). With `confirm` false (a test-only
 /// switch, `LeaseConfig::confirm_renewals`),
 /// every answer counts, terms or not.
 pub fn judge(renewal: &KeepAlive, read: &Confirmation, confirm: bool) -> Verdict {
