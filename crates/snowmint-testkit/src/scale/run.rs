@@ -4,10 +4,10 @@
 //!    not use (with fewer than 1024) held by one filler lease, so the pool
 //!    is exactly `identities` wide; then that many `LeasedGenerator`s
 //!    started at once. `claim_all_s`: until every one holds an identity;
-//!    `claim_txns`: the `Txn` requests etcd answered meanwhile, less the
-//!    mark writes the generators made (nothing mints yet, but each new
-//!    holder writes its mark once at start, so that readiness knows the
-//!    store takes writes; every other `Txn` is a claim).
+//!    `claim_txns`: the claim transactions the sessions sent (one per
+//!    identity tried, `LeaseMetrics::claim_txns`; a scan is a read-only
+//!    `Txn` too, and each new holder writes its mark once at start, so
+//!    etcd's own `Txn` count says more than the claims).
 //! 2. **Steady state.** Every generator mints a batch every `mint_every`
 //!    (each batch past its reservation writes a mark); etcd's requests per
 //!    second over `steady` (`etcd_requests_per_s_steady`): keep-alives,
@@ -141,14 +141,12 @@ impl Fleet {
             .collect()
     }
 
-    /// Mark writes (a `Txn` each, succeeded or failed) the live generators
-    /// have made.
-    fn mark_writes(&self) -> u64 {
+    /// Claim transactions the live generators' sessions have sent.
+    fn claim_attempts(&self) -> u64 {
         self.lock()
             .iter()
             .flatten()
-            .filter_map(|g| g.generator_metrics())
-            .map(|m| m.reservation_writes + m.reservation_failures)
+            .map(|g| g.metrics().claim_txns)
             .sum()
     }
 
@@ -435,7 +433,6 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
 
     // 1. Claim: N at once.
     let rss_before = rss_kib();
-    let before = scraper.total().await?;
     println!("scale: starting {n} LeasedGenerators at once");
     let claim_start = since.elapsed().as_secs_f64();
     start(&fleet, &urls, 0..n, config.lease_ttl).await?;
@@ -443,7 +440,7 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
         .await
         .map(|t| t - claim_start);
     let claimed = fleet.held().0;
-    let claim_txns = (scraper.total().await? - before).txns - fleet.mark_writes() as f64;
+    let claim_txns = fleet.claim_attempts() as f64;
     phases.push(Phase {
         name: "claim",
         from: claim_start,
