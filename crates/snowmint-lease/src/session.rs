@@ -314,8 +314,8 @@ impl<C: Coordinator> Session<C> {
                 Some(self.now() + *ttl)
             }
         };
-        let generator = match self.build(identity, n, &granted, avoid, floor_ms).await {
-            Ok(generator) => generator,
+        let (generator, lost) = match self.build(identity, n, &granted, avoid, floor_ms).await {
+            Ok(built) => built,
             Err(e) => {
                 // Nothing was issued under this lease: release it cleanly.
                 self.give_up(granted.lease, Some(n)).await;
@@ -332,10 +332,9 @@ impl<C: Coordinator> Session<C> {
             %identity,
             lease = %format_args!("{:x}", granted.lease),
             ttl_s = granted.ttl.as_secs(),
-            reserved_until_ms = generator.0.reserved_until_ms(),
+            reserved_until_ms = generator.reserved_until_ms(),
             "holding worker identity"
         );
-        let (generator, lost) = generator;
         let ended = self
             .hold(&granted, sent, n, &generator, &lost, issue_from)
             .await;

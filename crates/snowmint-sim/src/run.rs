@@ -358,10 +358,11 @@ async fn run(seed: u64) -> Outcome {
 }
 
 /// How long before the end the faults stop: enough for every machine to
-/// hold an identity again (a lease to expire, the longest wait for a free
-/// identity, 12.5 s, and a claim).
+/// hold an identity again. A member paused just before may stay paused for
+/// 2.5 TTLs; then a lease to expire, the longest backoff (12.5 s), a claim,
+/// and a hand-over wait of one TTL.
 fn quiet_ms(ttl_ms: u64) -> u64 {
-    15_000 + 3 * ttl_ms
+    20_000 + 5 * ttl_ms
 }
 
 /// Runs futures side by side on this task.

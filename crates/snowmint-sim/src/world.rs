@@ -56,8 +56,8 @@ pub fn now_ms(origin: tokio::time::Instant) -> u64 {
 
 #[derive(Debug, Clone)]
 struct Stale {
-    /// Its lessor's table as of when it was paused: lease -> expiry (coordinator ms).
-    table: BTreeMap<LeaseId, u64>,
+    /// Its lessor's table as of when it was paused.
+    table: BTreeMap<LeaseId, Lease>,
     /// When, after it resumed, it demotes its lessor (real ms); `None` while paused.
     demote_at: Option<u64>,
 }
@@ -251,7 +251,7 @@ impl World {
         self.members[m].paused_until = Some(now + for_ms);
         if self.leader == Some(m) {
             self.leader_paused_at = Some(now);
-            let table = self.leases.iter().map(|(&l, x)| (l, x.expiry)).collect();
+            let table = self.leases.clone();
             self.members[m].stale = Some(Stale {
                 table,
                 demote_at: None,
@@ -339,15 +339,15 @@ impl World {
                 continue;
             };
             if self.leader.is_some() {
-                for (&lease, &expiry) in &stale.table {
-                    if expiry <= coord && self.leases.contains_key(&lease) {
+                for (&lease, held) in &stale.table {
+                    if held.expiry <= coord && self.leases.contains_key(&lease) {
                         self.revoke(lease);
                         self.fault("stale_leader_revoke");
                     }
                 }
             }
             if let Some(s) = &mut self.members[m].stale {
-                s.table.retain(|_, e| *e > coord);
+                s.table.retain(|_, l| l.expiry > coord);
             }
             if now >= demote_at {
                 self.members[m].stale = None;
@@ -474,9 +474,9 @@ impl World {
         if let Some(stale) = &mut self.members[m].stale {
             // A deposed leader before it demotes: renews in its own table.
             return Some(match stale.table.get_mut(&lease) {
-                Some(expiry) => {
-                    let ttl_ms = self.leases.get(&lease).map_or(2_000, |l| l.ttl_ms);
-                    *expiry = coord + ttl_ms;
+                Some(l) => {
+                    let ttl_ms = l.ttl_ms;
+                    l.expiry = coord + ttl_ms;
                     self.fault("stale_keep_alive_answered");
                     Renewal {
                         ttl: Duration::from_millis(ttl_ms),
@@ -731,11 +731,7 @@ impl Coordinator for SimEtcd {
         who: &Claimant<'_>,
         t: Duration,
     ) -> Result<Claimed, LeaseError> {
-        let who = Claimant {
-            holder: who.holder,
-            instance: who.instance,
-            ttl: who.ttl,
-        };
+        let who = who.clone();
         // A duplicated claim is applied once: the second finds it taken
         // (by its own lease) and its answer is the first's.
         let mut first = None;
