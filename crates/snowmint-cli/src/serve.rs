@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args as _};
-use snowmint_server::{Config, EtcdSettings, IdentitySource};
+use snowmint_server::{Config, DbKind, DbSettings, EtcdSettings, IdentitySource};
 
 use crate::error::{CliError, FlagError};
 
@@ -143,14 +143,15 @@ pub struct ServeArgs {
         value_name = "ADDR"
     )]
     pub listen: SocketAddr,
-    /// Static identity: datacenter ID (0-31) [default: 0]. With --etcd:
-    /// lease only the 32 workers of this datacenter (one etcd cluster per
-    /// region, each region its own datacenter) [default: any of the 1024].
+    /// Static identity: datacenter ID (0-31) [default: 0]. With --etcd,
+    /// --postgres or --mysql: lease only the 32 workers of this datacenter
+    /// (one coordinator per region, each region its own datacenter)
+    /// [default: any of the 1024].
     #[arg(long, env = "SNOWMINT_DATACENTER", value_name = "N",
           allow_negative_numbers = true, value_parser = datacenter)]
     pub datacenter: Option<u8>,
     /// Static identity: worker ID (0-31) [default: 0]. Not with --etcd,
-    /// which leases the worker.
+    /// --postgres or --mysql, which lease the worker.
     #[arg(long, env = "SNOWMINT_WORKER", value_name = "N",
           allow_negative_numbers = true, value_parser = worker)]
     pub worker: Option<u8>,
@@ -164,7 +165,29 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub etcd: Option<Vec<String>>,
-    /// TTL of the etcd identity lease (only with --etcd).
+    /// Lease the identity from PostgreSQL instead, at this libpq URL
+    /// (postgres://USER:PASSWORD@HOST:PORT/DB; ?sslmode=verify-full&sslrootcert=FILE
+    /// for TLS), directly or through PgBouncer in transaction mode (needs the
+    /// `db` feature). Not with --etcd or --mysql.
+    #[arg(long, env = "SNOWMINT_POSTGRES", value_name = "URL")]
+    pub postgres: Option<String>,
+    /// Lease the identity from MySQL or MariaDB instead, at this URL
+    /// (mysql://USER:PASSWORD@HOST:PORT/DB; ?require_ssl=true for TLS)
+    /// (needs the `db` feature). Not with --etcd or --postgres.
+    #[arg(long, env = "SNOWMINT_MYSQL", value_name = "URL")]
+    pub mysql: Option<String>,
+    /// The table of the identities (NAME or SCHEMA.NAME), created on first
+    /// use if the user may (`snowmint sql coordinator postgres|mysql` prints
+    /// it for a DBA); clusters with different tables share one database
+    /// without sharing identities (only with --postgres or --mysql).
+    #[arg(
+        long,
+        env = "SNOWMINT_DB_TABLE",
+        default_value = snowmint_server::DEFAULT_DB_TABLE,
+        value_name = "NAME"
+    )]
+    pub db_table: String,
+    /// TTL of the identity lease (only with --etcd, --postgres or --mysql).
     #[arg(long, env = "SNOWMINT_LEASE_TTL", default_value_t = snowmint_server::DEFAULT_LEASE_TTL.as_secs(), value_name = "SECONDS",
           allow_negative_numbers = true, value_parser = whole("lease-ttl", 2, 3600, "seconds"))]
     pub lease_ttl: u64,
@@ -179,10 +202,11 @@ pub struct ServeArgs {
     pub etcd_prefix: String,
     /// Static identity from a Kubernetes StatefulSet pod's ordinal: hostname
     /// NAME-N is identity N (datacenter N / 32, worker N % 32), N 0-1023.
-    /// Not with --datacenter, --worker or --etcd.
+    /// Not with --datacenter, --worker, --etcd, --postgres or --mysql.
     #[arg(long, env = "SNOWMINT_WORKER_FROM_HOSTNAME")]
     pub worker_from_hostname: bool,
-    /// Where the static identity's reservation is kept (not with --etcd)
+    /// Where the static identity's reservation is kept (not with --etcd,
+    /// --postgres or --mysql)
     /// [default: $XDG_STATE_HOME/snowmint, ~/.local/state/snowmint or ./.snowmint-state].
     #[arg(long, env = "SNOWMINT_STATE_DIR", value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
@@ -348,36 +372,50 @@ fn identity_field(field: snowmint::Field, input: &str) -> Result<u8, snowmint::E
         .map(|v| v as u8)
 }
 
+/// The flags only a coordinator (`--etcd`, `--postgres`, `--mysql`)
+/// honours (clap IDs), with what each sets.
+const LEASE_ONLY: [(&str, &str); 1] = [("lease_ttl", "the TTL of the identity lease")];
+
 /// The flags only `--etcd` honours (clap IDs), with what each sets.
-const ETCD_ONLY: [(&str, &str); 5] = [
-    ("lease_ttl", "the TTL of the etcd lease"),
+const ETCD_ONLY: [(&str, &str); 4] = [
     ("etcd_prefix", "the key prefix of the identities in etcd"),
     ("etcd_ca", "TLS to etcd"),
     ("etcd_cert", "TLS to etcd"),
     ("etcd_key", "TLS to etcd"),
 ];
 
-/// The flags `--etcd` cannot honour, with why.
-const NOT_WITH_ETCD: [(&str, &str); 2] = [
+/// The flags only `--postgres` and `--mysql` honour.
+const DB_ONLY: [(&str, &str); 1] = [("db_table", "the table of the identities")];
+
+/// The flags a leased identity cannot honour, with why.
+const NOT_WHEN_LEASED: [(&str, &str); 2] = [
     (
         "worker",
-        "the worker is leased from etcd (--datacenter N leases only workers of datacenter N)",
+        "the worker is leased (--datacenter N leases only workers of datacenter N)",
     ),
     (
         "state_dir",
-        "a leased identity keeps its mark in etcd, not in a state directory",
+        "a leased identity keeps its mark in the coordinator, not in a state directory",
     ),
 ];
 
+/// The coordinators (clap IDs and flags): one at most.
+const COORDINATORS: [(&str, &str); 3] = [
+    ("etcd", "--etcd"),
+    ("postgres", "--postgres"),
+    ("mysql", "--mysql"),
+];
+
 /// The flags `--worker-from-hostname` cannot honour, with why.
-const NOT_WITH_HOSTNAME: [(&str, &str); 3] = [
+const NOT_WITH_HOSTNAME: [(&str, &str); 5] = [
     ("datacenter", ORDINAL),
     ("worker", ORDINAL),
-    (
-        "etcd",
-        "the identity comes from the hostname or from etcd, not both",
-    ),
+    ("etcd", FROM_ONE),
+    ("postgres", FROM_ONE),
+    ("mysql", FROM_ONE),
 ];
+/// Why `--worker-from-hostname` takes no coordinator.
+const FROM_ONE: &str = "the identity comes from the hostname or from a coordinator, not both";
 /// Why `--worker-from-hostname` takes no other identity flag.
 const ORDINAL: &str = "the identity is the hostname's ordinal (datacenter N / 32, worker N % 32)";
 
@@ -424,8 +462,34 @@ impl Serve {
             self.given
                 .refuse_with("--worker-from-hostname", &NOT_WITH_HOSTNAME)?;
         }
-        let Some(endpoints) = &args.etcd else {
+        let mut given = COORDINATORS
+            .iter()
+            .filter(|(id, _)| match *id {
+                "etcd" => args.etcd.is_some(),
+                "postgres" => args.postgres.is_some(),
+                _ => args.mysql.is_some(),
+            })
+            .map(|(_, flag)| *flag);
+        let mode = given.next();
+        if let Some(second) = given.next() {
+            let shown = |flag: &str| {
+                self.given
+                    .get(flag.trim_start_matches("--"))
+                    .map_or_else(|| flag.to_owned(), |g| g.shown.clone())
+            };
+            return Err(CliError::Usage(format!(
+                "{} cannot be set with {}, got {}: the identity is leased from one coordinator",
+                second.trim_start_matches("--"),
+                mode.unwrap_or_default(),
+                shown(second)
+            )));
+        }
+        let Some(mode) = mode else {
+            self.given
+                .refuse_without("--etcd, --postgres or --mysql", &LEASE_ONLY)?;
             self.given.refuse_without("--etcd", &ETCD_ONLY)?;
+            self.given
+                .refuse_without("--postgres or --mysql", &DB_ONLY)?;
             let state_dir = args
                 .state_dir
                 .clone()
@@ -443,10 +507,32 @@ impl Serve {
                 }
             });
         };
-        self.given.refuse_with("--etcd", &NOT_WITH_ETCD)?;
+        self.given.refuse_with(mode, &NOT_WHEN_LEASED)?;
+        let lease_ttl = Duration::from_secs(args.lease_ttl);
+        let (kind, url) = match (&args.postgres, &args.mysql) {
+            (Some(url), _) => (DbKind::Postgres, url),
+            (None, Some(url)) => (DbKind::Mysql, url),
+            (None, None) => {
+                self.given
+                    .refuse_without("--postgres or --mysql", &DB_ONLY)?;
+                return self.etcd_source(lease_ttl);
+            }
+        };
+        self.given.refuse_without("--etcd", &ETCD_ONLY)?;
+        let mut db = DbSettings::new(kind, url.clone());
+        db.table = args.db_table.clone();
+        db.lease_ttl = lease_ttl;
+        db.datacenter = args.datacenter;
+        Ok(IdentitySource::Database(db))
+    }
+
+    /// `--etcd` and its own flags.
+    fn etcd_source(&self, lease_ttl: Duration) -> Result<IdentitySource, CliError> {
+        let args = &self.args;
+        let endpoints = args.etcd.as_deref().unwrap_or_default();
         let mut etcd = EtcdSettings::new(endpoints.iter().cloned());
         etcd.prefix = args.etcd_prefix.clone();
-        etcd.lease_ttl = Duration::from_secs(args.lease_ttl);
+        etcd.lease_ttl = lease_ttl;
         etcd.datacenter = args.datacenter;
         etcd.ca = args.etcd_ca.clone();
         etcd.client_cert = args
@@ -557,8 +643,11 @@ mod tests {
         let serve = ServeArgs::augment_args(clap::Command::new("serve"));
         for (id, _) in ETCD_ONLY
             .iter()
-            .chain(&NOT_WITH_ETCD)
+            .chain(&LEASE_ONLY)
+            .chain(&DB_ONLY)
+            .chain(&NOT_WHEN_LEASED)
             .chain(&NOT_WITH_HOSTNAME)
+            .chain(&COORDINATORS)
         {
             assert!(
                 serve.get_arguments().any(|arg| arg.get_id() == *id),

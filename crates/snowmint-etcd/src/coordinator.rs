@@ -85,7 +85,7 @@ impl Coordinator for EtcdCoordinator {
     }
 
     fn scope(&self) -> String {
-        self.keys.prefix().to_owned()
+        format!("etcd prefix {}", self.keys.prefix())
     }
 
     async fn scan(&mut self, pool: Pool, t: Duration) -> Result<Census, LeaseError> {

@@ -157,8 +157,9 @@ pub trait Coordinator: Send + Sync + 'static {
     /// How many endpoints there are (a graceful stop tries each).
     fn endpoints(&self) -> usize;
 
-    /// Where the identities live, for operators (`/snowmint` in etcd),
-    /// named in [`LeaseError::AllTaken`].
+    /// Where the identities live, for operators (`etcd prefix /snowmint`,
+    /// `PostgreSQL table snowmint_identities`), named in
+    /// [`LeaseError::AllTaken`].
     fn scope(&self) -> String;
 
     /// The identities of `pool` held now, and what the free ones left.

@@ -39,7 +39,8 @@ pub enum LeaseError {
     /// of its datacenter) is held by a live lease.
     #[error("{}", all_taken(prefix, *datacenter))]
     AllTaken {
-        /// Where the identities live (etcd's key prefix).
+        /// Where the identities live, as [`Coordinator::scope`](crate::Coordinator::scope)
+        /// names it (`etcd prefix /snowmint`, `PostgreSQL table snowmint_identities`).
         prefix: String,
         /// The datacenter the session is scoped to, if any.
         datacenter: Option<u8>,
@@ -127,15 +128,15 @@ pub enum LeaseError {
     },
 }
 
-fn all_taken(prefix: &str, datacenter: Option<u8>) -> String {
+fn all_taken(scope: &str, datacenter: Option<u8>) -> String {
     match datacenter {
         None => format!(
-            "all 1024 worker identities under {prefix}/identities/ are held by other instances; \
-             stop one, or give this cluster a prefix of its own"
+            "all 1024 worker identities of {scope} are held by other instances; stop one, or \
+             give this cluster a scope of its own (an etcd prefix, a table)"
         ),
         Some(dc) => format!(
-            "all 32 worker identities of datacenter {dc} (under {prefix}/identities/{dc}/) \
-             are held by other instances; stop one, or run more in another datacenter"
+            "all 32 worker identities of datacenter {dc} in {scope} are held by other \
+             instances; stop one, or run more in another datacenter"
         ),
     }
 }

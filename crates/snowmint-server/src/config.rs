@@ -87,8 +87,7 @@ impl Default for Config {
 /// [`Minter::ready`] says whether it can issue now and
 /// [`Minter::shutdown`] ends it.
 ///
-/// `#[non_exhaustive]`: the coordinators to come (PostgreSQL, MySQL) are
-/// variants of their own beside [`Etcd`](IdentitySource::Etcd).
+/// `#[non_exhaustive]`: a coordinator to come is a variant of its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum IdentitySource {
@@ -110,6 +109,86 @@ pub enum IdentitySource {
     /// `--etcd URL[,URL...]`: an identity leased from etcd (needs the
     /// `etcd` feature).
     Etcd(EtcdSettings),
+    /// `--postgres URL` or `--mysql URL`: an identity leased from one table
+    /// of PostgreSQL or MySQL/MariaDB (needs the `db` feature).
+    Database(DbSettings),
+}
+
+/// Which database a [`DbSettings`] leases from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DbKind {
+    /// `--postgres URL` (directly, or through PgBouncer in transaction mode).
+    Postgres,
+    /// `--mysql URL` (MySQL or MariaDB).
+    Mysql,
+}
+
+impl DbKind {
+    /// The flag's name: `postgres`, `mysql`.
+    pub fn flag(self) -> &'static str {
+        match self {
+            DbKind::Postgres => "postgres",
+            DbKind::Mysql => "mysql",
+        }
+    }
+}
+
+/// The settings of an identity leased from a database: `--postgres` or
+/// `--mysql` and the flags that only they honour.
+///
+/// ```
+/// use snowmint_server::{DbKind, DbSettings};
+///
+/// let mut db = DbSettings::new(DbKind::Postgres, "postgres://snowmint@db/ids");
+/// db.datacenter = Some(5);
+/// assert_eq!(db.table, snowmint_server::DEFAULT_DB_TABLE);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DbSettings {
+    /// Which database.
+    pub kind: DbKind,
+    /// Its URL (`--postgres`, `--mysql`; may hold a password: never logged).
+    pub url: String,
+    /// The table of the identities (`--db-table`; several clusters can
+    /// share one database).
+    pub table: String,
+    /// TTL of the identity lease (`--lease-ttl`).
+    pub lease_ttl: Duration,
+    /// Lease only the workers of this datacenter (`--datacenter`).
+    pub datacenter: Option<u8>,
+}
+
+/// The database table of the identities unless told otherwise.
+pub const DEFAULT_DB_TABLE: &str = "snowmint_identities";
+
+impl DbSettings {
+    /// This database, with the default table ([`DEFAULT_DB_TABLE`]) and TTL
+    /// ([`DEFAULT_LEASE_TTL`]), any datacenter.
+    pub fn new(kind: DbKind, url: impl Into<String>) -> DbSettings {
+        DbSettings {
+            kind,
+            url: url.into(),
+            table: DEFAULT_DB_TABLE.to_owned(),
+            lease_ttl: DEFAULT_LEASE_TTL,
+            datacenter: None,
+        }
+    }
+
+    /// The lease settings as the database crate takes them.
+    #[cfg(feature = "db")]
+    pub(crate) fn db_config(&self) -> snowmint_db::DbConfig {
+        let db = match self.kind {
+            DbKind::Postgres => snowmint_db::DbConfig::postgres(self.url.clone()),
+            DbKind::Mysql => snowmint_db::DbConfig::mysql(self.url.clone()),
+        };
+        let db = db.table(self.table.clone()).lease_ttl(self.lease_ttl);
+        match self.datacenter {
+            Some(dc) => db.datacenter(dc),
+            None => db,
+        }
+    }
 }
 
 /// The settings of an identity leased from etcd: `--etcd` and the flags
@@ -235,9 +314,18 @@ impl Config {
             IdentitySource::Etcd(etcd) => etcd
                 .etcd_config()
                 .validate()
-                .map_err(|e| StartError::Etcd(snowmint_etcd::EtcdError::Config(Box::new(e)))),
+                .map_err(|e| StartError::Lease(snowmint_lease::LeaseError::Config(Box::new(e)))),
             #[cfg(not(feature = "etcd"))]
             IdentitySource::Etcd(_) => Err(StartError::EtcdNotBuilt),
+            #[cfg(feature = "db")]
+            IdentitySource::Database(db) => db
+                .db_config()
+                .validate()
+                .map_err(|e| StartError::Lease(snowmint_lease::LeaseError::Config(Box::new(e)))),
+            #[cfg(not(feature = "db"))]
+            IdentitySource::Database(db) => Err(StartError::DbNotBuilt {
+                flag: db.kind.flag(),
+            }),
         }
     }
 }
@@ -267,10 +355,9 @@ pub enum StartError {
     /// The static identity's state directory, lock or mark.
     #[error(transparent)]
     Static(#[from] StaticError),
-    /// An invalid etcd setting, or the lease session's threads.
-    #[cfg(feature = "etcd")]
+    /// An invalid coordinator setting, or the lease session's threads.
     #[error(transparent)]
-    Etcd(#[from] snowmint_etcd::EtcdError),
+    Lease(#[from] snowmint_lease::LeaseError),
     /// The HTTPS certificate or key cannot be used.
     #[error(transparent)]
     Tls(#[from] TlsError),
@@ -280,6 +367,15 @@ pub enum StartError {
          (cargo run --release --features etcd -- serve --etcd URL)"
     )]
     EtcdNotBuilt,
+    /// `--postgres` or `--mysql` given to a build without the `db` feature.
+    #[error(
+        "--{flag} needs a snowmint built with `--features db` \
+         (cargo run --release --features db -- serve --{flag} URL)"
+    )]
+    DbNotBuilt {
+        /// `postgres` or `mysql`.
+        flag: &'static str,
+    },
     /// `--api-token-file` cannot be read, is empty or holds more than a token.
     #[error(transparent)]
     Token(#[from] TokenError),
@@ -295,7 +391,7 @@ pub enum StartError {
     /// identity is leased, which only [`serve`](crate::serve) starts.
     #[error(
         "static_state needs a static identity source (static or from the hostname), \
-         got one leased from etcd: serve starts a lease"
+         got one leased from a coordinator: serve starts a lease"
     )]
     NotStatic,
     /// The admin listener cannot be bound.
@@ -312,17 +408,17 @@ impl StartError {
     /// Whether the configuration is at fault (a flag to fix: exit status 2)
     /// rather than the machine.
     pub fn is_usage(&self) -> bool {
-        match self {
+        matches!(
+            self,
             StartError::Hostname(_)
-            | StartError::EtcdNotBuilt
-            | StartError::Tls(_)
-            | StartError::Token(_)
-            | StartError::CorsOrigin(_)
-            | StartError::NotStatic
-            | StartError::AdminSameAsListen(_) => true,
-            #[cfg(feature = "etcd")]
-            StartError::Etcd(snowmint_etcd::EtcdError::Config(_)) => true,
-            _ => false,
-        }
+                | StartError::EtcdNotBuilt
+                | StartError::DbNotBuilt { .. }
+                | StartError::Tls(_)
+                | StartError::Token(_)
+                | StartError::CorsOrigin(_)
+                | StartError::NotStatic
+                | StartError::AdminSameAsListen(_)
+                | StartError::Lease(snowmint_lease::LeaseError::Config(_))
+        )
     }
 }

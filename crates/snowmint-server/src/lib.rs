@@ -54,8 +54,8 @@ mod serve;
 
 pub use app::{admin_app, app};
 pub use config::{
-    Config, DEFAULT_ETCD_PREFIX, DEFAULT_LEASE_TTL, DEFAULT_LISTEN, EtcdSettings, IdentitySource,
-    StartError, default_state_dir,
+    Config, DEFAULT_DB_TABLE, DEFAULT_ETCD_PREFIX, DEFAULT_LEASE_TTL, DEFAULT_LISTEN, DbKind,
+    DbSettings, EtcdSettings, IdentitySource, StartError, default_state_dir,
 };
 pub use guard::edge::{MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_URI_BYTES, REQUEST_TIMEOUT};
 pub use guard::origin::{OriginError, Origins};

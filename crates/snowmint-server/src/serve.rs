@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 
 use crate::app::{admin_app, app};
-use crate::config::{Config, EtcdSettings, IdentitySource, StartError};
+use crate::config::{Config, DbSettings, EtcdSettings, IdentitySource, StartError};
 use crate::guard::admission::Admission;
 use crate::guard::origin::Origins;
 use crate::guard::token::ApiToken;
@@ -37,7 +37,9 @@ pub fn static_state(config: &Config) -> Result<AppState, StartError> {
         IdentitySource::FromHostname { state_dir } => {
             (hostname::identity_from_hostname()?, state_dir)
         }
-        IdentitySource::Etcd(_) => return Err(StartError::NotStatic),
+        IdentitySource::Etcd(_) | IdentitySource::Database(_) => {
+            return Err(StartError::NotStatic);
+        }
     };
     let generator = generator::static_generator(identity, state_dir)?;
     crate::mint::minter::start_write(&generator);
@@ -108,7 +110,7 @@ pub async fn serve(
                 .await
                 .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?
         }
-        IdentitySource::Etcd(_) => start_minter(&config)?,
+        IdentitySource::Etcd(_) | IdentitySource::Database(_) => start_minter(&config)?,
     };
     if config.announce {
         announce(&config, &listener, admin.as_ref(), &minter);
@@ -181,6 +183,14 @@ fn start_minter(config: &Config) -> Result<Arc<Minter>, StartError> {
         IdentitySource::Etcd(etcd) => Minter::start_leased(etcd.etcd_config())?,
         #[cfg(not(feature = "etcd"))]
         IdentitySource::Etcd(_) => return Err(StartError::EtcdNotBuilt),
+        #[cfg(feature = "db")]
+        IdentitySource::Database(db) => Minter::start_leased_db(db.db_config())?,
+        #[cfg(not(feature = "db"))]
+        IdentitySource::Database(db) => {
+            return Err(StartError::DbNotBuilt {
+                flag: db.kind.flag(),
+            });
+        }
     };
     Ok(minter)
 }
@@ -215,6 +225,7 @@ fn announce(config: &Config, listener: &TcpListener, admin: Option<&TcpListener>
     let url = format!("{scheme}://{addr}/");
     match &config.identity_source {
         IdentitySource::Etcd(etcd) => announce_leased(&url, etcd, json),
+        IdentitySource::Database(db) => announce_db(&url, db, json),
         IdentitySource::Static { state_dir, .. } | IdentitySource::FromHostname { state_dir } => {
             announce_static(&url, minter.identity(), state_dir, json)
         }
@@ -243,6 +254,33 @@ fn announce_leased(url: &str, etcd: &EtcdSettings, json: bool) {
         eprintln!(
             "snowmint: serving the explorer on {url} (identity leased from etcd {endpoints} under {}, lease TTL {ttl_s} s{scope})",
             etcd.prefix,
+        );
+    }
+}
+
+/// The public listener's line in database mode: which database (never its
+/// URL, which may hold a password) and table.
+fn announce_db(url: &str, db: &DbSettings, json: bool) {
+    let ttl_s = db.lease_ttl.as_secs();
+    let kind = db.kind.flag();
+    if json {
+        tracing::info!(
+            target: logs::BANNER_TARGET,
+            %url,
+            coordinator = kind,
+            table = %db.table,
+            lease_ttl_s = ttl_s,
+            datacenter = db.datacenter,
+            "serving the explorer on {url} (identity leased from {kind})"
+        );
+    } else {
+        let scope = db
+            .datacenter
+            .map(|dc| format!(", workers of datacenter {dc}"))
+            .unwrap_or_default();
+        eprintln!(
+            "snowmint: serving the explorer on {url} (identity leased from {kind} table {}, lease TTL {ttl_s} s{scope})",
+            db.table,
         );
     }
 }

@@ -713,7 +713,7 @@ impl Coordinator for SimEtcd {
     }
 
     fn scope(&self) -> String {
-        "/sim".to_owned()
+        "etcd prefix /sim".to_owned()
     }
 
     async fn scan(&mut self, pool: Pool, t: Duration) -> Result<Census, LeaseError> {

@@ -32,16 +32,18 @@ pub fn static_generator(identity: Identity, state_dir: &Path) -> Result<Generato
 /// `/readyz` turns 503 at most 30 s after etcd stops taking writes while
 /// it still answers keep-alives; when etcd stops answering at all, the
 /// lease's fence closes it sooner.
-#[cfg(feature = "etcd")]
+#[cfg(any(feature = "etcd", feature = "db"))]
 pub(crate) const LEASED_PROOF_AGE: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Builds a leased identity's generator over its etcd store (the lease
-/// session's generator factory in `serve --etcd`): the default one, but
-/// probed only as often as [`LEASED_PROOF_AGE`] asks.
-#[cfg(feature = "etcd")]
+/// Builds a leased identity's generator over its store (the lease
+/// session's generator factory in `serve --etcd`, `--postgres`, `--mysql`):
+/// the default one, but probed only as often as [`LEASED_PROOF_AGE`] asks
+/// (a mark write is a Raft write in etcd, a committed transaction in a
+/// database).
+#[cfg(any(feature = "etcd", feature = "db"))]
 pub(crate) fn leased_generator(
     identity: Identity,
-    store: snowmint_etcd::EtcdStore,
+    store: snowmint_lease::LeaseStore,
 ) -> Result<Generator, BuildError> {
     Generator::builder_for(identity)
         .store(store)

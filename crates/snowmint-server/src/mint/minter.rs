@@ -9,7 +9,7 @@
 //! - **static** (`--datacenter/--worker`, or `--worker-from-hostname`): one
 //!   [`Generator`] over a reservation file in the state directory; nobody
 //!   else can hold the identity, so nothing fences it;
-//! - **etcd** (feature `etcd`): a [`snowmint_etcd::LeasedGenerator`], whose
+//! - **etcd** (feature `etcd`): a [`snowmint_lease::LeasedGenerator`], whose
 //!   fence, hand-over and re-claims are that crate's: the server only wires
 //!   it to the routes, `/readyz` and `/metrics`.
 //!
@@ -117,13 +117,12 @@ impl From<GenerateError> for MintError {
     }
 }
 
-#[cfg(feature = "etcd")]
-impl From<snowmint_etcd::MintError> for MintError {
-    fn from(e: snowmint_etcd::MintError) -> MintError {
+impl From<snowmint_lease::MintError> for MintError {
+    fn from(e: snowmint_lease::MintError) -> MintError {
         match e {
-            snowmint_etcd::MintError::Fenced => MintError::Fenced,
-            snowmint_etcd::MintError::Count(n) => MintError::Count(n),
-            snowmint_etcd::MintError::Generate(e) => MintError::Generate(e),
+            snowmint_lease::MintError::Fenced => MintError::Fenced,
+            snowmint_lease::MintError::Count(n) => MintError::Count(n),
+            snowmint_lease::MintError::Generate(e) => MintError::Generate(e),
             _ => MintError::NotReady,
         }
     }
@@ -139,9 +138,9 @@ enum Source {
         identity: Identity,
         generator: Arc<Generator>,
     },
-    /// An identity leased from etcd.
-    #[cfg(feature = "etcd")]
-    Leased(Arc<snowmint_etcd::LeasedGenerator>),
+    /// An identity leased from a coordinator (named: `etcd`, `postgres`,
+    /// `mysql`).
+    Leased(Arc<snowmint_lease::LeasedGenerator>, &'static str),
 }
 
 /// The identity source the routes mint from: started once, then ready
@@ -209,14 +208,39 @@ impl Minter {
         etcd: snowmint_etcd::EtcdConfig,
     ) -> Result<Arc<Minter>, snowmint_etcd::EtcdError> {
         let etcd = etcd.generator(Arc::new(crate::mint::generator::leased_generator));
-        Ok(Minter::leased(snowmint_etcd::LeasedGenerator::spawn(etcd)?))
+        Ok(Minter::leased(snowmint_lease::LeasedGenerator::spawn(
+            etcd,
+        )?))
     }
 
-    /// A minter over a lease session started elsewhere.
-    #[cfg(feature = "etcd")]
-    pub fn leased(leased: snowmint_etcd::LeasedGenerator) -> Arc<Minter> {
+    /// Starts the PostgreSQL or MySQL identity source: a lease session over
+    /// `db`, its generators built as [`start_leased`](Minter::start_leased)'s.
+    /// Holds no identity yet when this returns (not ready until it does).
+    #[cfg(feature = "db")]
+    pub fn start_leased_db(
+        db: snowmint_db::DbConfig,
+    ) -> Result<Arc<Minter>, snowmint_lease::LeaseError> {
+        let coordinator = db.dialect().name();
+        let db = db.generator(Arc::new(crate::mint::generator::leased_generator));
+        Ok(Minter::leased_from(
+            coordinator,
+            snowmint_lease::LeasedGenerator::spawn(db)?,
+        ))
+    }
+
+    /// A minter over an etcd lease session started elsewhere.
+    pub fn leased(leased: snowmint_lease::LeasedGenerator) -> Arc<Minter> {
+        Minter::leased_from("etcd", leased)
+    }
+
+    /// A minter over a lease session started elsewhere, from `coordinator`
+    /// (`etcd`, `postgres`, `mysql`: the prefix of its lease metrics).
+    pub fn leased_from(
+        coordinator: &'static str,
+        leased: snowmint_lease::LeasedGenerator,
+    ) -> Arc<Minter> {
         Arc::new(Minter {
-            source: Source::Leased(Arc::new(leased)),
+            source: Source::Leased(Arc::new(leased), coordinator),
         })
     }
 
@@ -267,8 +291,7 @@ impl Minter {
                     })))
                 }
             }
-            #[cfg(feature = "etcd")]
-            Source::Leased(leased) => Ok(leased
+            Source::Leased(leased, _) => Ok(leased
                 .try_mint_ranges(n, sink)?
                 .map(|p| PendingMint(Pending::Leased(p)))),
         }
@@ -299,8 +322,7 @@ impl Minter {
                 }
             }
             // Through the lease, which writes nothing while fenced.
-            #[cfg(feature = "etcd")]
-            Source::Leased(leased) => {
+            Source::Leased(leased, _) => {
                 if leased.renewal_due() {
                     let leased = Arc::clone(leased);
                     tokio::task::spawn_blocking(move || {
@@ -319,8 +341,7 @@ impl Minter {
         match &self.source {
             Source::Empty => None,
             Source::Static { identity, .. } => Some(*identity),
-            #[cfg(feature = "etcd")]
-            Source::Leased(leased) => leased.identity(),
+            Source::Leased(leased, _) => leased.identity(),
         }
     }
 
@@ -329,16 +350,15 @@ impl Minter {
         match &self.source {
             Source::Empty => None,
             Source::Static { generator, .. } => Some(generator.metrics()),
-            #[cfg(feature = "etcd")]
-            Source::Leased(leased) => leased.generator_metrics(),
+            Source::Leased(leased, _) => leased.generator_metrics(),
         }
     }
 
-    /// The lease session's state and counters, in etcd mode.
-    #[cfg(feature = "etcd")]
-    pub fn lease_metrics(&self) -> Option<snowmint_etcd::LeaseMetrics> {
+    /// The lease session's coordinator (`etcd`, `postgres`, `mysql`), state
+    /// and counters, when the identity is leased.
+    pub fn lease_metrics(&self) -> Option<(&'static str, snowmint_lease::LeaseMetrics)> {
         match &self.source {
-            Source::Leased(leased) => Some(leased.metrics()),
+            Source::Leased(leased, coordinator) => Some((coordinator, leased.metrics())),
             _ => None,
         }
     }
@@ -362,9 +382,8 @@ impl Minter {
                 generator.check_ready()?;
                 Ok(*identity)
             }
-            #[cfg(feature = "etcd")]
-            Source::Leased(leased) => match leased.ready() {
-                Err(snowmint_etcd::MintError::NotHeld) if leased.all_taken() => {
+            Source::Leased(leased, _) => match leased.ready() {
+                Err(snowmint_lease::MintError::NotHeld) if leased.all_taken() => {
                     Err(MintError::AllTaken {
                         datacenter: leased.datacenter_scope(),
                     })
@@ -380,8 +399,7 @@ impl Minter {
         match &self.source {
             Source::Empty => None,
             Source::Static { identity, .. } => Some(*identity),
-            #[cfg(feature = "etcd")]
-            Source::Leased(leased) => leased.ready_identity(),
+            Source::Leased(leased, _) => leased.ready_identity(),
         }
     }
 
@@ -409,8 +427,7 @@ impl Minter {
                         ))
                     })
             }
-            #[cfg(feature = "etcd")]
-            Source::Leased(leased) => {
+            Source::Leased(leased, _) => {
                 leased.shutdown().await;
                 Ok(())
             }
@@ -472,8 +489,7 @@ enum Pending {
         generator: Arc<Generator>,
         left: usize,
     },
-    #[cfg(feature = "etcd")]
-    Leased(snowmint_etcd::PendingMint),
+    Leased(snowmint_lease::PendingMint),
 }
 
 impl PendingMint {
@@ -481,7 +497,6 @@ impl PendingMint {
     pub fn left(&self) -> usize {
         match &self.0 {
             Pending::Static { left, .. } => *left,
-            #[cfg(feature = "etcd")]
             Pending::Leased(p) => p.left(),
         }
     }
@@ -495,7 +510,6 @@ impl PendingMint {
                 generator,
                 mut left,
             } => issue(&generator, &mut left, true, &mut sink).map(drop),
-            #[cfg(feature = "etcd")]
             Pending::Leased(p) => Ok(p.finish(sink)?),
         }
     }

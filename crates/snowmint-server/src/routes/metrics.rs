@@ -10,9 +10,8 @@
 //! other scrapers read. prometheus-client writes OpenMetrics only; the text
 //! format is made from it by `openmetrics_to_text`.
 
-#[cfg(feature = "etcd")]
-pub(crate) mod etcd;
 mod family;
+pub(crate) mod lease;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -431,9 +430,8 @@ impl Collector for GeneratorCollector {
             };
             g.encode(family.encode_family(&labels)?)?;
         }
-        #[cfg(feature = "etcd")]
-        if let Some(status) = self.minter.lease_metrics() {
-            crate::routes::metrics::etcd::encode(&status, &mut encoder)?;
+        if let Some((coordinator, status)) = self.minter.lease_metrics() {
+            crate::routes::metrics::lease::encode(coordinator, &status, &mut encoder)?;
         }
         if let Some(m) = self.minter.generator_metrics() {
             for (kind, name, help, value) in crate::mint::generator::metric_rows(&m) {

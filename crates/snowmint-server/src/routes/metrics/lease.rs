@@ -1,14 +1,16 @@
-//! How distributed mode's lease session (feature `etcd`) appears in
-//! `/metrics`; the lease itself is `snowmint-etcd`'s, the settings it is
-//! started with are [`Config`](crate::Config)'s.
+//! How distributed mode's lease session appears in `/metrics`, under the
+//! coordinator's name (`snowmint_etcd_*`, `snowmint_postgres_*`,
+//! `snowmint_mysql_*`); the lease itself is `snowmint-lease`'s, the
+//! settings it is started with are [`Config`](crate::Config)'s.
 
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::gauge::ConstGauge;
-use snowmint_etcd::LeaseState;
+use snowmint_lease::LeaseState;
 
 use super::family::{counter, gauge};
 
-/// Exports the lease session's state at each scrape:
+/// Exports the lease session's state at each scrape (`etcd` below is the
+/// coordinator's name; `server_info` is etcd's alone):
 ///
 /// - `snowmint_etcd_lease_state{state}`: 1 for the current state
 ///   (`connecting`, `claiming`, `all_taken`, `held`, `fenced`, `stopped`);
@@ -23,15 +25,16 @@ use super::family::{counter, gauge};
 ///
 /// (Names as registered under the server's `snowmint` prefix.)
 pub(crate) fn encode(
-    status: &snowmint_etcd::LeaseMetrics,
+    coordinator: &str,
+    status: &snowmint_lease::LeaseMetrics,
     encoder: &mut DescriptorEncoder,
 ) -> Result<(), std::fmt::Error> {
-    let mut family = encoder.encode_descriptor(
-        "etcd_lease_state",
-        "1 for the etcd lease session's current state",
-        None,
-        ConstGauge::new(0i64).metric_type(),
-    )?;
+    let (name, help) = (
+        format!("{coordinator}_lease_state"),
+        format!("1 for the {coordinator} lease session's current state"),
+    );
+    let mut family =
+        encoder.encode_descriptor(&name, &help, None, ConstGauge::new(0i64).metric_type())?;
     for state in LeaseState::ALL {
         ConstGauge::new(i64::from(state == status.state)).encode(family.encode_family(
             &StateLabels {
@@ -40,12 +43,12 @@ pub(crate) fn encode(
         )?)?;
     }
     if let (Some(identity), Some(lease)) = (status.identity, status.lease) {
-        let mut family = encoder.encode_descriptor(
-            "etcd_identity_info",
-            "The worker identity and etcd lease held (or last held)",
-            None,
-            ConstGauge::new(1i64).metric_type(),
-        )?;
+        let (name, help) = (
+            format!("{coordinator}_identity_info"),
+            format!("The worker identity and {coordinator} lease held (or last held)"),
+        );
+        let mut family =
+            encoder.encode_descriptor(&name, &help, None, ConstGauge::new(1i64).metric_type())?;
         let labels = IdentityLabels {
             datacenter: identity.datacenter(),
             worker: identity.worker(),
@@ -56,33 +59,29 @@ pub(crate) fn encode(
     if let Some(ttl) = status.granted_ttl {
         gauge(
             encoder,
-            "etcd_lease_ttl_seconds",
-            "The lease TTL etcd granted",
+            &format!("{coordinator}_lease_ttl_seconds"),
+            &format!("The lease TTL {coordinator} granted"),
             i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX),
         )?;
     }
     for (name, help, value) in [
-        ("etcd_claims", "Worker identities claimed", status.claims),
+        ("claims", "Worker identities claimed", status.claims),
+        ("renewals", "Successful lease keep-alives", status.renewals),
         (
-            "etcd_renewals",
-            "Successful lease keep-alives",
-            status.renewals,
-        ),
-        (
-            "etcd_renewal_failures",
+            "renewal_failures",
             "Lease keep-alives that failed or got no answer in time",
             status.renewal_failures,
         ),
-        ("etcd_fenced", "Times minting was fenced off", status.fenced),
+        ("fenced", "Times minting was fenced off", status.fenced),
         (
-            "etcd_renewals_unconfirmed",
-            "Lease keep-alives etcd answered that a linearizable read after them did not \
-             confirm at the same raft term, or that failed (a deposed leader's answer, etcd \
-             issue 15247); they did not extend the fence",
+            "renewals_unconfirmed",
+            "Lease keep-alives the coordinator answered that a linearizable read after them \
+             did not confirm (at the same raft term, with etcd), or that failed (a deposed \
+             leader's answer, etcd issue 15247); they did not extend the fence",
             status.unconfirmed_renewals,
         ),
     ] {
-        counter(encoder, name, help, value)?;
+        counter(encoder, &format!("{coordinator}_{name}"), help, value)?;
     }
     if !status.servers.is_empty() {
         let mut family = encoder.encode_descriptor(

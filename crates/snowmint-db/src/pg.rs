@@ -1,0 +1,301 @@
+//! PostgreSQL: each request one statement, sent with the extended protocol's
+//! *unnamed* statement (`query_typed`: parse, bind and execute in one round
+//! trip), so nothing outlives a transaction and PgBouncer in transaction
+//! mode (1.18: no prepared statements across transactions) can carry it.
+//! The database's clock (`clock_timestamp()`) decides every expiry.
+
+use std::sync::Arc;
+
+use tokio::task::JoinHandle;
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{Client, Config, NoTls};
+
+use crate::backend::{Before, Row, ServerState, Source};
+use crate::table::{Dialect, Table};
+use crate::tls::PgTls;
+
+/// The database's clock in Unix milliseconds.
+const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+
+/// The statements, written once for a table.
+#[derive(Debug, Clone)]
+pub(crate) struct Statements {
+    state: String,
+    count: String,
+    scan: String,
+    claim: String,
+    keep_alive: String,
+    confirm: String,
+    release: String,
+    revoke: String,
+    load_mark: String,
+    raise_mark: String,
+    ddl: String,
+}
+
+impl Statements {
+    pub(crate) fn new(table: &Table) -> Statements {
+        let t = table.quoted(Dialect::Postgres);
+        let c = format!("(SELECT {NOW_MS} AS now_ms) AS c");
+        Statements {
+            state: "SELECT pg_is_in_recovery(), current_setting('transaction_read_only'), \
+                    to_regclass($1) IS NOT NULL, obj_description(to_regclass($1), 'pg_class')"
+                .to_owned(),
+            count: format!("SELECT count(*) FROM {t}"),
+            scan: format!(
+                "SELECT identity, (lease IS NOT NULL AND expires_ms > c.now_ms), mark, \
+                 (lease IS NOT NULL AND NOT released) FROM {t}, {c} \
+                 WHERE identity BETWEEN $1 AND $2"
+            ),
+            // The row is locked first (`old`), so that what is returned is
+            // what the claim replaced; a concurrent claim waits for the lock
+            // and then finds the identity taken.
+            claim: format!(
+                "WITH old AS (SELECT identity, lease, holder, instance, ttl_ms, released, \
+                 expires_ms FROM {t} WHERE identity = $1 FOR UPDATE) \
+                 UPDATE {t} AS t SET lease = $2, holder = $3, instance = $4, ttl_ms = $5, \
+                 expires_ms = c.now_ms + $5, released = false FROM old, {c} \
+                 WHERE t.identity = old.identity \
+                 AND (old.lease IS NULL OR old.expires_ms <= c.now_ms) \
+                 RETURNING old.lease, old.holder, old.instance, old.ttl_ms, old.released"
+            ),
+            keep_alive: format!(
+                "UPDATE {t} SET expires_ms = c.now_ms + ttl_ms FROM {c} \
+                 WHERE lease = $1 AND expires_ms > c.now_ms RETURNING identity"
+            ),
+            confirm: format!(
+                "SELECT COALESCE(lease = $2 AND expires_ms > c.now_ms, false) FROM {t}, {c} \
+                 WHERE identity = $1"
+            ),
+            release: format!(
+                "UPDATE {t} SET released = true FROM {c} \
+                 WHERE identity = $1 AND lease = $2 AND expires_ms > c.now_ms RETURNING identity"
+            ),
+            revoke: format!(
+                "UPDATE {t} SET expires_ms = 0 WHERE lease = $1 AND expires_ms > 0 \
+                 RETURNING identity"
+            ),
+            load_mark: format!("SELECT mark FROM {t} WHERE identity = $1"),
+            raise_mark: format!(
+                "UPDATE {t} SET mark = GREATEST(COALESCE(mark, 0), $3) FROM {c} \
+                 WHERE identity = $1 AND lease = $2 AND expires_ms > c.now_ms RETURNING mark"
+            ),
+            ddl: crate::table::ddl(Dialect::Postgres, table),
+        }
+    }
+}
+
+/// Where to connect: the URL's settings (without the TLS ones
+/// tokio-postgres does not know), and TLS.
+#[derive(Clone)]
+pub(crate) struct Target {
+    pub(crate) config: Config,
+    pub(crate) tls: Option<PgTls>,
+    pub(crate) table: Table,
+    pub(crate) statements: Arc<Statements>,
+}
+
+/// One connection: the client, and the task that drives its socket
+/// (aborted with it, so a connection to a server that stopped answering
+/// does not linger).
+pub(crate) struct Conn {
+    client: Client,
+    task: JoinHandle<()>,
+    s: Arc<Statements>,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn boxed(e: tokio_postgres::Error) -> Source {
+    Box::new(e)
+}
+
+pub(crate) async fn connect(target: &Target) -> Result<Conn, Source> {
+    let (client, task) = match &target.tls {
+        None => {
+            let (client, connection) = target.config.connect(NoTls).await.map_err(boxed)?;
+            (
+                client,
+                tokio::spawn(async move {
+                    let _ = connection.await;
+                }),
+            )
+        }
+        Some(tls) => {
+            let (client, connection) = target
+                .config
+                .connect(tls.connector())
+                .await
+                .map_err(boxed)?;
+            (
+                client,
+                tokio::spawn(async move {
+                    let _ = connection.await;
+                }),
+            )
+        }
+    };
+    Ok(Conn {
+        client,
+        task,
+        s: Arc::clone(&target.statements),
+    })
+}
+
+impl Conn {
+    async fn query(
+        &self,
+        sql: &str,
+        params: &[(&(dyn ToSql + Sync), Type)],
+    ) -> Result<Vec<tokio_postgres::Row>, Source> {
+        self.client.query_typed(sql, params).await.map_err(boxed)
+    }
+
+    pub(crate) async fn state(&self, table: &Table) -> Result<ServerState, Source> {
+        let name = table.quoted(Dialect::Postgres);
+        let rows = self.query(&self.s.state, &[(&name, Type::TEXT)]).await?;
+        let row = rows.first().ok_or("no answer to the server check")?;
+        let recovery: bool = row.try_get(0).map_err(boxed)?;
+        let read_only: String = row.try_get(1).map_err(boxed)?;
+        let exists: bool = row.try_get(2).map_err(boxed)?;
+        let comment: Option<String> = row.try_get(3).map_err(boxed)?;
+        let untrusted = if recovery {
+            Some("it is a standby (pg_is_in_recovery() is true): lease from the primary".to_owned())
+        } else if read_only == "on" {
+            Some("its transactions are read-only (transaction_read_only is on)".to_owned())
+        } else {
+            None
+        };
+        let rows = if exists && comment.as_deref() == Some(crate::table::LAYOUT_MARKER) {
+            let count = self.query(&self.s.count, &[]).await?;
+            let n: i64 = count
+                .first()
+                .ok_or("no answer to count(*)")?
+                .try_get(0)
+                .map_err(boxed)?;
+            Some(n)
+        } else {
+            None
+        };
+        Ok(ServerState {
+            untrusted,
+            marker: exists.then_some(comment),
+            rows,
+        })
+    }
+
+    pub(crate) async fn create(&self) -> Result<(), Source> {
+        self.client.batch_execute(&self.s.ddl).await.map_err(boxed)
+    }
+
+    pub(crate) async fn scan(&self, first: u16, last: u16) -> Result<Vec<Row>, Source> {
+        let (first, last) = (small(first), small(last));
+        let rows = self
+            .query(&self.s.scan, &[(&first, Type::INT2), (&last, Type::INT2)])
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let n: i16 = row.try_get(0).map_err(boxed)?;
+                Ok(Row {
+                    n: u16::try_from(n).map_err(|_| format!("identity {n} in the table"))?,
+                    taken: row.try_get(1).map_err(boxed)?,
+                    mark: row.try_get(2).map_err(boxed)?,
+                    unclean: row.try_get(3).map_err(boxed)?,
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) async fn claim(
+        &self,
+        n: u16,
+        lease: i64,
+        holder: &str,
+        instance: i64,
+        ttl_ms: i64,
+    ) -> Result<Option<Before>, Source> {
+        let n = small(n);
+        let rows = self
+            .query(
+                &self.s.claim,
+                &[
+                    (&n, Type::INT2),
+                    (&lease, Type::INT8),
+                    (&holder, Type::TEXT),
+                    (&instance, Type::INT8),
+                    (&ttl_ms, Type::INT8),
+                ],
+            )
+            .await?;
+        rows.first()
+            .map(|row| {
+                Ok(Before {
+                    lease: row.try_get(0).map_err(boxed)?,
+                    holder: row.try_get(1).map_err(boxed)?,
+                    instance: row.try_get(2).map_err(boxed)?,
+                    ttl_ms: row.try_get(3).map_err(boxed)?,
+                    released: row.try_get(4).map_err(boxed)?,
+                })
+            })
+            .transpose()
+    }
+
+    pub(crate) async fn keep_alive(&self, lease: i64) -> Result<bool, Source> {
+        let rows = self
+            .query(&self.s.keep_alive, &[(&lease, Type::INT8)])
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    pub(crate) async fn confirm(&self, n: u16, lease: i64) -> Result<Option<bool>, Source> {
+        let n = small(n);
+        let rows = self
+            .query(&self.s.confirm, &[(&n, Type::INT2), (&lease, Type::INT8)])
+            .await?;
+        rows.first()
+            .map(|row| row.try_get(0).map_err(boxed))
+            .transpose()
+    }
+
+    pub(crate) async fn release(&self, n: u16, lease: i64) -> Result<bool, Source> {
+        let n = small(n);
+        let rows = self
+            .query(&self.s.release, &[(&n, Type::INT2), (&lease, Type::INT8)])
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    pub(crate) async fn revoke(&self, lease: i64) -> Result<(), Source> {
+        self.query(&self.s.revoke, &[(&lease, Type::INT8)])
+            .await
+            .map(drop)
+    }
+
+    pub(crate) async fn load_mark(&self, n: u16) -> Result<Option<Option<i64>>, Source> {
+        let n = small(n);
+        let rows = self.query(&self.s.load_mark, &[(&n, Type::INT2)]).await?;
+        rows.first()
+            .map(|row| row.try_get(0).map_err(boxed))
+            .transpose()
+    }
+
+    pub(crate) async fn raise_mark(&self, n: u16, lease: i64, until: i64) -> Result<bool, Source> {
+        let n = small(n);
+        let rows = self
+            .query(
+                &self.s.raise_mark,
+                &[(&n, Type::INT2), (&lease, Type::INT8), (&until, Type::INT8)],
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+}
+
+/// Identity numbers are 0..=1023: always a smallint.
+fn small(n: u16) -> i16 {
+    i16::try_from(n).expect("identity numbers are 0..=1023")
+}
