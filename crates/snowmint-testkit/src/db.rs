@@ -15,11 +15,15 @@
 //! a PostgreSQL server can also listen on 127.0.0.1
 //! ([`Postgres::builder`]`.tcp()`, giving a `url(database)`), run under
 //! libfaketime with its wall clock stepped while it runs (`.faketime()`),
-//! be restarted on the same port, paused and resumed, and have a streaming
-//! hot standby ([`Postgres::start_standby`]).
+//! be restarted on the same port, paused and resumed, have a streaming hot
+//! standby ([`Postgres::start_standby`]) and sit behind [`PgBouncer`] in
+//! transaction mode.
 //!
-//! PostgreSQL refuses to run as root, so under root `initdb` and `pg_ctl`
-//! run as the `postgres` user (`runuser`) over a directory given to it.
+//! PostgreSQL (and PgBouncer) refuse to run as root, so under root
+//! `initdb`, `pg_ctl` and `pgbouncer` run as the `postgres` user
+//! (`runuser`, `pgbouncer -u`) over a directory given to it.
+
+mod pgbouncer;
 
 use std::io::{Read as _, Write as _};
 use std::net::Ipv4Addr;
@@ -30,6 +34,8 @@ use std::time::{Duration, Instant};
 
 use rustix::process::Signal;
 use tempfile::TempDir;
+
+pub use pgbouncer::{PGBOUNCER_MAX_CLIENT_CONN, PgBouncer};
 
 use crate::clock::{self, FakeClock};
 use crate::signal;
@@ -662,7 +668,7 @@ impl Drop for Postgres {
 }
 
 /// Runs `script` through `psql -d URL` (any libpq URL: a
-/// [`Postgres::url`], a standby's), stopping at the
+/// [`Postgres::url`], a standby's, a [`PgBouncer::url`]), stopping at the
 /// first error, and killing psql if it has not finished within `limit`
 /// (a server that is stopped never answers); returns the rows as
 /// [`Postgres::psql`] does, or psql's message (or the timeout).

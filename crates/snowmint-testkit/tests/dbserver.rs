@@ -1,14 +1,16 @@
 //! The database servers of `snowmint_testkit::db` for the SQL coordinators'
 //! tests, for real: PostgreSQL on 127.0.0.1 (reached with `psql -h
 //! 127.0.0.1 -p PORT`), restarted on the same port, stopped with SIGSTOP
-//! and resumed, under a stepped libfaketime clock; a hot standby.
+//! and resumed, under a stepped libfaketime clock; a hot standby;
+//! PgBouncer in transaction mode.
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use snowmint_testkit::db::{Mariadb, Postgres, psql_url};
+use rustix::process::{Resource, getrlimit, setrlimit};
+use snowmint_testkit::db::{Mariadb, PgBouncer, Postgres, psql_url};
 use snowmint_testkit::signal;
 
 /// How long a query may take on a loaded machine before the test gives up.
@@ -272,4 +274,86 @@ fn a_standby_is_in_recovery_and_streams_the_primarys_rows() {
     });
     let refused = psql_url(&standby.url("app"), "INSERT INTO t VALUES (3);", LIMIT).unwrap_err();
     assert!(refused.contains("read-only transaction"), "{refused}");
+}
+
+#[test]
+fn pgbouncer_pools_transactions_in_front_of_postgres() {
+    let Some(pg) = Postgres::start_tcp() else {
+        return;
+    };
+    pg.create_database("app");
+    let pool_size = 5;
+    // Too few files for 4096 clients: PgBouncer::start raises the limit.
+    let mut nofile = getrlimit(Resource::Nofile);
+    nofile.current = Some(1024);
+    setrlimit(Resource::Nofile, nofile).unwrap();
+    let Some(bouncer) = PgBouncer::start(&pg, pool_size) else {
+        return;
+    };
+    assert_ne!(bouncer.port(), pg.port());
+    assert_eq!(
+        bouncer.url("app"),
+        format!("postgres://postgres@127.0.0.1:{}/app", bouncer.port())
+    );
+    assert_eq!(psql_tcp(bouncer.port(), "app", "SELECT 1"), "1");
+    let url = bouncer.url("app");
+    psql(
+        &url,
+        "CREATE TABLE t (x int);\nBEGIN;\nINSERT INTO t VALUES (1);\nINSERT INTO t VALUES (2);\nCOMMIT;",
+    );
+    assert_eq!(psql(&url, "SELECT sum(x) FROM t"), "3");
+
+    // 30 clients, each holding a server connection 0.3 s: no more than
+    // the pool's 5 at once reach PostgreSQL, so it takes 1.8 s at least.
+    let clients = 30;
+    let start = Instant::now();
+    let running: Vec<_> = (0..clients)
+        .map(|_| {
+            let url = url.clone();
+            std::thread::spawn(move || psql(&url, "SELECT 1 FROM pg_sleep(0.3)"))
+        })
+        .collect();
+    let mut most = 0;
+    while !running.iter().all(|c| c.is_finished()) {
+        let backends: u32 = pg
+            .psql(
+                "postgres",
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE datname = 'app' AND backend_type = 'client backend'",
+            )
+            .trim()
+            .parse()
+            .unwrap();
+        most = most.max(backends);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for client in running {
+        assert_eq!(client.join().unwrap(), "1");
+    }
+    let took = start.elapsed();
+    assert!(
+        most <= pool_size,
+        "{most} server connections for a pool of {pool_size}"
+    );
+    assert!(
+        took >= Duration::from_millis(1800),
+        "{clients} clients done in {took:?}: not pooled"
+    );
+    // "kernel file descriptor limit: N (hard: H); max_client_conn: 4096,
+    // max expected fd use: M": room for every client.
+    let log = bouncer.log();
+    let number_after = |label: &str| -> u64 {
+        let rest = &log[log
+            .find(label)
+            .unwrap_or_else(|| panic!("no {label:?} in {log}"))
+            + label.len()..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().unwrap()
+    };
+    let limit = number_after("kernel file descriptor limit: ");
+    let used = number_after("max expected fd use: ");
+    assert!(
+        limit >= used,
+        "PgBouncer may open {used} files, has {limit}: {log}"
+    );
 }
