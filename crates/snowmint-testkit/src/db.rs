@@ -12,12 +12,12 @@
 //! message.
 //!
 //! For the tests of the SQL coordinators, which connect with Rust drivers,
-//! a PostgreSQL server can also listen on 127.0.0.1
-//! ([`Postgres::builder`]`.tcp()`, giving a `url(database)`), run under
+//! a server can also listen on 127.0.0.1 ([`Postgres::builder`]`.tcp()`,
+//! [`Mariadb::builder`]`.tcp()`, each giving a `url(database)`), run under
 //! libfaketime with its wall clock stepped while it runs (`.faketime()`),
-//! be restarted on the same port, paused and resumed, have a streaming hot
-//! standby ([`Postgres::start_standby`]) and sit behind [`PgBouncer`] in
-//! transaction mode.
+//! be restarted on the same port, paused and resumed; PostgreSQL also as a
+//! streaming hot standby ([`Postgres::start_standby`]) and behind
+//! [`PgBouncer`] in transaction mode.
 //!
 //! PostgreSQL (and PgBouncer) refuse to run as root, so under root
 //! `initdb`, `pg_ctl` and `pgbouncer` run as the `postgres` user
@@ -714,24 +714,50 @@ fn first_program(names: &[&str]) -> Option<PathBuf> {
     names.iter().map(PathBuf::from).find(|p| runs(p))
 }
 
-/// One MariaDB (or MySQL) server with a data directory of its own, only
-/// on a Unix socket in it (`--skip-networking`); killed when dropped.
-pub struct Mariadb {
-    child: Child,
-    client: PathBuf,
-    dir: TempDir,
+/// The MariaDB user of [`Mariadb::url`]: every privilege but `SUPER` and
+/// `READ_ONLY ADMIN`, so that `read_only` binds it as it binds an
+/// application ([`Mariadb::set_read_only`]).
+pub const MARIADB_USER: &str = "snowmint";
+
+/// [`MARIADB_USER`]'s password.
+pub const MARIADB_PASSWORD: &str = "snowmint";
+
+/// How a [`Mariadb`] is started: [`Mariadb::builder`], then
+/// [`start`](MariadbBuilder::start).
+#[derive(Debug, Clone, Default)]
+#[must_use]
+pub struct MariadbBuilder {
+    tcp: bool,
+    faketime: bool,
 }
 
-impl Mariadb {
+impl MariadbBuilder {
+    /// Also listens on 127.0.0.1, on a free port ([`Mariadb::port`],
+    /// [`Mariadb::url`]), with `max_connections` =
+    /// [`TCP_MAX_CONNECTIONS`], for users `root` (no password,
+    /// [`Mariadb::root_url`]) and [`MARIADB_USER`].
+    pub fn tcp(mut self) -> MariadbBuilder {
+        self.tcp = true;
+        self
+    }
+
+    /// Runs the server under libfaketime, its wall clock stepped by
+    /// [`Mariadb::set_clock_offset_ms`] (`NOW()`, `UNIX_TIMESTAMP()`).
+    /// Without libfaketime the start is a skip.
+    pub fn faketime(mut self) -> MariadbBuilder {
+        self.faketime = true;
+        self
+    }
+
     /// Installs a data directory and starts the server; `None` (after
-    /// printing why) when MariaDB is not installed and services are not
-    /// required.
+    /// printing why) when MariaDB (or libfaketime, if asked for) is not
+    /// installed and services are not required.
     ///
     /// # Panics
     ///
-    /// When the server does not start, or MariaDB is missing under
-    /// `SNOWMINT_REQUIRE_SERVICES=1`.
-    pub fn start() -> Option<Mariadb> {
+    /// When the server does not start (with its log), or a program is
+    /// missing under `SNOWMINT_REQUIRE_SERVICES=1`.
+    pub fn start(self) -> Option<Mariadb> {
         let server = first_program(&["mariadbd", "/usr/sbin/mariadbd"]);
         let install = first_program(&["mariadb-install-db"]);
         let client = first_program(&["mariadb"]);
@@ -741,27 +767,39 @@ impl Mariadb {
                  (apt-get install mariadb-server mariadb-client)",
             );
         };
+        let library = match (self.faketime, clock::libfaketime()) {
+            (false, _) => None,
+            (true, Some(library)) => Some(library),
+            (true, None) => {
+                return crate::skip("libfaketime is not installed (apt-get install faketime)");
+            }
+        };
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let data = dir.path().join("data");
+        let clock = library.map(|library| {
+            let file = dir.path().join("clock");
+            let clock = FakeClock::new(library, file).expect("write the faketime control file");
+            Mutex::new(clock)
+        });
+        let db = Mariadb {
+            child: Mutex::new(None),
+            client,
+            server,
+            port: None,
+            clock,
+            dir,
+        };
         // Temporary tables in a directory of this server's own: in the
         // shared /tmp, the bootstrap of another server (of another test
         // run, whose process IDs may be the same numbers) can take or
         // remove a file of the same name, and the install fails
         // ("Could not remove temporary table '/tmp/#sql-temptable-...'").
-        let tmp = dir.path().join("tmp");
-        std::fs::create_dir(&tmp).expect("a temporary directory for mariadbd");
-        let tmpdir = format!("--tmpdir={}", path(&tmp));
-        let user = if is_root() {
-            vec!["--user=root"]
-        } else {
-            vec![]
-        };
+        std::fs::create_dir(db.tmp()).expect("a temporary directory for mariadbd");
         let out = Command::new(install)
             .args(["--no-defaults", "--auth-root-authentication-method=normal"])
             .args(["--skip-test-db", "--skip-name-resolve"])
-            .arg(format!("--datadir={}", path(&data)))
-            .arg(&tmpdir)
-            .args(&user)
+            .arg(format!("--datadir={}", path(&db.dir.path().join("data"))))
+            .arg(format!("--tmpdir={}", path(&db.tmp())))
+            .args(db.user())
             .output()
             .expect("run mariadb-install-db");
         assert!(
@@ -770,34 +808,131 @@ impl Mariadb {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        let socket = dir.path().join("mysql.sock");
-        let child = Command::new(server)
-            .args(["--no-defaults", "--skip-networking", "--skip-log-bin"])
-            .args(["--innodb-buffer-pool-size=32M", "--innodb-log-file-size=8M"])
-            .arg(format!("--datadir={}", path(&data)))
-            .arg(&tmpdir)
-            .arg(format!("--socket={}", path(&socket)))
-            .arg(format!(
-                "--pid-file={}",
-                path(&dir.path().join("mysqld.pid"))
-            ))
-            .arg(format!(
-                "--log-error={}",
-                path(&dir.path().join("error.log"))
-            ))
-            .args(&user)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start mariadbd");
-        let mut db = Mariadb { child, client, dir };
-        db.wait_ready();
+        let mut db = db;
+        let mut attempt = 1;
+        loop {
+            db.port = self.tcp.then(free_port);
+            let _ = std::fs::remove_file(db.log());
+            db.spawn();
+            match db.wait_ready() {
+                Ok(()) => break,
+                Err(e)
+                    if db.port.is_some()
+                        && attempt < PORT_TRIES
+                        && e.contains("Address already in use") =>
+                {
+                    attempt += 1;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        if self.tcp {
+            // Over TCP from 127.0.0.1 (names unresolved) only accounts of
+            // host 127.0.0.1 match: `root@localhost` is the socket's.
+            // mariadb-install-db makes `root@127.0.0.1` too (10.11), but
+            // may not everywhere.
+            db.sql(
+                "mysql",
+                &format!(
+                    "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1';\n\
+                     GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;\n\
+                     CREATE USER '{MARIADB_USER}'@'127.0.0.1' IDENTIFIED BY '{MARIADB_PASSWORD}';\n\
+                     GRANT ALL PRIVILEGES ON *.* TO '{MARIADB_USER}'@'127.0.0.1';\n\
+                     REVOKE SUPER, READ_ONLY ADMIN ON *.* FROM '{MARIADB_USER}'@'127.0.0.1';\n"
+                ),
+            );
+        }
         Some(db)
     }
+}
 
-    /// Waits until the server answers a query.
-    fn wait_ready(&mut self) {
+/// One MariaDB (or MySQL) server with a data directory of its own, on a
+/// Unix socket in it (only there, `--skip-networking`, unless started with
+/// [`MariadbBuilder::tcp`]); killed when dropped.
+pub struct Mariadb {
+    /// The running server; `None` after [`stop`](Mariadb::stop).
+    child: Mutex<Option<Child>>,
+    client: PathBuf,
+    server: PathBuf,
+    /// The TCP port on 127.0.0.1, if any.
+    port: Option<u16>,
+    /// The server's wall clock, when it runs under libfaketime.
+    clock: Option<Mutex<FakeClock>>,
+    dir: TempDir,
+}
+
+impl Mariadb {
+    /// Installs a data directory and starts the server, on its socket
+    /// only; `None` (after printing why) when MariaDB is not installed and
+    /// services are not required.
+    ///
+    /// # Panics
+    ///
+    /// When the server does not start, or MariaDB is missing under
+    /// `SNOWMINT_REQUIRE_SERVICES=1`.
+    pub fn start() -> Option<Mariadb> {
+        Mariadb::builder().start()
+    }
+
+    /// [`start`](Mariadb::start), also listening on 127.0.0.1 (see
+    /// [`MariadbBuilder::tcp`]).
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](Mariadb::start).
+    pub fn start_tcp() -> Option<Mariadb> {
+        Mariadb::builder().tcp().start()
+    }
+
+    /// A server with options: TCP, libfaketime.
+    pub fn builder() -> MariadbBuilder {
+        MariadbBuilder::default()
+    }
+
+    fn tmp(&self) -> PathBuf {
+        self.dir.path().join("tmp")
+    }
+
+    fn log(&self) -> PathBuf {
+        self.dir.path().join("error.log")
+    }
+
+    /// `--user=root` when we are root (mariadbd refuses root otherwise).
+    fn user(&self) -> &'static [&'static str] {
+        if is_root() { &["--user=root"] } else { &[] }
+    }
+
+    /// Starts `mariadbd` over the data directory (not waiting for it).
+    fn spawn(&self) {
+        let file = |name: &str| path(&self.dir.path().join(name)).to_owned();
+        let mut cmd = Command::new(&self.server);
+        cmd.arg("--no-defaults");
+        match self.port {
+            None => cmd.arg("--skip-networking"),
+            Some(port) => cmd
+                .args(["--bind-address=127.0.0.1", "--skip-name-resolve"])
+                .arg(format!("--port={port}"))
+                .arg(format!("--max-connections={TCP_MAX_CONNECTIONS}")),
+        };
+        cmd.arg("--skip-log-bin")
+            .args(["--innodb-buffer-pool-size=32M", "--innodb-log-file-size=8M"])
+            .arg(format!("--datadir={}", file("data")))
+            .arg(format!("--tmpdir={}", path(&self.tmp())))
+            .arg(format!("--socket={}", file("mysql.sock")))
+            .arg(format!("--pid-file={}", file("mysqld.pid")))
+            .arg(format!("--log-error={}", path(&self.log())))
+            .args(self.user())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Some(clock) = &self.clock {
+            lock(clock).apply(&mut cmd);
+        }
+        *lock(&self.child) = Some(cmd.spawn().expect("start mariadbd"));
+    }
+
+    /// Waits until the server answers a query; the error holds its log.
+    fn wait_ready(&self) -> Result<(), String> {
         let deadline = Instant::now() + START_LIMIT;
         loop {
             let answered = self
@@ -809,18 +944,22 @@ impl Mariadb {
                 .status()
                 .is_ok_and(|s| s.success());
             if answered {
-                return;
+                return Ok(());
             }
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!(
-                    "mariadbd exited ({status}): {}",
-                    std::fs::read_to_string(self.dir.path().join("error.log")).unwrap_or_default()
-                );
+            let exited = match lock(&self.child).as_mut() {
+                Some(child) => child.try_wait().ok().flatten().map(|s| s.to_string()),
+                None => Some("not started".to_owned()),
+            };
+            let log = || std::fs::read_to_string(self.log()).unwrap_or_default();
+            if let Some(status) = exited {
+                return Err(format!("mariadbd exited ({status}): {}", log()));
             }
-            assert!(
-                Instant::now() < deadline,
-                "mariadbd did not answer within {START_LIMIT:?}"
-            );
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "mariadbd did not answer within {START_LIMIT:?}: {}",
+                    log()
+                ));
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -853,16 +992,161 @@ impl Mariadb {
         try_pipe(self.client_command(database), script, "mariadb")
     }
 
+    /// [`try_sql`](Mariadb::try_sql) over TCP as [`MARIADB_USER`] (`mariadb
+    /// -h 127.0.0.1 -P PORT`), killing the client if it has not finished
+    /// within `limit` (a stopped server never answers).
+    ///
+    /// # Panics
+    ///
+    /// When the server was started without [`MariadbBuilder::tcp`].
+    pub fn try_sql_tcp(
+        &self,
+        database: &str,
+        script: &str,
+        limit: Duration,
+    ) -> Result<String, String> {
+        let mut cmd = Command::new(&self.client);
+        cmd.args(["--no-defaults", "--protocol=TCP", "-h", "127.0.0.1"])
+            .args(["-P", &self.port().to_string()])
+            .args(["-u", MARIADB_USER])
+            .arg(format!("--password={MARIADB_PASSWORD}"))
+            .args(["--batch", "--skip-column-names", database]);
+        run_piped(cmd, script, "mariadb over TCP", Some(limit))
+    }
+
     /// Makes a database of its own for one part of a test.
     pub fn create_database(&self, name: &str) {
         self.sql("mysql", &format!("CREATE DATABASE {name};"));
+    }
+
+    /// The TCP port on 127.0.0.1.
+    ///
+    /// # Panics
+    ///
+    /// When the server was started without [`MariadbBuilder::tcp`].
+    pub fn port(&self) -> u16 {
+        self.port
+            .expect("this MariaDB listens only on its socket: start it with .tcp()")
+    }
+
+    /// A mysql_async URL of `database` over TCP as [`MARIADB_USER`]:
+    /// `mysql://snowmint:snowmint@127.0.0.1:PORT/DATABASE`. That user is
+    /// bound by [`set_read_only`](Mariadb::set_read_only).
+    ///
+    /// # Panics
+    ///
+    /// When the server was started without [`MariadbBuilder::tcp`].
+    pub fn url(&self, database: &str) -> String {
+        format!(
+            "mysql://{MARIADB_USER}:{MARIADB_PASSWORD}@127.0.0.1:{}/{database}",
+            self.port()
+        )
+    }
+
+    /// A URL of `database` over TCP as `root`, no password:
+    /// `mysql://root@127.0.0.1:PORT/DATABASE`. Root holds `READ_ONLY
+    /// ADMIN`: `read_only` does not bind it.
+    ///
+    /// # Panics
+    ///
+    /// When the server was started without [`MariadbBuilder::tcp`].
+    pub fn root_url(&self, database: &str) -> String {
+        format!("mysql://root@127.0.0.1:{}/{database}", self.port())
+    }
+
+    /// The server's process ID (for SIGSTOP and SIGCONT: one process holds
+    /// every connection).
+    ///
+    /// # Panics
+    ///
+    /// When the server is stopped.
+    pub fn pid(&self) -> u32 {
+        lock(&self.child)
+            .as_ref()
+            .expect("mariadbd is stopped")
+            .id()
+    }
+
+    /// `SET GLOBAL read_only`: on, the server refuses writes of
+    /// [`MARIADB_USER`] (error 1290, "--read-only option"); root may
+    /// still write.
+    ///
+    /// # Panics
+    ///
+    /// When the statement fails.
+    pub fn set_read_only(&self, on: bool) {
+        self.sql(
+            "mysql",
+            &format!("SET GLOBAL read_only = {};", u8::from(on)),
+        );
+    }
+
+    /// Stops the server (SIGTERM, a clean shutdown; SIGKILL if that takes
+    /// longer than the start limit), keeping its data and port for
+    /// [`restart`](Mariadb::restart). Stopping a stopped server does
+    /// nothing.
+    pub fn stop(&self) {
+        let Some(mut child) = lock(&self.child).take() else {
+            return;
+        };
+        // A paused server could not hear SIGTERM.
+        let _ = signal::send(child.id(), Signal::CONT);
+        let _ = signal::send(child.id(), Signal::TERM);
+        let deadline = Instant::now() + START_LIMIT;
+        while child.try_wait().ok().flatten().is_none() {
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.wait();
+    }
+
+    /// Stops the server (as [`stop`](Mariadb::stop), if it runs) and starts
+    /// it again on the same port, data and clock, waiting until it answers.
+    ///
+    /// # Panics
+    ///
+    /// When it does not start again (with its log): the port may have been
+    /// taken while it was down.
+    pub fn restart(&self) {
+        self.stop();
+        self.spawn();
+        self.wait_ready()
+            .unwrap_or_else(|e| panic!("mariadbd did not restart: {e}"));
+    }
+
+    /// Steps the server's wall clock to `offset_ms` from the real time
+    /// (`30_000`, `-30_000`); its next clock call sees it.
+    ///
+    /// # Panics
+    ///
+    /// When the server was started without [`MariadbBuilder::faketime`],
+    /// or the control file cannot be written.
+    pub fn set_clock_offset_ms(&self, offset_ms: i64) {
+        let clock = self
+            .clock
+            .as_ref()
+            .expect("this MariaDB does not run under libfaketime: start it with .faketime()");
+        lock(clock)
+            .set_offset_ms(offset_ms)
+            .expect("write the faketime control file");
+    }
+
+    /// The server's clock offset from the real time, in milliseconds (0
+    /// when not under libfaketime).
+    pub fn clock_offset_ms(&self) -> i64 {
+        self.clock.as_ref().map_or(0, |c| lock(c).offset_ms())
     }
 }
 
 impl Drop for Mariadb {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(mut child) = lock(&self.child).take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 

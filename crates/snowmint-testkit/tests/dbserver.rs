@@ -1,8 +1,9 @@
 //! The database servers of `snowmint_testkit::db` for the SQL coordinators'
-//! tests, for real: PostgreSQL on 127.0.0.1 (reached with `psql -h
-//! 127.0.0.1 -p PORT`), restarted on the same port, stopped with SIGSTOP
-//! and resumed, under a stepped libfaketime clock; a hot standby;
-//! PgBouncer in transaction mode.
+//! tests, for real: PostgreSQL and MariaDB on 127.0.0.1 (reached with
+//! `psql -h 127.0.0.1 -p PORT` and `mariadb -h 127.0.0.1 -P PORT`),
+//! restarted on the same port, stopped with SIGSTOP and resumed, under a
+//! stepped libfaketime clock; a PostgreSQL hot standby; PgBouncer in
+//! transaction mode.
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Command, Stdio};
@@ -10,7 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rustix::process::{Resource, getrlimit, setrlimit};
-use snowmint_testkit::db::{Mariadb, PgBouncer, Postgres, psql_url};
+use snowmint_testkit::db::{MARIADB_USER, Mariadb, PgBouncer, Postgres, psql_url};
 use snowmint_testkit::signal;
 
 /// How long a query may take on a loaded machine before the test gives up.
@@ -356,4 +357,105 @@ fn pgbouncer_pools_transactions_in_front_of_postgres() {
         limit >= used,
         "PgBouncer may open {used} files, has {limit}: {log}"
     );
+}
+
+#[test]
+fn mariadb_on_loopback_refuses_writes_when_read_only_and_restarts() {
+    let Some(my) = Mariadb::start_tcp() else {
+        return;
+    };
+    let port = my.port();
+    assert_eq!(
+        my.url("app"),
+        format!("mysql://{MARIADB_USER}:snowmint@127.0.0.1:{port}/app")
+    );
+    assert_eq!(
+        my.root_url("app"),
+        format!("mysql://root@127.0.0.1:{port}/app")
+    );
+    // root over TCP, no password, as `mariadb -h 127.0.0.1 -P PORT`.
+    let out = Command::new("mariadb")
+        .args(["--no-defaults", "-h", "127.0.0.1", "-P", &port.to_string()])
+        .args(["-u", "root", "--batch", "--skip-column-names"])
+        .args(["-e", "SELECT CURRENT_USER()"])
+        .output()
+        .expect("run mariadb");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "root@127.0.0.1"
+    );
+
+    my.create_database("app");
+    let sql = |script: &str| {
+        my.try_sql_tcp("app", script, LIMIT)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .trim()
+            .to_owned()
+    };
+    assert_eq!(
+        sql("SELECT CURRENT_USER()"),
+        format!("{MARIADB_USER}@127.0.0.1")
+    );
+    sql("CREATE TABLE t (x INT); INSERT INTO t VALUES (1);");
+
+    my.set_read_only(true);
+    let refused = my
+        .try_sql_tcp("app", "INSERT INTO t VALUES (2);", LIMIT)
+        .unwrap_err();
+    assert!(refused.contains("--read-only"), "{refused}");
+    // root holds READ_ONLY ADMIN: read_only does not bind it.
+    let out = Command::new("mariadb")
+        .args(["--no-defaults", "-h", "127.0.0.1", "-P", &port.to_string()])
+        .args(["-u", "root", "app", "-e", "INSERT INTO t VALUES (2)"])
+        .output()
+        .expect("run mariadb");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    my.set_read_only(false);
+    sql("INSERT INTO t VALUES (3);");
+
+    let pid = my.pid();
+    my.restart();
+    assert_ne!(my.pid(), pid);
+    assert_eq!(my.port(), port);
+    assert_eq!(sql("SELECT count(*) FROM t"), "3");
+
+    signal::stop(my.pid(), LIMIT).unwrap();
+    let stalled = my.try_sql_tcp("app", "SELECT 1", STALL).unwrap_err();
+    assert!(stalled.contains("no answer within"), "{stalled}");
+    signal::resume(my.pid(), LIMIT).unwrap();
+    assert_eq!(sql("SELECT 1"), "1");
+
+    my.stop();
+    assert!(my.try_sql_tcp("app", "SELECT 1", LIMIT).is_err());
+    my.restart();
+    assert_eq!(sql("SELECT count(*) FROM t"), "3");
+}
+
+#[test]
+fn mariadb_under_faketime_steps_now_both_ways() {
+    let Some(my) = Mariadb::builder().tcp().faketime().start() else {
+        return;
+    };
+    let now = || {
+        my.try_sql_tcp("mysql", "SELECT UNIX_TIMESTAMP(NOW(6))", LIMIT)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .trim()
+            .to_owned()
+    };
+    assert_clock(0.0, now);
+    my.set_clock_offset_ms(30_000);
+    assert_clock(30.0, now);
+    my.set_clock_offset_ms(-30_000);
+    assert_clock(-30.0, now);
+    my.restart();
+    assert_clock(-30.0, now);
 }
