@@ -1,8 +1,8 @@
 //! Real databases for one test each: [`Postgres`] and [`Mariadb`] servers
-//! in a temporary directory of their own, listening only on a Unix socket
-//! in it (no TCP port, so tests in parallel can never meet), stopped when
-//! dropped; and [`Sqlite`], a database file run through the `sqlite3`
-//! shell.
+//! in a temporary directory of their own, listening on a Unix socket in it
+//! (only there by default: no TCP port, so tests in parallel can never
+//! meet), stopped when dropped; and [`Sqlite`], a database file run
+//! through the `sqlite3` shell.
 //!
 //! Every database is driven through its command-line client (`psql`,
 //! `mariadb`, `sqlite3`) with a script on standard input, because that is
@@ -11,15 +11,34 @@
 //! script stops at its first error and the call panics with the client's
 //! message.
 //!
-//! PostgreSQL refuses to run as root, so under root `initdb` and `pg_ctl`
-//! run as the `postgres` user (`runuser`) over a directory given to it.
+//! For the tests of the SQL coordinators, which connect with Rust drivers,
+//! a server can also listen on 127.0.0.1 ([`Postgres::builder`]`.tcp()`,
+//! [`Mariadb::builder`]`.tcp()`, each giving a `url(database)`), run under
+//! libfaketime with its wall clock stepped while it runs (`.faketime()`),
+//! be restarted on the same port, paused and resumed; PostgreSQL also as a
+//! streaming hot standby ([`Postgres::start_standby`]) and behind
+//! [`PgBouncer`] in transaction mode.
+//!
+//! PostgreSQL (and PgBouncer) refuse to run as root, so under root
+//! `initdb`, `pg_ctl` and `pgbouncer` run as the `postgres` user
+//! (`runuser`, `pgbouncer -u`) over a directory given to it.
 
-use std::io::Write as _;
+mod pgbouncer;
+
+use std::io::{Read as _, Write as _};
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use rustix::process::Signal;
 use tempfile::TempDir;
+
+pub use pgbouncer::{PGBOUNCER_MAX_CLIENT_CONN, PgBouncer};
+
+use crate::clock::{self, FakeClock};
+use crate::signal;
 
 /// How long a server may take to start on a loaded machine.
 const START_LIMIT: Duration = Duration::from_secs(60);
@@ -42,7 +61,19 @@ fn pipe(cmd: Command, input: &str, what: &str) -> String {
 
 /// Runs `cmd` with `input` on stdin: its stdout, or its stderr when it
 /// fails.
-fn try_pipe(mut cmd: Command, input: &str, what: &str) -> Result<String, String> {
+fn try_pipe(cmd: Command, input: &str, what: &str) -> Result<String, String> {
+    run_piped(cmd, input, what, None)
+}
+
+/// Runs `cmd` with `input` on stdin, killed if it has not finished within
+/// `limit` (if any): its stdout, or its stderr (or the timeout) when it
+/// fails.
+fn run_piped(
+    mut cmd: Command,
+    input: &str,
+    what: &str,
+    limit: Option<Duration>,
+) -> Result<String, String> {
     let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -51,20 +82,48 @@ fn try_pipe(mut cmd: Command, input: &str, what: &str) -> Result<String, String>
         .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
     let mut stdin = child.stdin.take().expect("piped stdin");
     let input = input.to_owned();
-    // From a thread: a client that stops reading (an error) must not
-    // leave the test blocked on a full pipe.
+    // From threads: a client that stops reading (an error) must not leave
+    // the test blocked on a full pipe, nor one that writes much.
     let writer = std::thread::spawn(move || {
         let _ = stdin.write_all(input.as_bytes());
     });
-    let out = child
-        .wait_with_output()
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let read_all = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = read_all(Box::new(child.stdout.take().expect("piped stdout")));
+    let stderr = read_all(Box::new(child.stderr.take().expect("piped stderr")));
+    let status = match limit {
+        None => child.wait().unwrap_or_else(|e| panic!("{what}: {e}")),
+        Some(limit) => {
+            let deadline = Instant::now() + limit;
+            loop {
+                match child.try_wait() {
+                    Ok(Some(status)) => break status,
+                    Ok(None) => {}
+                    Err(e) => panic!("{what}: {e}"),
+                }
+                if Instant::now() >= deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    let _ = (writer.join(), stdout.join(), stderr.join());
+                    return Err(format!("{what}: no answer within {limit:?} (killed)"));
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    };
     let _ = writer.join();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() {
-        return Err(format!("{what} failed ({}): {stderr}", out.status));
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    if !status.success() {
+        let stderr = String::from_utf8_lossy(&stderr);
+        return Err(format!("{what} failed ({status}): {stderr}"));
     }
-    String::from_utf8(out.stdout).map_err(|e| format!("{what}: output not UTF-8: {e}"))
+    String::from_utf8(stdout).map_err(|e| format!("{what}: output not UTF-8: {e}"))
 }
 
 /// Whether this process runs as root.
@@ -91,28 +150,92 @@ fn pg_bindir() -> Option<PathBuf> {
     versions.pop().map(|(_, bin)| bin)
 }
 
-/// One PostgreSQL server: a cluster of its own in a temporary directory,
-/// reachable only through the socket in that directory; stopped (`pg_ctl
-/// stop -m immediate`) when dropped.
-pub struct Postgres {
-    bin: PathBuf,
-    dir: TempDir,
+/// `max_connections` of a server started with [`PostgresBuilder::tcp`]
+/// (unless [`PostgresBuilder::max_connections`] says otherwise): room for
+/// a coordinator test's pools and PgBouncer's.
+pub const TCP_MAX_CONNECTIONS: u32 = 300;
+
+/// How many free ports a start tries before it gives up: another process
+/// may bind the port between our probe and the server's bind.
+const PORT_TRIES: u32 = 5;
+
+/// How a [`Postgres`] is started: [`Postgres::builder`], then
+/// [`start`](PostgresBuilder::start) or
+/// [`start_standby`](PostgresBuilder::start_standby).
+#[derive(Debug, Clone, Default)]
+#[must_use]
+pub struct PostgresBuilder {
+    tcp: bool,
+    faketime: bool,
+    max_connections: Option<u32>,
 }
 
-impl Postgres {
-    /// Makes a cluster and starts its server; `None` (after printing why)
-    /// when PostgreSQL is not installed and services are not required.
+impl PostgresBuilder {
+    /// Also listens on 127.0.0.1, on a free port ([`Postgres::port`],
+    /// [`Postgres::url`]), with `max_connections` =
+    /// [`TCP_MAX_CONNECTIONS`]. Loopback connections are trusted (no
+    /// password).
+    pub fn tcp(mut self) -> PostgresBuilder {
+        self.tcp = true;
+        self
+    }
+
+    /// Runs the server under libfaketime, its wall clock stepped by
+    /// [`Postgres::set_clock_offset_ms`] (`now()`, `clock_timestamp()`;
+    /// the monotonic clock is left alone). Without libfaketime the start
+    /// is a skip.
+    pub fn faketime(mut self) -> PostgresBuilder {
+        self.faketime = true;
+        self
+    }
+
+    /// The server's `max_connections` (PostgreSQL's default, 100, unless
+    /// [`tcp`](PostgresBuilder::tcp)).
+    pub fn max_connections(mut self, n: u32) -> PostgresBuilder {
+        self.max_connections = Some(n);
+        self
+    }
+
+    /// Makes a cluster (`initdb`) and starts its server; `None` (after
+    /// printing why) when PostgreSQL (or libfaketime, if asked for) is not
+    /// installed and services are not required.
     ///
     /// # Panics
     ///
-    /// When the server does not start, or PostgreSQL is missing under
-    /// `SNOWMINT_REQUIRE_SERVICES=1`.
-    pub fn start() -> Option<Postgres> {
+    /// When the server does not start (with its log), or a program is
+    /// missing under `SNOWMINT_REQUIRE_SERVICES=1`.
+    pub fn start(self) -> Option<Postgres> {
+        self.launch(None)
+    }
+
+    /// A hot standby of `primary`: a base backup of it (`pg_basebackup -R
+    /// -X stream`, over `primary`'s socket) started as a server of its
+    /// own, streaming `primary`'s WAL; `pg_is_in_recovery()` is true on it
+    /// and it refuses writes. Its `max_connections` is at least
+    /// `primary`'s, as a standby must have. `None` as for
+    /// [`start`](PostgresBuilder::start).
+    ///
+    /// # Panics
+    ///
+    /// When the base backup fails or the standby does not start, or a
+    /// program is missing under `SNOWMINT_REQUIRE_SERVICES=1`.
+    pub fn start_standby(self, primary: &Postgres) -> Option<Postgres> {
+        self.launch(Some(primary))
+    }
+
+    fn launch(self, primary: Option<&Postgres>) -> Option<Postgres> {
         let Some(bin) = pg_bindir().filter(|b| runs(&b.join("initdb")) && runs(&b.join("psql")))
         else {
             return crate::skip(
                 "PostgreSQL's initdb and psql are not installed (apt-get install postgresql)",
             );
+        };
+        let library = match (self.faketime, clock::libfaketime()) {
+            (false, _) => None,
+            (true, Some(library)) => Some(library),
+            (true, None) => {
+                return crate::skip("libfaketime is not installed (apt-get install faketime)");
+            }
         };
         let dir = tempfile::tempdir().expect("a temporary directory");
         if is_root() {
@@ -121,13 +244,123 @@ impl Postgres {
                 user_id("postgres").expect("a `postgres` user (the postgresql package makes it)");
             std::os::unix::fs::chown(dir.path(), Some(uid), None).expect("chown to postgres");
         }
-        let pg = Postgres { bin, dir };
-        let data = pg.dir.path().join("data");
-        let out = pg
-            .as_server_user(&pg.bin.join("initdb"))
+        let clock = library.map(|library| {
+            let file = dir.path().join("clock");
+            let clock = FakeClock::new(library, file).expect("write the faketime control file");
+            Mutex::new(clock)
+        });
+        let own = self
+            .max_connections
+            .or(self.tcp.then_some(TCP_MAX_CONNECTIONS));
+        let max_connections = match (own, primary.and_then(|p| p.max_connections)) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        let mut pg = Postgres {
+            bin,
+            dir,
+            port: None,
+            max_connections,
+            clock,
+        };
+        match primary {
+            None => pg.initdb(),
+            Some(primary) => pg.base_backup(primary),
+        }
+        let mut attempt = 1;
+        loop {
+            pg.port = self.tcp.then(free_port);
+            let _ = std::fs::remove_file(pg.log());
+            match pg.pg_ctl_start("start") {
+                Ok(()) => return Some(pg),
+                Err(e)
+                    if pg.port.is_some()
+                        && attempt < PORT_TRIES
+                        && e.contains("Address already in use") =>
+                {
+                    attempt += 1;
+                }
+                Err(e) => panic!("the PostgreSQL server did not start: {e}"),
+            }
+        }
+    }
+}
+
+/// One PostgreSQL server: a cluster of its own in a temporary directory,
+/// reachable through the socket in that directory (and, when started with
+/// [`PostgresBuilder::tcp`], on 127.0.0.1); stopped (`pg_ctl stop -m
+/// immediate`) when dropped, after a [`SIGCONT`](Postgres::resume) in case
+/// it was paused.
+///
+/// Connections as `postgres` are trusted, over the socket and loopback.
+pub struct Postgres {
+    bin: PathBuf,
+    dir: TempDir,
+    /// The TCP port on 127.0.0.1, if any (the socket's name ends in it).
+    port: Option<u16>,
+    /// `-c max_connections`, if not PostgreSQL's default.
+    max_connections: Option<u32>,
+    /// The server's wall clock, when it runs under libfaketime.
+    clock: Option<Mutex<FakeClock>>,
+}
+
+impl Postgres {
+    /// Makes a cluster and starts its server, on its socket only; `None`
+    /// (after printing why) when PostgreSQL is not installed and services
+    /// are not required.
+    ///
+    /// # Panics
+    ///
+    /// When the server does not start, or PostgreSQL is missing under
+    /// `SNOWMINT_REQUIRE_SERVICES=1`.
+    pub fn start() -> Option<Postgres> {
+        Postgres::builder().start()
+    }
+
+    /// [`start`](Postgres::start), also listening on 127.0.0.1 (see
+    /// [`PostgresBuilder::tcp`]).
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](Postgres::start).
+    pub fn start_tcp() -> Option<Postgres> {
+        Postgres::builder().tcp().start()
+    }
+
+    /// A hot standby of `primary`, on TCP (see
+    /// [`PostgresBuilder::start_standby`]).
+    ///
+    /// # Panics
+    ///
+    /// As [`PostgresBuilder::start_standby`].
+    pub fn start_standby(primary: &Postgres) -> Option<Postgres> {
+        Postgres::builder().tcp().start_standby(primary)
+    }
+
+    /// A server with options: TCP, libfaketime, `max_connections`.
+    pub fn builder() -> PostgresBuilder {
+        PostgresBuilder::default()
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn log(&self) -> PathBuf {
+        self.dir.path().join("server.log")
+    }
+
+    /// The port in the socket's name: the TCP port, or the default.
+    fn socket_port(&self) -> u16 {
+        self.port.unwrap_or(5432)
+    }
+
+    fn initdb(&self) {
+        let out = self
+            .as_server_user(&self.bin.join("initdb"))
             .args([
                 "-D",
-                path(&data),
+                path(&self.data()),
                 "-U",
                 "postgres",
                 "-A",
@@ -142,33 +375,101 @@ impl Postgres {
             "initdb failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        // No TCP at all; the socket in our directory; no fsync (a test's
-        // data need not survive a power cut).
-        let options = format!("-c listen_addresses='' -k {} -F", path(pg.dir.path()));
-        let out = pg
-            .as_server_user(&pg.bin.join("pg_ctl"))
-            .args(["-D", path(&data), "-o", &options, "-w"])
-            .args(["-t", &START_LIMIT.as_secs().to_string()])
-            .args(["-l", path(&pg.dir.path().join("server.log")), "start"])
+    }
+
+    /// Copies `primary` into our data directory as a standby of it.
+    fn base_backup(&self, primary: &Postgres) {
+        let out = self
+            .as_server_user(&self.bin.join("pg_basebackup"))
+            .args(["-D", path(&self.data())])
+            .args(["-h", path(primary.dir.path())])
+            .args(["-p", &primary.socket_port().to_string()])
+            .args(["-U", "postgres", "-R", "-X", "stream"])
+            .args(["--checkpoint=fast", "--no-sync"])
             .output()
-            .expect("run pg_ctl start");
+            .expect("run pg_basebackup");
         assert!(
             out.status.success(),
-            "the PostgreSQL server did not start: {}{}",
-            String::from_utf8_lossy(&out.stderr),
-            std::fs::read_to_string(pg.dir.path().join("server.log")).unwrap_or_default()
+            "pg_basebackup failed: {}",
+            String::from_utf8_lossy(&out.stderr)
         );
-        Some(pg)
+    }
+
+    /// The server's command-line options.
+    fn options(&self) -> String {
+        // The socket in our directory; no fsync (a test's data need not
+        // survive a power cut).
+        let mut options = match self.port {
+            None => "-c listen_addresses=''".to_owned(),
+            Some(port) => format!("-c listen_addresses=127.0.0.1 -p {port}"),
+        };
+        options.push_str(&format!(" -k {} -F", path(self.dir.path())));
+        if let Some(n) = self.max_connections {
+            options.push_str(&format!(" -c max_connections={n}"));
+        }
+        options
+    }
+
+    /// `pg_ctl` as the server's user, under the server's clock if any
+    /// (`pg_ctl -w` compares the server's start time with its own).
+    fn pg_ctl(&self) -> Command {
+        let env = self
+            .clock
+            .as_ref()
+            .map(|c| lock(c).env())
+            .unwrap_or_default();
+        let mut cmd = self.as_server_user_env(&self.bin.join("pg_ctl"), &env);
+        cmd.args(["-D", path(&self.data())]);
+        cmd
+    }
+
+    /// `pg_ctl start` or `restart`, waiting until the server accepts
+    /// connections; the error names pg_ctl's message and the server's log.
+    fn pg_ctl_start(&self, action: &str) -> Result<(), String> {
+        let out = self
+            .pg_ctl()
+            .args(["-o", &self.options(), "-w"])
+            .args(["-t", &START_LIMIT.as_secs().to_string()])
+            .args(["-l", path(&self.log())])
+            .args(if action == "restart" {
+                &["-m", "fast"][..]
+            } else {
+                &[]
+            })
+            .arg(action)
+            .output()
+            .expect("run pg_ctl");
+        if out.status.success() {
+            return Ok(());
+        }
+        Err(format!(
+            "pg_ctl {action}: {}{}",
+            String::from_utf8_lossy(&out.stderr),
+            std::fs::read_to_string(self.log()).unwrap_or_default()
+        ))
     }
 
     /// `program` as a command, run as `postgres` when we are root.
     fn as_server_user(&self, program: &Path) -> Command {
+        self.as_server_user_env(program, &[])
+    }
+
+    /// `program` with `env` added, run as `postgres` when we are root
+    /// (through `env`, so `runuser` itself runs without it).
+    fn as_server_user_env(&self, program: &Path, env: &[(&str, String)]) -> Command {
         if is_root() {
             let mut cmd = Command::new("runuser");
-            cmd.args(["-u", "postgres", "--"]).arg(program);
+            cmd.args(["-u", "postgres", "--"]);
+            if !env.is_empty() {
+                cmd.arg("env")
+                    .args(env.iter().map(|(key, value)| format!("{key}={value}")));
+            }
+            cmd.arg(program);
             cmd
         } else {
-            Command::new(program)
+            let mut cmd = Command::new(program);
+            cmd.envs(env.iter().map(|(key, value)| (key, value)));
+            cmd
         }
     }
 
@@ -198,6 +499,9 @@ impl Postgres {
             ])
             .env("PGTZ", "UTC")
             .env("PGOPTIONS", "-c client_min_messages=warning");
+        if let Some(port) = self.port {
+            cmd.args(["-p", &port.to_string()]);
+        }
         try_pipe(cmd, script, "psql")
     }
 
@@ -205,23 +509,193 @@ impl Postgres {
     pub fn create_database(&self, name: &str) {
         self.psql("postgres", &format!("CREATE DATABASE {name};"));
     }
+
+    /// The TCP port on 127.0.0.1.
+    ///
+    /// # Panics
+    ///
+    /// When the server was started without [`PostgresBuilder::tcp`].
+    pub fn port(&self) -> u16 {
+        self.port
+            .expect("this PostgreSQL listens only on its socket: start it with .tcp()")
+    }
+
+    /// A libpq URL of `database` over TCP, as user `postgres` with no
+    /// password: `postgres://postgres@127.0.0.1:PORT/DATABASE` (for
+    /// tokio-postgres, and `psql -d`).
+    ///
+    /// # Panics
+    ///
+    /// When the server was started without [`PostgresBuilder::tcp`].
+    pub fn url(&self, database: &str) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/{database}", self.port())
+    }
+
+    /// The postmaster's process ID (from `postmaster.pid`). A SIGSTOP to
+    /// it stalls new connections only: the backends of open ones are
+    /// processes of their own (see [`pause`](Postgres::pause)).
+    ///
+    /// # Panics
+    ///
+    /// When the server is not running.
+    pub fn pid(&self) -> u32 {
+        self.try_pid()
+            .expect("the PostgreSQL server is not running")
+    }
+
+    fn try_pid(&self) -> Option<u32> {
+        let pidfile = std::fs::read_to_string(self.data().join("postmaster.pid")).ok()?;
+        pidfile.lines().next()?.trim().parse().ok()
+    }
+
+    /// Freezes the whole server: SIGSTOP to the postmaster, then to every
+    /// process of it (backends, WAL writer, ...), waiting until each has
+    /// stopped. Open connections stall as new ones do, as when the
+    /// database's machine hangs.
+    ///
+    /// # Panics
+    ///
+    /// When the server is not running or a process does not stop.
+    pub fn pause(&self) {
+        let postmaster = self.pid();
+        signal::stop(postmaster, START_LIMIT)
+            .unwrap_or_else(|e| panic!("SIGSTOP to the postmaster: {e}"));
+        for child in signal::children(postmaster) {
+            if let Err(e) = signal::stop(child, START_LIMIT) {
+                // One that exited on its own is no failure.
+                assert!(
+                    signal::thread_states(child).is_empty(),
+                    "SIGSTOP to postgres process {child}: {e}"
+                );
+            }
+        }
+    }
+
+    /// Thaws what [`pause`](Postgres::pause) (or a SIGSTOP to
+    /// [`pid`](Postgres::pid)) froze: SIGCONT to every process of the
+    /// server, then to the postmaster.
+    ///
+    /// # Panics
+    ///
+    /// When the server is not running or a process does not resume.
+    pub fn resume(&self) {
+        let postmaster = self.pid();
+        for child in signal::children(postmaster) {
+            if let Err(e) = signal::resume(child, START_LIMIT) {
+                assert!(
+                    signal::thread_states(child).is_empty(),
+                    "SIGCONT to postgres process {child}: {e}"
+                );
+            }
+        }
+        signal::resume(postmaster, START_LIMIT)
+            .unwrap_or_else(|e| panic!("SIGCONT to the postmaster: {e}"));
+    }
+
+    /// Stops the server (`pg_ctl stop -m fast`), keeping its data and
+    /// port for [`restart`](Postgres::restart).
+    ///
+    /// # Panics
+    ///
+    /// When pg_ctl fails (the server is not running, or did not stop in
+    /// time: a paused server cannot stop).
+    pub fn stop(&self) {
+        let out = self
+            .pg_ctl()
+            .args(["-w", "-m", "fast", "-t", &START_LIMIT.as_secs().to_string()])
+            .arg("stop")
+            .output()
+            .expect("run pg_ctl stop");
+        assert!(
+            out.status.success(),
+            "pg_ctl stop failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Restarts the server (`pg_ctl restart -m fast`; or starts it again
+    /// after [`stop`](Postgres::stop)) on the same port, data and clock,
+    /// waiting until it accepts connections.
+    ///
+    /// # Panics
+    ///
+    /// When it does not start again (with its log): the port may have been
+    /// taken while it was down.
+    pub fn restart(&self) {
+        self.pg_ctl_start("restart")
+            .unwrap_or_else(|e| panic!("the PostgreSQL server did not restart: {e}"));
+    }
+
+    /// Steps the server's wall clock to `offset_ms` from the real time
+    /// (`30_000`, `-30_000`); its next clock call sees it.
+    ///
+    /// # Panics
+    ///
+    /// When the server was started without [`PostgresBuilder::faketime`],
+    /// or the control file cannot be written.
+    pub fn set_clock_offset_ms(&self, offset_ms: i64) {
+        let clock = self
+            .clock
+            .as_ref()
+            .expect("this PostgreSQL does not run under libfaketime: start it with .faketime()");
+        lock(clock)
+            .set_offset_ms(offset_ms)
+            .expect("write the faketime control file");
+    }
+
+    /// The server's clock offset from the real time, in milliseconds (0
+    /// when not under libfaketime).
+    pub fn clock_offset_ms(&self) -> i64 {
+        self.clock.as_ref().map_or(0, |c| lock(c).offset_ms())
+    }
 }
 
 impl Drop for Postgres {
     fn drop(&mut self) {
+        // A stopped process cannot obey pg_ctl.
+        if let Some(postmaster) = self.try_pid() {
+            for pid in signal::children(postmaster).into_iter().chain([postmaster]) {
+                let _ = signal::send(pid, Signal::CONT);
+            }
+        }
         let _ = self
-            .as_server_user(&self.bin.join("pg_ctl"))
-            .args([
-                "-D",
-                path(&self.dir.path().join("data")),
-                "-m",
-                "immediate",
-                "stop",
-            ])
+            .pg_ctl()
+            .args(["-m", "immediate", "stop"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
     }
+}
+
+/// Runs `script` through `psql -d URL` (any libpq URL: a
+/// [`Postgres::url`], a standby's, a [`PgBouncer::url`]), stopping at the
+/// first error, and killing psql if it has not finished within `limit`
+/// (a server that is stopped never answers); returns the rows as
+/// [`Postgres::psql`] does, or psql's message (or the timeout).
+///
+/// # Panics
+///
+/// When `psql` cannot be started.
+pub fn psql_url(url: &str, script: &str, limit: Duration) -> Result<String, String> {
+    let psql = pg_bindir()
+        .map(|bin| bin.join("psql"))
+        .filter(|psql| psql.exists())
+        .unwrap_or_else(|| PathBuf::from("psql"));
+    let mut cmd = Command::new(psql);
+    cmd.args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url]);
+    run_piped(cmd, script, "psql", Some(limit))
+}
+
+/// The lock of `m`, even if a panicking thread held it.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A TCP port on 127.0.0.1 that nothing listened on a moment ago (the OS
+/// picks it). Others may take it before our server binds it: starts try
+/// again on another ([`PORT_TRIES`]).
+fn free_port() -> u16 {
+    crate::etcd::free_port_on(Ipv4Addr::LOCALHOST)
 }
 
 /// The user ID of `name`, from `id -u`.
@@ -240,24 +714,50 @@ fn first_program(names: &[&str]) -> Option<PathBuf> {
     names.iter().map(PathBuf::from).find(|p| runs(p))
 }
 
-/// One MariaDB (or MySQL) server with a data directory of its own, only
-/// on a Unix socket in it (`--skip-networking`); killed when dropped.
-pub struct Mariadb {
-    child: Child,
-    client: PathBuf,
-    dir: TempDir,
+/// The MariaDB user of [`Mariadb::url`]: every privilege but `SUPER` and
+/// `READ_ONLY ADMIN`, so that `read_only` binds it as it binds an
+/// application ([`Mariadb::set_read_only`]).
+pub const MARIADB_USER: &str = "snowmint";
+
+/// [`MARIADB_USER`]'s password.
+pub const MARIADB_PASSWORD: &str = "snowmint";
+
+/// How a [`Mariadb`] is started: [`Mariadb::builder`], then
+/// [`start`](MariadbBuilder::start).
+#[derive(Debug, Clone, Default)]
+#[must_use]
+pub struct MariadbBuilder {
+    tcp: bool,
+    faketime: bool,
 }
 
-impl Mariadb {
+impl MariadbBuilder {
+    /// Also listens on 127.0.0.1, on a free port ([`Mariadb::port`],
+    /// [`Mariadb::url`]), with `max_connections` =
+    /// [`TCP_MAX_CONNECTIONS`], for users `root` (no password,
+    /// [`Mariadb::root_url`]) and [`MARIADB_USER`].
+    pub fn tcp(mut self) -> MariadbBuilder {
+        self.tcp = true;
+        self
+    }
+
+    /// Runs the server under libfaketime, its wall clock stepped by
+    /// [`Mariadb::set_clock_offset_ms`] (`NOW()`, `UNIX_TIMESTAMP()`).
+    /// Without libfaketime the start is a skip.
+    pub fn faketime(mut self) -> MariadbBuilder {
+        self.faketime = true;
+        self
+    }
+
     /// Installs a data directory and starts the server; `None` (after
-    /// printing why) when MariaDB is not installed and services are not
-    /// required.
+    /// printing why) when MariaDB (or libfaketime, if asked for) is not
+    /// installed and services are not required.
     ///
     /// # Panics
     ///
-    /// When the server does not start, or MariaDB is missing under
-    /// `SNOWMINT_REQUIRE_SERVICES=1`.
-    pub fn start() -> Option<Mariadb> {
+    /// When the server does not start (with its log), or a program is
+    /// missing under `SNOWMINT_REQUIRE_SERVICES=1`.
+    pub fn start(self) -> Option<Mariadb> {
         let server = first_program(&["mariadbd", "/usr/sbin/mariadbd"]);
         let install = first_program(&["mariadb-install-db"]);
         let client = first_program(&["mariadb"]);
@@ -267,27 +767,39 @@ impl Mariadb {
                  (apt-get install mariadb-server mariadb-client)",
             );
         };
+        let library = match (self.faketime, clock::libfaketime()) {
+            (false, _) => None,
+            (true, Some(library)) => Some(library),
+            (true, None) => {
+                return crate::skip("libfaketime is not installed (apt-get install faketime)");
+            }
+        };
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let data = dir.path().join("data");
+        let clock = library.map(|library| {
+            let file = dir.path().join("clock");
+            let clock = FakeClock::new(library, file).expect("write the faketime control file");
+            Mutex::new(clock)
+        });
+        let db = Mariadb {
+            child: Mutex::new(None),
+            client,
+            server,
+            port: None,
+            clock,
+            dir,
+        };
         // Temporary tables in a directory of this server's own: in the
         // shared /tmp, the bootstrap of another server (of another test
         // run, whose process IDs may be the same numbers) can take or
         // remove a file of the same name, and the install fails
         // ("Could not remove temporary table '/tmp/#sql-temptable-...'").
-        let tmp = dir.path().join("tmp");
-        std::fs::create_dir(&tmp).expect("a temporary directory for mariadbd");
-        let tmpdir = format!("--tmpdir={}", path(&tmp));
-        let user = if is_root() {
-            vec!["--user=root"]
-        } else {
-            vec![]
-        };
+        std::fs::create_dir(db.tmp()).expect("a temporary directory for mariadbd");
         let out = Command::new(install)
             .args(["--no-defaults", "--auth-root-authentication-method=normal"])
             .args(["--skip-test-db", "--skip-name-resolve"])
-            .arg(format!("--datadir={}", path(&data)))
-            .arg(&tmpdir)
-            .args(&user)
+            .arg(format!("--datadir={}", path(&db.dir.path().join("data"))))
+            .arg(format!("--tmpdir={}", path(&db.tmp())))
+            .args(db.user())
             .output()
             .expect("run mariadb-install-db");
         assert!(
@@ -296,34 +808,131 @@ impl Mariadb {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        let socket = dir.path().join("mysql.sock");
-        let child = Command::new(server)
-            .args(["--no-defaults", "--skip-networking", "--skip-log-bin"])
-            .args(["--innodb-buffer-pool-size=32M", "--innodb-log-file-size=8M"])
-            .arg(format!("--datadir={}", path(&data)))
-            .arg(&tmpdir)
-            .arg(format!("--socket={}", path(&socket)))
-            .arg(format!(
-                "--pid-file={}",
-                path(&dir.path().join("mysqld.pid"))
-            ))
-            .arg(format!(
-                "--log-error={}",
-                path(&dir.path().join("error.log"))
-            ))
-            .args(&user)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start mariadbd");
-        let mut db = Mariadb { child, client, dir };
-        db.wait_ready();
+        let mut db = db;
+        let mut attempt = 1;
+        loop {
+            db.port = self.tcp.then(free_port);
+            let _ = std::fs::remove_file(db.log());
+            db.spawn();
+            match db.wait_ready() {
+                Ok(()) => break,
+                Err(e)
+                    if db.port.is_some()
+                        && attempt < PORT_TRIES
+                        && e.contains("Address already in use") =>
+                {
+                    attempt += 1;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        if self.tcp {
+            // Over TCP from 127.0.0.1 (names unresolved) only accounts of
+            // host 127.0.0.1 match: `root@localhost` is the socket's.
+            // mariadb-install-db makes `root@127.0.0.1` too (10.11), but
+            // may not everywhere.
+            db.sql(
+                "mysql",
+                &format!(
+                    "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1';\n\
+                     GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;\n\
+                     CREATE USER '{MARIADB_USER}'@'127.0.0.1' IDENTIFIED BY '{MARIADB_PASSWORD}';\n\
+                     GRANT ALL PRIVILEGES ON *.* TO '{MARIADB_USER}'@'127.0.0.1';\n\
+                     REVOKE SUPER, READ_ONLY ADMIN ON *.* FROM '{MARIADB_USER}'@'127.0.0.1';\n"
+                ),
+            );
+        }
         Some(db)
     }
+}
 
-    /// Waits until the server answers a query.
-    fn wait_ready(&mut self) {
+/// One MariaDB (or MySQL) server with a data directory of its own, on a
+/// Unix socket in it (only there, `--skip-networking`, unless started with
+/// [`MariadbBuilder::tcp`]); killed when dropped.
+pub struct Mariadb {
+    /// The running server; `None` after [`stop`](Mariadb::stop).
+    child: Mutex<Option<Child>>,
+    client: PathBuf,
+    server: PathBuf,
+    /// The TCP port on 127.0.0.1, if any.
+    port: Option<u16>,
+    /// The server's wall clock, when it runs under libfaketime.
+    clock: Option<Mutex<FakeClock>>,
+    dir: TempDir,
+}
+
+impl Mariadb {
+    /// Installs a data directory and starts the server, on its socket
+    /// only; `None` (after printing why) when MariaDB is not installed and
+    /// services are not required.
+    ///
+    /// # Panics
+    ///
+    /// When the server does not start, or MariaDB is missing under
+    /// `SNOWMINT_REQUIRE_SERVICES=1`.
+    pub fn start() -> Option<Mariadb> {
+        Mariadb::builder().start()
+    }
+
+    /// [`start`](Mariadb::start), also listening on 127.0.0.1 (see
+    /// [`MariadbBuilder::tcp`]).
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](Mariadb::start).
+    pub fn start_tcp() -> Option<Mariadb> {
+        Mariadb::builder().tcp().start()
+    }
+
+    /// A server with options: TCP, libfaketime.
+    pub fn builder() -> MariadbBuilder {
+        MariadbBuilder::default()
+    }
+
+    fn tmp(&self) -> PathBuf {
+        self.dir.path().join("tmp")
+    }
+
+    fn log(&self) -> PathBuf {
+        self.dir.path().join("error.log")
+    }
+
+    /// `--user=root` when we are root (mariadbd refuses root otherwise).
+    fn user(&self) -> &'static [&'static str] {
+        if is_root() { &["--user=root"] } else { &[] }
+    }
+
+    /// Starts `mariadbd` over the data directory (not waiting for it).
+    fn spawn(&self) {
+        let file = |name: &str| path(&self.dir.path().join(name)).to_owned();
+        let mut cmd = Command::new(&self.server);
+        cmd.arg("--no-defaults");
+        match self.port {
+            None => cmd.arg("--skip-networking"),
+            Some(port) => cmd
+                .args(["--bind-address=127.0.0.1", "--skip-name-resolve"])
+                .arg(format!("--port={port}"))
+                .arg(format!("--max-connections={TCP_MAX_CONNECTIONS}")),
+        };
+        cmd.arg("--skip-log-bin")
+            .args(["--innodb-buffer-pool-size=32M", "--innodb-log-file-size=8M"])
+            .arg(format!("--datadir={}", file("data")))
+            .arg(format!("--tmpdir={}", path(&self.tmp())))
+            .arg(format!("--socket={}", file("mysql.sock")))
+            .arg(format!("--pid-file={}", file("mysqld.pid")))
+            .arg(format!("--log-error={}", path(&self.log())))
+            .args(self.user())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Some(clock) = &self.clock {
+            lock(clock).apply(&mut cmd);
+        }
+        *lock(&self.child) = Some(cmd.spawn().expect("start mariadbd"));
+    }
+
+    /// Waits until the server answers a query; the error holds its log.
+    fn wait_ready(&self) -> Result<(), String> {
         let deadline = Instant::now() + START_LIMIT;
         loop {
             let answered = self
@@ -335,18 +944,22 @@ impl Mariadb {
                 .status()
                 .is_ok_and(|s| s.success());
             if answered {
-                return;
+                return Ok(());
             }
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!(
-                    "mariadbd exited ({status}): {}",
-                    std::fs::read_to_string(self.dir.path().join("error.log")).unwrap_or_default()
-                );
+            let exited = match lock(&self.child).as_mut() {
+                Some(child) => child.try_wait().ok().flatten().map(|s| s.to_string()),
+                None => Some("not started".to_owned()),
+            };
+            let log = || std::fs::read_to_string(self.log()).unwrap_or_default();
+            if let Some(status) = exited {
+                return Err(format!("mariadbd exited ({status}): {}", log()));
             }
-            assert!(
-                Instant::now() < deadline,
-                "mariadbd did not answer within {START_LIMIT:?}"
-            );
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "mariadbd did not answer within {START_LIMIT:?}: {}",
+                    log()
+                ));
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -379,16 +992,161 @@ impl Mariadb {
         try_pipe(self.client_command(database), script, "mariadb")
     }
 
+    /// [`try_sql`](Mariadb::try_sql) over TCP as [`MARIADB_USER`] (`mariadb
+    /// -h 127.0.0.1 -P PORT`), killing the client if it has not finished
+    /// within `limit` (a stopped server never answers).
+    ///
+    /// # Panics
+    ///
+    /// When the server was started without [`MariadbBuilder::tcp`].
+    pub fn try_sql_tcp(
+        &self,
+        database: &str,
+        script: &str,
+        limit: Duration,
+    ) -> Result<String, String> {
+        let mut cmd = Command::new(&self.client);
+        cmd.args(["--no-defaults", "--protocol=TCP", "-h", "127.0.0.1"])
+            .args(["-P", &self.port().to_string()])
+            .args(["-u", MARIADB_USER])
+            .arg(format!("--password={MARIADB_PASSWORD}"))
+            .args(["--batch", "--skip-column-names", database]);
+        run_piped(cmd, script, "mariadb over TCP", Some(limit))
+    }
+
     /// Makes a database of its own for one part of a test.
     pub fn create_database(&self, name: &str) {
         self.sql("mysql", &format!("CREATE DATABASE {name};"));
+    }
+
+    /// The TCP port on 127.0.0.1.
+    ///
+    /// # Panics
+    ///
+    /// When the server was started without [`MariadbBuilder::tcp`].
+    pub fn port(&self) -> u16 {
+        self.port
+            .expect("this MariaDB listens only on its socket: start it with .tcp()")
+    }
+
+    /// A mysql_async URL of `database` over TCP as [`MARIADB_USER`]:
+    /// `mysql://snowmint:snowmint@127.0.0.1:PORT/DATABASE`. That user is
+    /// bound by [`set_read_only`](Mariadb::set_read_only).
+    ///
+    /// # Panics
+    ///
+    /// When the server was started without [`MariadbBuilder::tcp`].
+    pub fn url(&self, database: &str) -> String {
+        format!(
+            "mysql://{MARIADB_USER}:{MARIADB_PASSWORD}@127.0.0.1:{}/{database}",
+            self.port()
+        )
+    }
+
+    /// A URL of `database` over TCP as `root`, no password:
+    /// `mysql://root@127.0.0.1:PORT/DATABASE`. Root holds `READ_ONLY
+    /// ADMIN`: `read_only` does not bind it.
+    ///
+    /// # Panics
+    ///
+    /// When the server was started without [`MariadbBuilder::tcp`].
+    pub fn root_url(&self, database: &str) -> String {
+        format!("mysql://root@127.0.0.1:{}/{database}", self.port())
+    }
+
+    /// The server's process ID (for SIGSTOP and SIGCONT: one process holds
+    /// every connection).
+    ///
+    /// # Panics
+    ///
+    /// When the server is stopped.
+    pub fn pid(&self) -> u32 {
+        lock(&self.child)
+            .as_ref()
+            .expect("mariadbd is stopped")
+            .id()
+    }
+
+    /// `SET GLOBAL read_only`: on, the server refuses writes of
+    /// [`MARIADB_USER`] (error 1290, "--read-only option"); root may
+    /// still write.
+    ///
+    /// # Panics
+    ///
+    /// When the statement fails.
+    pub fn set_read_only(&self, on: bool) {
+        self.sql(
+            "mysql",
+            &format!("SET GLOBAL read_only = {};", u8::from(on)),
+        );
+    }
+
+    /// Stops the server (SIGTERM, a clean shutdown; SIGKILL if that takes
+    /// longer than the start limit), keeping its data and port for
+    /// [`restart`](Mariadb::restart). Stopping a stopped server does
+    /// nothing.
+    pub fn stop(&self) {
+        let Some(mut child) = lock(&self.child).take() else {
+            return;
+        };
+        // A paused server could not hear SIGTERM.
+        let _ = signal::send(child.id(), Signal::CONT);
+        let _ = signal::send(child.id(), Signal::TERM);
+        let deadline = Instant::now() + START_LIMIT;
+        while child.try_wait().ok().flatten().is_none() {
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.wait();
+    }
+
+    /// Stops the server (as [`stop`](Mariadb::stop), if it runs) and starts
+    /// it again on the same port, data and clock, waiting until it answers.
+    ///
+    /// # Panics
+    ///
+    /// When it does not start again (with its log): the port may have been
+    /// taken while it was down.
+    pub fn restart(&self) {
+        self.stop();
+        self.spawn();
+        self.wait_ready()
+            .unwrap_or_else(|e| panic!("mariadbd did not restart: {e}"));
+    }
+
+    /// Steps the server's wall clock to `offset_ms` from the real time
+    /// (`30_000`, `-30_000`); its next clock call sees it.
+    ///
+    /// # Panics
+    ///
+    /// When the server was started without [`MariadbBuilder::faketime`],
+    /// or the control file cannot be written.
+    pub fn set_clock_offset_ms(&self, offset_ms: i64) {
+        let clock = self
+            .clock
+            .as_ref()
+            .expect("this MariaDB does not run under libfaketime: start it with .faketime()");
+        lock(clock)
+            .set_offset_ms(offset_ms)
+            .expect("write the faketime control file");
+    }
+
+    /// The server's clock offset from the real time, in milliseconds (0
+    /// when not under libfaketime).
+    pub fn clock_offset_ms(&self) -> i64 {
+        self.clock.as_ref().map_or(0, |c| lock(c).offset_ms())
     }
 }
 
 impl Drop for Mariadb {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(mut child) = lock(&self.child).take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 

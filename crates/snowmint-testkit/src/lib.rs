@@ -12,7 +12,11 @@
 //!   files (HTTPS, and etcd over TLS: [`etcd::EtcdServer::start_tls`]).
 //! - [`db::Postgres`], [`db::Mariadb`], [`db::Sqlite`]: a real database for
 //!   one test, on a Unix socket in a temporary directory of its own, stopped
-//!   when dropped; driven through its command-line client.
+//!   when dropped; driven through its command-line client. For the SQL
+//!   coordinators' tests PostgreSQL and MariaDB also listen on 127.0.0.1
+//!   (`builder().tcp()`, a `url`), run under libfaketime (`.faketime()`),
+//!   restart on their port and pause; [`db::Postgres::start_standby`] is a
+//!   streaming hot standby and [`db::PgBouncer`] pools in transaction mode.
 //! - [`clock::FakeClock`]: a process's wall clock under libfaketime, stepped
 //!   back and forward while it runs.
 //! - [`prometheus::Prometheus`]: Debian's Prometheus scraping one target
@@ -34,7 +38,8 @@
 //! - `isolate.rs`: one etcd member cut off from the others' packets (iptables).
 //! - `pki.rs`: test certificates (rcgen).
 //! - `clock.rs`: libfaketime clock control.
-//! - `db.rs`: PostgreSQL, MariaDB and SQLite for the SQL tests.
+//! - `db.rs`: PostgreSQL, MariaDB and SQLite for the SQL tests; `db/pgbouncer.rs`:
+//!   PgBouncer.
 //! - `prometheus.rs`: Prometheus and promtool.
 //! - `signal.rs`: SIGKILL/SIGSTOP/SIGCONT to a process by ID.
 //! - `chaos/`: the harness (`schedule`, `history`, `checker`, `report`, `run`).

@@ -76,3 +76,22 @@ fn wait_threads(
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// The process IDs whose parent is `pid` (from `/proc/PID/stat`): a
+/// PostgreSQL postmaster's backends and auxiliary processes, for example.
+pub fn children(pid: u32) -> Vec<u32> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let child: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // "PID (comm) S PPID ...": the comm may hold spaces and parens.
+            let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+            let parent: u32 = fields.nth(1)?.parse().ok()?;
+            (parent == pid).then_some(child)
+        })
+        .collect()
+}
