@@ -218,6 +218,11 @@ impl Coordinator for DbCoordinator {
         1
     }
 
+    /// One primary decides: the statement that renews is the truth.
+    fn has_terms(&self) -> bool {
+        false
+    }
+
     fn scope(&self) -> String {
         format!(
             "{} table {}",

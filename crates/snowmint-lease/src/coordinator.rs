@@ -238,6 +238,15 @@ pub trait Coordinator: Send + Sync + 'static {
         t: Duration,
     ) -> impl Future<Output = Result<(), LeaseError>> + Send;
 
+    /// Whether answers carry raft terms that a renewal must be confirmed by
+    /// (etcd: a deposed leader may answer from a stale lease table, issue
+    /// 15247), or whether each answer comes from the one primary that
+    /// decides (a database: the statement that renews is the truth, and a
+    /// read after it is linearizable without a term). Default: terms.
+    fn has_terms(&self) -> bool {
+        true
+    }
+
     /// A task to run beside the session, if the coordinator has one.
     /// `confirm`: whether renewals are confirmed (for its log lines).
     fn background(&self, status: SharedStatus, t: Duration, confirm: bool) -> Option<Background> {

@@ -618,7 +618,11 @@ impl<C: Coordinator> Session<C> {
                             ttl: answer.ttl,
                             term: answer.term,
                         };
-                        let confirm = self.config.confirm_renewals && !planted!(RenewalWithoutTerm);
+                        // A coordinator without terms answers from its one
+                        // primary: the read after the answer confirms it.
+                        let confirm = self.config.confirm_renewals
+                            && self.coordinator.has_terms()
+                            && !planted!(RenewalWithoutTerm);
                         Ok(renewal::judge(&answer, &read, confirm))
                     }
                     Err(e) => {

@@ -1,0 +1,543 @@
+//! Identities leased from real PostgreSQL 15 and MariaDB servers (and
+//! PgBouncer 1.18 in transaction mode), each started for its test on
+//! loopback: no two holders at once, regions, a crashed holder's identity
+//! re-claimed above its mark after the hand-over wait, the database paused
+//! past the TTL, cut off through a proxy, its clock stepped, a standby or
+//! read-only server refused, a table of another layout refused.
+//!
+//! Skipped with a printed reason when the servers are not installed, unless
+//! SNOWMINT_REQUIRE_SERVICES=1 (as `scripts/test` sets).
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use snowmint::SnowflakeId;
+use snowmint_db::{DbConfig, LeaseState, LeasedGenerator, MintError};
+use snowmint_testkit::db::{Mariadb, PgBouncer, Postgres};
+use snowmint_testkit::proxy::Proxy;
+
+const DB: &str = "ids";
+const TTL: Duration = Duration::from_secs(2);
+
+/// A database under test.
+enum Server {
+    Postgres(Postgres),
+    Mariadb(Mariadb),
+}
+
+impl Server {
+    fn postgres() -> Option<Server> {
+        let pg = Postgres::start_tcp()?;
+        pg.create_database(DB);
+        Some(Server::Postgres(pg))
+    }
+
+    fn mariadb() -> Option<Server> {
+        let my = Mariadb::start_tcp()?;
+        my.create_database(DB);
+        Some(Server::Mariadb(my))
+    }
+
+    fn config(&self) -> DbConfig {
+        match self {
+            Server::Postgres(pg) => DbConfig::postgres(pg.url(DB)),
+            Server::Mariadb(my) => DbConfig::mysql(my.url(DB)),
+        }
+        .lease_ttl(TTL)
+    }
+
+    fn port(&self) -> u16 {
+        match self {
+            Server::Postgres(pg) => pg.port(),
+            Server::Mariadb(my) => my.port(),
+        }
+    }
+
+    /// The same server at another address (a proxy's).
+    fn config_at(&self, addr: SocketAddr) -> DbConfig {
+        let url = match self {
+            Server::Postgres(pg) => pg.url(DB),
+            Server::Mariadb(my) => my.url(DB),
+        };
+        let url = url.replace(&format!("127.0.0.1:{}", self.port()), &addr.to_string());
+        match self {
+            Server::Postgres(_) => DbConfig::postgres(url),
+            Server::Mariadb(_) => DbConfig::mysql(url),
+        }
+        .lease_ttl(TTL)
+    }
+
+    fn sql(&self, script: &str) -> String {
+        match self {
+            Server::Postgres(pg) => pg.psql(DB, script),
+            Server::Mariadb(my) => my.sql(DB, script),
+        }
+    }
+
+    fn product(&self) -> &'static str {
+        match self {
+            Server::Postgres(_) => "PostgreSQL",
+            Server::Mariadb(_) => "MySQL",
+        }
+    }
+
+    /// Stops the server's every process (SIGSTOP).
+    fn pause(&self) {
+        match self {
+            Server::Postgres(pg) => pg.pause(),
+            Server::Mariadb(my) => {
+                snowmint_testkit::signal::stop(my.pid(), Duration::from_secs(10)).unwrap()
+            }
+        }
+    }
+
+    fn resume(&self) {
+        match self {
+            Server::Postgres(pg) => pg.resume(),
+            Server::Mariadb(my) => {
+                snowmint_testkit::signal::resume(my.pid(), Duration::from_secs(10)).unwrap()
+            }
+        }
+    }
+}
+
+async fn held(minter: &LeasedGenerator) {
+    tokio::time::timeout(Duration::from_secs(60), minter.held())
+        .await
+        .unwrap_or_else(|_| panic!("no identity within a minute: {:?}", minter.metrics()));
+}
+
+/// `n` IDs, off the async workers (a mint may wait).
+fn mint(minter: &LeasedGenerator, n: usize) -> Vec<SnowflakeId> {
+    tokio::task::block_in_place(|| (0..n).map(|_| minter.next_id().unwrap()).collect())
+}
+
+/// Waits until `f` holds, or panics naming `what` after `limit`.
+async fn until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < limit, "not within {limit:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Many holders of one region: each its own identity, every ID theirs and
+/// unique; the 33rd waits (all taken, naming the table) until one stops,
+/// and then takes the freed identity at once (a clean release).
+async fn holders_never_share(server: Server) {
+    let fleet: Vec<LeasedGenerator> = (0..32)
+        .map(|i| {
+            LeasedGenerator::spawn(server.config().datacenter(3).holder(format!("h{i}"))).unwrap()
+        })
+        .collect();
+    for minter in &fleet {
+        held(minter).await;
+    }
+    let mut identities = HashSet::new();
+    let mut ids = HashSet::new();
+    for minter in &fleet {
+        let identity = minter.identity().unwrap();
+        assert_eq!(identity.datacenter(), 3);
+        assert!(identities.insert(identity), "{identity} held twice");
+        for id in mint(minter, 300) {
+            assert_eq!((id.datacenter(), id.worker()), (3, identity.worker()));
+            assert!(ids.insert(id), "{id} minted twice");
+        }
+    }
+    let waiter = LeasedGenerator::spawn(server.config().datacenter(3)).unwrap();
+    until(Duration::from_secs(30), "the 33rd sees all taken", || {
+        waiter.metrics().state == LeaseState::AllTaken
+    })
+    .await;
+    let why = waiter.metrics().last_error.unwrap_or_default();
+    assert!(
+        why.contains(&format!(
+            "datacenter 3 in {} table snowmint_identities",
+            server.product()
+        )),
+        "{why}"
+    );
+    assert_eq!(waiter.next_id(), Err(MintError::NotHeld));
+    let freed = fleet[7].identity().unwrap();
+    fleet[7].shutdown().await;
+    let start = Instant::now();
+    held(&waiter).await;
+    assert_eq!(waiter.identity(), Some(freed));
+    // Released cleanly: no hand-over wait (a TTL) before issuing.
+    until(TTL, "the released identity issues at once", || {
+        waiter.ready().is_ok()
+    })
+    .await;
+    assert!(start.elapsed() < Duration::from_secs(30));
+    for id in mint(&waiter, 300) {
+        assert!(ids.insert(id), "{id} minted twice after the hand-over");
+    }
+    for minter in fleet.iter().chain([&waiter]) {
+        minter.shutdown().await;
+    }
+    // Every row released and its lease ended.
+    let open = server
+        .sql("SELECT COUNT(*) FROM snowmint_identities WHERE expires_ms <> 0 OR NOT released");
+    assert_eq!(open.trim(), "0", "rows still held after every shutdown");
+}
+
+/// A holder that crashes (no release): its identity is claimed again only
+/// once its lease expired on the database, and issued under only after one
+/// more TTL (it did not release), above every ID the crashed one issued.
+async fn crashed_holder_is_reclaimed_above_its_mark(server: Server) {
+    let a = LeasedGenerator::start(server.config().datacenter(7).holder("a"))
+        .await
+        .unwrap();
+    let identity = a.identity().unwrap();
+    let n = u16::from(identity.datacenter()) * 32 + u16::from(identity.worker());
+    // Every other worker of datacenter 7 held by someone else, for ever: B
+    // can only take A's identity.
+    server.sql(&format!(
+        "UPDATE snowmint_identities SET lease = 1, expires_ms = 9000000000000, released = false \
+         WHERE identity BETWEEN 224 AND 255 AND identity <> {n};"
+    ));
+    let last = *mint(&a, 5000).last().unwrap();
+    let crashed = Instant::now();
+    a.abandon();
+    let b = LeasedGenerator::spawn(server.config().datacenter(7).holder("b")).unwrap();
+    until(Duration::from_secs(30), "b claims, and waits", || {
+        b.metrics().state == LeaseState::Handover
+    })
+    .await;
+    let claimed = crashed.elapsed();
+    assert_eq!(b.metrics().identity, Some(identity));
+    assert!(b.next_id().is_err(), "b issues during the hand-over wait");
+    held(&b).await;
+    until(Duration::from_secs(30), "b issues", || b.ready().is_ok()).await;
+    let issued = crashed.elapsed();
+    // Claimed only after A's lease expired; issued a TTL after the claim.
+    assert!(
+        claimed + Duration::from_millis(500) >= TTL,
+        "claimed after {claimed:?}"
+    );
+    assert!(
+        issued >= claimed + TTL - Duration::from_millis(100),
+        "{claimed:?} {issued:?}"
+    );
+    let first = mint(&b, 1)[0];
+    assert!(
+        first > last,
+        "{first} after {last}: below the crashed holder's IDs"
+    );
+    b.shutdown().await;
+}
+
+/// The database stops answering (every process SIGSTOPped) for longer than
+/// the TTL: the holder fences within the TTL, and once the database is
+/// back it holds an identity again and issues above everything before.
+async fn paused_database_fences_then_recovers(server: Server) {
+    let a = LeasedGenerator::start(server.config()).await.unwrap();
+    let last = *mint(&a, 1000).last().unwrap();
+    server.pause();
+    let paused = Instant::now();
+    until(TTL + Duration::from_secs(1), "fenced while paused", || {
+        a.next_id().is_err()
+    })
+    .await;
+    assert!(
+        paused.elapsed() <= TTL,
+        "fenced only after {:?}",
+        paused.elapsed()
+    );
+    tokio::time::sleep(TTL * 2).await;
+    server.resume();
+    until(Duration::from_secs(60), "issuing again", || {
+        a.ready().is_ok()
+    })
+    .await;
+    let first = mint(&a, 1)[0];
+    assert!(first > last, "{first} after {last}");
+    a.shutdown().await;
+}
+
+/// The line to the database cut (a proxy that drops every connection and
+/// accepts none): fenced within the TTL; restored, issuing again.
+async fn cut_off_through_a_proxy(server: Server) {
+    let upstream: SocketAddr = format!("127.0.0.1:{}", server.port()).parse().unwrap();
+    let proxy = Proxy::start(upstream).await;
+    let addr: SocketAddr = proxy.url().trim_start_matches("http://").parse().unwrap();
+    let a = LeasedGenerator::start(server.config_at(addr))
+        .await
+        .unwrap();
+    let last = *mint(&a, 1000).last().unwrap();
+    proxy.cut();
+    let cut = Instant::now();
+    until(TTL + Duration::from_secs(1), "fenced when cut off", || {
+        a.next_id().is_err()
+    })
+    .await;
+    assert!(
+        cut.elapsed() <= TTL,
+        "fenced only after {:?}",
+        cut.elapsed()
+    );
+    tokio::time::sleep(TTL).await;
+    proxy.restore();
+    until(Duration::from_secs(60), "issuing again", || {
+        a.ready().is_ok()
+    })
+    .await;
+    assert!(mint(&a, 1)[0] > last);
+    a.shutdown().await;
+}
+
+/// A table that is not this layout's (another comment) is never used.
+async fn foreign_table_is_refused(server: Server) {
+    let create = match server {
+        Server::Postgres(_) => {
+            "CREATE TABLE other_ids (identity smallint PRIMARY KEY, lease bigint, holder text, \
+             instance bigint, ttl_ms bigint, expires_ms bigint NOT NULL DEFAULT 0, released \
+             boolean NOT NULL DEFAULT true, mark bigint); COMMENT ON TABLE other_ids IS 'mine';"
+        }
+        Server::Mariadb(_) => {
+            "CREATE TABLE other_ids (identity SMALLINT PRIMARY KEY, lease BIGINT, holder TEXT, \
+             instance BIGINT, ttl_ms BIGINT, expires_ms BIGINT NOT NULL DEFAULT 0, released \
+             BOOLEAN NOT NULL DEFAULT TRUE, mark BIGINT) COMMENT='mine';"
+        }
+    };
+    server.sql(create);
+    let a = LeasedGenerator::spawn(server.config().table("other_ids")).unwrap();
+    until(Duration::from_secs(30), "the foreign table refused", || {
+        a.metrics()
+            .last_error
+            .is_some_and(|e| e.contains("is not a snowmint coordinator table of this layout"))
+    })
+    .await;
+    let why = a.metrics().last_error.unwrap();
+    assert!(why.contains("\"mine\""), "{why}");
+    assert!(a.identity().is_none());
+    a.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_holders_never_share_an_identity() {
+    let Some(server) = Server::postgres() else {
+        return;
+    };
+    holders_never_share(server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_holders_never_share_an_identity() {
+    let Some(server) = Server::mariadb() else {
+        return;
+    };
+    holders_never_share(server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_crashed_holder_is_reclaimed_above_its_mark() {
+    let Some(server) = Server::postgres() else {
+        return;
+    };
+    crashed_holder_is_reclaimed_above_its_mark(server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_crashed_holder_is_reclaimed_above_its_mark() {
+    let Some(server) = Server::mariadb() else {
+        return;
+    };
+    crashed_holder_is_reclaimed_above_its_mark(server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_paused_past_the_ttl_fences_then_recovers() {
+    let Some(server) = Server::postgres() else {
+        return;
+    };
+    paused_database_fences_then_recovers(server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_paused_past_the_ttl_fences_then_recovers() {
+    let Some(server) = Server::mariadb() else {
+        return;
+    };
+    paused_database_fences_then_recovers(server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_cut_off_through_a_proxy_fences_then_recovers() {
+    let Some(server) = Server::postgres() else {
+        return;
+    };
+    cut_off_through_a_proxy(server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_cut_off_through_a_proxy_fences_then_recovers() {
+    let Some(server) = Server::mariadb() else {
+        return;
+    };
+    cut_off_through_a_proxy(server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_table_of_another_layout_is_refused() {
+    let Some(server) = Server::postgres() else {
+        return;
+    };
+    foreign_table_is_refused(server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_table_of_another_layout_is_refused() {
+    let Some(server) = Server::mariadb() else {
+        return;
+    };
+    foreign_table_is_refused(server).await;
+}
+
+/// A standby is never leased from: not ready, saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_standby_is_refused() {
+    let Some(primary) = Postgres::start_tcp() else {
+        return;
+    };
+    primary.create_database(DB);
+    let Some(standby) = Postgres::start_standby(&primary) else {
+        return;
+    };
+    let a = LeasedGenerator::spawn(DbConfig::postgres(standby.url(DB)).lease_ttl(TTL)).unwrap();
+    until(Duration::from_secs(30), "the standby refused", || {
+        a.metrics()
+            .last_error
+            .is_some_and(|e| e.contains("it is a standby (pg_is_in_recovery() is true)"))
+    })
+    .await;
+    assert!(a.identity().is_none());
+    a.shutdown().await;
+}
+
+/// A read-only MariaDB is never leased from; once writable, it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_read_only_is_refused() {
+    let Some(my) = Mariadb::start_tcp() else {
+        return;
+    };
+    my.create_database(DB);
+    my.set_read_only(true);
+    let a = LeasedGenerator::spawn(DbConfig::mysql(my.url(DB)).lease_ttl(TTL)).unwrap();
+    until(
+        Duration::from_secs(30),
+        "the read-only server refused",
+        || {
+            a.metrics()
+                .last_error
+                .is_some_and(|e| e.contains("it is read-only (@@global.read_only is on)"))
+        },
+    )
+    .await;
+    assert!(a.identity().is_none());
+    my.set_read_only(false);
+    held(&a).await;
+    a.shutdown().await;
+}
+
+/// Through PgBouncer in transaction mode (no prepared statement outlives a
+/// transaction), with fewer server connections than holders' connections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_through_pgbouncer_in_transaction_mode() {
+    let Some(pg) = Postgres::start_tcp() else {
+        return;
+    };
+    pg.create_database(DB);
+    let Some(bouncer) = PgBouncer::start(&pg, 3) else {
+        return;
+    };
+    let fleet: Vec<LeasedGenerator> = (0..12)
+        .map(|_| {
+            LeasedGenerator::spawn(DbConfig::postgres(bouncer.url(DB)).lease_ttl(TTL)).unwrap()
+        })
+        .collect();
+    let mut ids = HashSet::new();
+    let mut identities = HashSet::new();
+    for minter in &fleet {
+        held(minter).await;
+        assert!(identities.insert(minter.identity().unwrap()));
+    }
+    // Renewals and marks keep going through the pooler for a few TTLs.
+    let until_at = Instant::now() + TTL * 3;
+    while Instant::now() < until_at {
+        for minter in &fleet {
+            if let Ok(id) = minter.next_id() {
+                assert!(ids.insert(id), "{id} twice");
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    for minter in &fleet {
+        let m = minter.metrics();
+        assert_eq!(m.state, LeaseState::Held, "{m:?}");
+        assert!(m.renewals >= 2, "{m:?}");
+        assert_eq!(m.renewal_failures, 0, "{m:?}");
+    }
+    for minter in &fleet {
+        minter.shutdown().await;
+    }
+    let log = bouncer.log();
+    assert!(!log.contains("prepared statement"), "{log}");
+}
+
+/// The database's clock stepped forward past the TTL ends every lease
+/// early: a second holder takes the identity, but (no release) waits one TTL
+/// before issuing, by when the first holder's fence has closed; stepped back,
+/// leases only look longer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_clock_stepped_forward_then_back() {
+    let Some(pg) = Postgres::builder().tcp().faketime().start() else {
+        return;
+    };
+    pg.create_database(DB);
+    let config = || DbConfig::postgres(pg.url(DB)).lease_ttl(TTL).datacenter(9);
+    let a = LeasedGenerator::start(config().holder("a")).await.unwrap();
+    let identity = a.identity().unwrap();
+    let n = 9 * 32 + u16::from(identity.worker());
+    pg.psql(
+        DB,
+        &format!(
+            "UPDATE snowmint_identities SET lease = 1, expires_ms = 9000000000000, \
+             released = false WHERE identity BETWEEN 288 AND 319 AND identity <> {n};"
+        ),
+    );
+    let last_before = *mint(&a, 1000).last().unwrap();
+    pg.set_clock_offset_ms(10_000);
+    let b = LeasedGenerator::spawn(config().holder("b")).unwrap();
+    until(Duration::from_secs(30), "b claims, and waits", || {
+        b.metrics().state == LeaseState::Handover
+    })
+    .await;
+    let claimed = Instant::now();
+    assert_eq!(b.metrics().identity, Some(identity));
+    // While B waits, A's IDs and B's never meet: A is fenced by the time B
+    // issues (A's renewal is refused: its lease is gone on the database).
+    let mut a_last = last_before;
+    while b.ready().is_err() {
+        if let Ok(id) = a.next_id() {
+            a_last = a_last.max(id);
+        }
+        assert!(
+            claimed.elapsed() < Duration::from_secs(30),
+            "b never issues"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    assert!(claimed.elapsed() + Duration::from_millis(100) >= TTL);
+    assert!(a.next_id().is_err(), "a still issues once b does");
+    let b_first = mint(&b, 1)[0];
+    assert!(b_first > a_last, "{b_first} not above {a_last}");
+    // Back: B's lease only looks longer; B keeps issuing.
+    pg.set_clock_offset_ms(-10_000);
+    tokio::time::sleep(TTL * 2).await;
+    assert!(b.ready().is_ok(), "{:?}", b.metrics());
+    assert!(mint(&b, 1)[0] > b_first);
+    a.shutdown().await;
+    b.shutdown().await;
+}
