@@ -144,7 +144,7 @@ impl DbConfig {
         let flag = self.dialect.name();
         let bad = |why: String| ConfigError::Url { flag, why };
         if self.url.trim().is_empty() {
-            return Err(bad("got an empty URL".to_owned()));
+            return Err(bad(format!("must be a URL, got {:?}", self.url)));
         }
         match self.dialect {
             Dialect::Postgres => {
@@ -276,7 +276,7 @@ impl LeaseSource for DbConfig {
 #[non_exhaustive]
 pub enum ConfigError {
     /// The URL does not parse, or asks for TLS this build cannot give.
-    #[error("{flag} URL {why}")]
+    #[error("{flag} {why}")]
     Url {
         /// `postgres` or `mysql`.
         flag: &'static str,
@@ -316,13 +316,13 @@ mod tests {
             .validate()
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("postgres URL is not a libpq URL"), "{e}");
+        assert!(e.starts_with("postgres is not a libpq URL"), "{e}");
         assert!(e.contains("bogus") && !e.contains("s3cret"), "{e}");
         let e = DbConfig::mysql("mysql://app:s3cret@db:3306/ids?bogus=1")
             .validate()
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("mysql URL is not a MySQL URL"), "{e}");
+        assert!(e.starts_with("mysql is not a MySQL URL"), "{e}");
         assert!(!e.contains("s3cret"), "{e}");
         assert!(!format!("{:?}", DbConfig::mysql("mysql://a:s3cret@b/c")).contains("s3cret"));
     }
@@ -331,7 +331,7 @@ mod tests {
     fn each_setting_is_checked_by_name() {
         assert_eq!(
             DbConfig::postgres(" ").validate().unwrap_err().to_string(),
-            "postgres URL got an empty URL"
+            "postgres must be a URL, got \" \""
         );
         assert_eq!(
             DbConfig::mysql("mysql://db/ids")

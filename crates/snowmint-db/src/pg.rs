@@ -110,8 +110,20 @@ impl Drop for Conn {
     }
 }
 
+/// The error with its causes (tokio-postgres shows "error connecting to
+/// server" without saying why).
 fn boxed(e: tokio_postgres::Error) -> Source {
-    Box::new(e)
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        let said = c.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        cause = c.source();
+    }
+    text.into()
 }
 
 pub(crate) async fn connect(target: &Target) -> Result<Conn, Source> {

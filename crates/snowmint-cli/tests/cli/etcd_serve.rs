@@ -335,7 +335,7 @@ fn serve_refuses_a_worker_with_etcd_and_a_datacenter_out_of_range() {
     let etcd = "http://127.0.0.1:1";
     assert_eq!(
         crate::support::bad(&["serve", "--etcd", etcd, "--worker", "3"]),
-        "worker cannot be set with --etcd, got --worker 3: the worker is leased from etcd \
+        "worker cannot be set with --etcd, got --worker 3: the worker is leased \
          (--datacenter N leases only workers of datacenter N)"
     );
     assert_eq!(

@@ -91,19 +91,20 @@ fn a_flag_the_identity_source_cannot_honour_is_refused() {
     let state = dir.path().to_str().unwrap();
     let etcd = "http://127.0.0.1:1";
     let hostname = "the identity is the hostname's ordinal (datacenter N / 32, worker N % 32)";
-    let leased_mark = "a leased identity keeps its mark in etcd, not in a state directory";
+    let leased_mark =
+        "a leased identity keeps its mark in the coordinator, not in a state directory";
     for (args, env, expected) in [
         // Settings of the etcd lease without --etcd.
         (
             &["--lease-ttl", "5"][..],
             &[][..],
-            "lease-ttl needs --etcd (the TTL of the etcd lease), got --lease-ttl 5 without it"
+            "lease-ttl needs --etcd, --postgres or --mysql (the TTL of the identity lease), got --lease-ttl 5 without it"
                 .to_owned(),
         ),
         (
             &[],
             &[("SNOWMINT_LEASE_TTL", "10")],
-            "lease-ttl needs --etcd (the TTL of the etcd lease), got SNOWMINT_LEASE_TTL=10 \
+            "lease-ttl needs --etcd, --postgres or --mysql (the TTL of the identity lease), got SNOWMINT_LEASE_TTL=10 \
              without it"
                 .to_owned(),
         ),
@@ -147,7 +148,7 @@ fn a_flag_the_identity_source_cannot_honour_is_refused() {
                 "5",
             ],
             &[],
-            "lease-ttl needs --etcd (the TTL of the etcd lease), got --lease-ttl 5 without it"
+            "lease-ttl needs --etcd, --postgres or --mysql (the TTL of the identity lease), got --lease-ttl 5 without it"
                 .to_owned(),
         ),
         // Settings of the static identity with --etcd.
@@ -167,7 +168,77 @@ fn a_flag_the_identity_source_cannot_honour_is_refused() {
             &[],
             &[("SNOWMINT_ETCD", etcd), ("SNOWMINT_WORKER", "3")],
             "worker cannot be set with --etcd, got SNOWMINT_WORKER=3: the worker is leased \
-             from etcd (--datacenter N leases only workers of datacenter N)"
+             (--datacenter N leases only workers of datacenter N)"
+                .to_owned(),
+        ),
+        // One coordinator; the database's flags only with a database.
+        (
+            &["--etcd", etcd, "--postgres", "postgres://db/ids"],
+            &[],
+            "postgres cannot be set with --etcd, got --postgres postgres://db/ids: the identity \
+             is leased from one coordinator"
+                .to_owned(),
+        ),
+        (
+            &["--postgres", "postgres://db/ids"],
+            &[("SNOWMINT_MYSQL", "mysql://db/ids")],
+            "mysql cannot be set with --postgres, got SNOWMINT_MYSQL=mysql://db/ids: the \
+             identity is leased from one coordinator"
+                .to_owned(),
+        ),
+        (
+            &["--db-table", "ids"],
+            &[],
+            "db-table needs --postgres or --mysql (the table of the identities), got \
+             --db-table ids without it"
+                .to_owned(),
+        ),
+        (
+            &["--etcd", etcd, "--db-table", "ids"],
+            &[],
+            "db-table needs --postgres or --mysql (the table of the identities), got \
+             --db-table ids without it"
+                .to_owned(),
+        ),
+        (
+            &["--mysql", "mysql://db/ids", "--etcd-prefix", "/a"],
+            &[],
+            "etcd-prefix needs --etcd (the key prefix of the identities in etcd), got \
+             --etcd-prefix /a without it"
+                .to_owned(),
+        ),
+        (
+            &["--mysql", "mysql://db/ids", "--worker", "3"],
+            &[],
+            "worker cannot be set with --mysql, got --worker 3: the worker is leased \
+             (--datacenter N leases only workers of datacenter N)"
+                .to_owned(),
+        ),
+        (
+            &["--postgres", "postgres://db/ids", "--db-table", "a-b"],
+            &[],
+            "db-table must be NAME or SCHEMA.NAME, each of letters, digits and _ (not first a \
+             digit), 1..=63 characters, got \"a-b\""
+                .to_owned(),
+        ),
+        (
+            &["--postgres", ""],
+            &[],
+            "postgres must be a URL, got \"\"".to_owned(),
+        ),
+        (
+            &["--mysql", "mysql://u:s3cret@db/ids?bogus=1"],
+            &[],
+            "mysql is not a MySQL URL (Unknown connection URL parameter `bogus'), got \
+             mysql://u:***@db/ids?bogus=1"
+                .to_owned(),
+        ),
+        (
+            &["--worker-from-hostname", "--postgres", "postgres://db/ids"],
+            &[],
+            "postgres cannot be set with --worker-from-hostname, got --postgres \
+             postgres://db/ids: the identity comes from the hostname or from a coordinator, \
+             not both"
                 .to_owned(),
         ),
         // The hostname's ordinal is the whole identity.
@@ -176,7 +247,7 @@ fn a_flag_the_identity_source_cannot_honour_is_refused() {
             &[],
             format!(
                 "etcd cannot be set with --worker-from-hostname, got --etcd {etcd}: \
-                 the identity comes from the hostname or from etcd, not both"
+                 the identity comes from the hostname or from a coordinator, not both"
             ),
         ),
         (

@@ -1121,3 +1121,49 @@ fn bad_input_is_refused_naming_the_field() {
         "{e}"
     );
 }
+
+/// `snowmint sql coordinator` prints the table `serve --postgres|--mysql`
+/// leases from; it loads (twice, changing nothing) in real PostgreSQL and
+/// MariaDB, with its 1024 rows and its layout marker, under a name that
+/// needs quoting (a reserved word).
+#[test]
+fn the_coordinator_table_loads_in_postgres_and_mariadb() {
+    let (Some(pg), Some(my)) = (Postgres::start(), Mariadb::start()) else {
+        return;
+    };
+    pg.create_database("t");
+    my.create_database("t");
+    for table in ["snowmint_identities", "select"] {
+        let script = crate::support::ok(&["sql", "coordinator", "postgres", "--table", table]);
+        pg.psql("t", &format!("{script}{script}"));
+        let rows = pg.psql(
+            "t",
+            &format!(
+                "SELECT count(*), min(identity), max(identity), obj_description('\"{table}\"'::regclass, 'pg_class') FROM \"{table}\";"
+            ),
+        );
+        assert_eq!(
+            rows.trim(),
+            "1024|0|1023|snowmint coordinator table, layout 1",
+            "{table}"
+        );
+        let script = crate::support::ok(&["sql", "coordinator", "mysql", "--table", table]);
+        my.sql("t", &format!("{script}{script}"));
+        let rows = my.sql(
+            "t",
+            &format!(
+                "SELECT COUNT(*), MIN(identity), MAX(identity), (SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 't' AND TABLE_NAME = '{table}') FROM `{table}`;"
+            ),
+        );
+        assert_eq!(
+            rows.trim(),
+            "1024\t0\t1023\tsnowmint coordinator table, layout 1",
+            "{table}"
+        );
+    }
+    assert_eq!(
+        crate::support::bad(&["sql", "coordinator", "mysql", "--table", "a;b"]),
+        "table must be NAME or SCHEMA.NAME, each of letters, digits and _ (not first a \
+         digit), 1..=63 characters, got \"a;b\""
+    );
+}
