@@ -168,6 +168,7 @@ pub struct PostgresBuilder {
     tcp: bool,
     faketime: bool,
     max_connections: Option<u32>,
+    settings: Vec<(String, String)>,
 }
 
 impl PostgresBuilder {
@@ -193,6 +194,14 @@ impl PostgresBuilder {
     /// [`tcp`](PostgresBuilder::tcp)).
     pub fn max_connections(mut self, n: u32) -> PostgresBuilder {
         self.max_connections = Some(n);
+        self
+    }
+
+    /// A server setting (`-c name=value`), e.g.
+    /// `shared_preload_libraries=pg_stat_statements`. `name` and `value`
+    /// must not need quoting.
+    pub fn setting(mut self, name: &str, value: &str) -> PostgresBuilder {
+        self.settings.push((name.to_owned(), value.to_owned()));
         self
     }
 
@@ -261,6 +270,7 @@ impl PostgresBuilder {
             dir,
             port: None,
             max_connections,
+            settings: self.settings.clone(),
             clock,
         };
         match primary {
@@ -300,6 +310,8 @@ pub struct Postgres {
     port: Option<u16>,
     /// `-c max_connections`, if not PostgreSQL's default.
     max_connections: Option<u32>,
+    /// Other `-c` settings.
+    settings: Vec<(String, String)>,
     /// The server's wall clock, when it runs under libfaketime.
     clock: Option<Mutex<FakeClock>>,
 }
@@ -406,6 +418,9 @@ impl Postgres {
         options.push_str(&format!(" -k {} -F", path(self.dir.path())));
         if let Some(n) = self.max_connections {
             options.push_str(&format!(" -c max_connections={n}"));
+        }
+        for (name, value) in &self.settings {
+            options.push_str(&format!(" -c {name}={value}"));
         }
         options
     }

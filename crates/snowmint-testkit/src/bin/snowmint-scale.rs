@@ -47,6 +47,10 @@ struct Args {
     /// How long their idle cost is measured, seconds.
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     serve_seconds: u64,
+    /// The coordinator: etcd (a 3-member cluster), postgres (through
+    /// PgBouncer in transaction mode) or mysql (MariaDB).
+    #[arg(long, default_value = "etcd", value_parser = ["etcd", "postgres", "mysql"])]
+    coordinator: String,
     /// Where summary.json and report.html go.
     #[arg(long, default_value = "artifacts/scale")]
     out: PathBuf,
@@ -74,7 +78,11 @@ async fn main() -> ExitCode {
         out: args.out,
     };
     let out = config.out.clone();
-    match run(config).await {
+    let outcome = match args.coordinator.as_str() {
+        "etcd" => run(config).await,
+        other => snowmint_testkit::scale::db::run(config, other == "mysql").await,
+    };
+    match outcome {
         Ok(outcome) => {
             println!("{}", outcome.summary);
             println!("scale: report in {}/report.html", out.display());

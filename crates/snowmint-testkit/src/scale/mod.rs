@@ -13,9 +13,12 @@
 //!   storm of crashed holders), the checks and `summary.json`.
 //! - `serve.rs`: what idle `snowmint serve --etcd` processes cost etcd
 //!   (the server's keeper, which the library's generators lack).
+//! - `db.rs`: the same phases against PostgreSQL (through PgBouncer) or
+//!   MariaDB (`--coordinator postgres|mysql`).
 //! - `report.rs`: `report.html`, the held identities and etcd's requests
 //!   per second over time.
 
+pub mod db;
 pub mod metrics;
 pub mod report;
 pub mod run;

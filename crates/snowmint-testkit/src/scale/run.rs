@@ -53,7 +53,7 @@ pub const MAX_WAITER_REQUESTS_PER_S: f64 = 1.5;
 /// probe is due every 15 s; a write a second was the bug this bounds).
 pub const MAX_SERVE_IDLE_TXNS_PER_S: f64 = 0.2;
 /// Threads that mint, each for its share of the generators.
-const MINT_LANES: usize = 32;
+pub(super) const MINT_LANES: usize = 32;
 /// The key prefix of the run.
 const PREFIX: &str = "/scale";
 
@@ -122,12 +122,12 @@ pub struct Phase {
 
 /// The generators, by slot; a killed one leaves its slot empty.
 #[derive(Default)]
-struct Fleet {
+pub(super) struct Fleet {
     slots: Mutex<Vec<Option<Arc<LeasedGenerator>>>>,
 }
 
 impl Fleet {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Option<Arc<LeasedGenerator>>>> {
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Option<Arc<LeasedGenerator>>>> {
         self.slots.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -142,7 +142,7 @@ impl Fleet {
     }
 
     /// Claim transactions the live generators' sessions have sent.
-    fn claim_attempts(&self) -> u64 {
+    pub(super) fn claim_attempts(&self) -> u64 {
         self.lock()
             .iter()
             .flatten()
@@ -152,7 +152,7 @@ impl Fleet {
 
     /// Identities held now with an open fence, and how many of them two
     /// generators hold at once (never, in one etcd cluster).
-    fn held(&self) -> (usize, usize) {
+    pub(super) fn held(&self) -> (usize, usize) {
         let mut identities: Vec<u16> = self
             .lock()
             .iter()
@@ -208,7 +208,12 @@ async fn start(
 
 /// Waits until `want` identities are held, or `limit` passes: how long it
 /// took, if it came.
-async fn wait_held(fleet: &Fleet, want: usize, since: Instant, limit: Duration) -> Option<f64> {
+pub(super) async fn wait_held(
+    fleet: &Fleet,
+    want: usize,
+    since: Instant,
+    limit: Duration,
+) -> Option<f64> {
     loop {
         if fleet.held().0 >= want {
             return Some(since.elapsed().as_secs_f64());
@@ -221,7 +226,7 @@ async fn wait_held(fleet: &Fleet, want: usize, since: Instant, limit: Duration) 
 }
 
 /// The process's resident memory, KiB.
-fn rss_kib() -> u64 {
+pub(super) fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| {
@@ -235,7 +240,7 @@ fn rss_kib() -> u64 {
 
 /// Raises the open-file limit to its hard limit: each generator keeps a
 /// few sockets and descriptors of its own.
-fn raise_open_files() {
+pub(super) fn raise_open_files() {
     use rustix::process::{Resource, getrlimit, setrlimit};
     let mut limit = getrlimit(Resource::Nofile);
     if limit.current < limit.maximum {
@@ -245,10 +250,10 @@ fn raise_open_files() {
 }
 
 /// Minted runs of consecutive IDs: (first, how many).
-type Runs = Arc<Mutex<Vec<(u64, u32)>>>;
+pub(super) type Runs = Arc<Mutex<Vec<(u64, u32)>>>;
 
 /// One mint lane: every `every`, a batch from each of its generators.
-fn mint_lane(
+pub(super) fn mint_lane(
     fleet: Arc<Fleet>,
     lane: usize,
     every: Duration,

@@ -36,7 +36,7 @@ pub struct IdleCost {
 }
 
 /// One `serve` process; killed when dropped.
-struct Served {
+pub struct Served {
     addr: SocketAddr,
     child: Child,
 }
@@ -58,6 +58,48 @@ pub async fn idle_cost(
     watch: Duration,
     logs: &Path,
 ) -> anyhow::Result<IdleCost> {
+    let args = [
+        "--etcd".to_owned(),
+        urls.join(","),
+        "--etcd-prefix".to_owned(),
+        PREFIX.to_owned(),
+        "--lease-ttl".to_owned(),
+        lease_ttl.to_string(),
+    ];
+    let mut served = spawn_ready(binary, &args, instances, logs).await?;
+    // Past the start writes and the first renewal of each.
+    tokio::time::sleep(Duration::from_secs(lease_ttl / 2 + 1)).await;
+    let scraper = Scraper::new(urls)?;
+    let from = Instant::now();
+    let before = scraper.total().await?;
+    tokio::time::sleep(watch).await;
+    let after = scraper.total().await?;
+    let seconds = from.elapsed().as_secs_f64();
+    still_running(&mut served)?;
+    drop(served);
+    let delta = after - before;
+    let per = |n: f64| n / seconds / instances as f64;
+    Ok(IdleCost {
+        instances,
+        seconds,
+        requests_per_s: per(delta.requests),
+        txns_per_s: per(delta.txns),
+    })
+}
+
+/// Starts `instances` `serve` processes of `binary` with `args` (the
+/// coordinator's flags), each on a loopback address of its own and its log
+/// in `logs`, and waits until each is ready.
+///
+/// # Errors
+///
+/// When a process does not start, exits, or is not ready within a minute.
+pub async fn spawn_ready(
+    binary: &Path,
+    args: &[String],
+    instances: usize,
+    logs: &Path,
+) -> anyhow::Result<Vec<Served>> {
     std::fs::create_dir_all(logs).with_context(|| format!("create {}", logs.display()))?;
     let mut served = Vec::with_capacity(instances);
     for i in 0..instances {
@@ -66,9 +108,7 @@ pub async fn idle_cost(
         let log = std::fs::File::create(logs.join(format!("serve{i}.log")))?;
         let child = Command::new(binary)
             .args(["serve", "--listen", &addr.to_string()])
-            .args(["--etcd", &urls.join(",")])
-            .args(["--etcd-prefix", PREFIX])
-            .args(["--lease-ttl", &lease_ttl.to_string()])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
@@ -100,26 +140,19 @@ pub async fn idle_cost(
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
-    // Past the start writes and the first renewal of each.
-    tokio::time::sleep(Duration::from_secs(lease_ttl / 2 + 1)).await;
-    let scraper = Scraper::new(urls)?;
-    let from = Instant::now();
-    let before = scraper.total().await?;
-    tokio::time::sleep(watch).await;
-    let after = scraper.total().await?;
-    let seconds = from.elapsed().as_secs_f64();
+    Ok(served)
+}
+
+/// Fails if any of `served` has exited.
+///
+/// # Errors
+///
+/// Naming the first that exited.
+pub fn still_running(served: &mut [Served]) -> anyhow::Result<()> {
     for (i, s) in served.iter_mut().enumerate() {
         if let Some(status) = s.child.try_wait()? {
             bail!("serve{i} exited while idle with {status}");
         }
     }
-    drop(served);
-    let delta = after - before;
-    let per = |n: f64| n / seconds / instances as f64;
-    Ok(IdleCost {
-        instances,
-        seconds,
-        requests_per_s: per(delta.requests),
-        txns_per_s: per(delta.txns),
-    })
+    Ok(())
 }
