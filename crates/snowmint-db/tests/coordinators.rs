@@ -541,3 +541,88 @@ async fn postgres_clock_stepped_forward_then_back() {
     a.shutdown().await;
     b.shutdown().await;
 }
+
+/// The coordinator's contract, request by request (what the session relies
+/// on, `snowmint_lease::Coordinator`): a claim wins only a free identity and
+/// says how its last holder let go; renewals, reads, marks and releases act
+/// only under the lease that holds; marks only rise; a revoke frees at once.
+async fn coordinator_contract(server: Server) {
+    use snowmint_lease::{Claimant, Claimed, Coordinator, LeaseSource, Pool, Previous};
+    let t = Duration::from_secs(5);
+    let mut a = server.config().coordinator(t).unwrap();
+    let mut b = a.sibling();
+    let who = |holder, instance| Claimant {
+        holder,
+        instance,
+        ttl: TTL,
+    };
+    let la = a.grant(TTL, t).await.unwrap().lease;
+    let lb = b.grant(TTL, t).await.unwrap().lease;
+    assert_ne!(la, lb);
+    assert_eq!(
+        a.claim(la, 5, &who("a", 1), t).await.unwrap(),
+        Claimed::Won(Previous::Clean)
+    );
+    assert_eq!(
+        b.claim(lb, 5, &who("b", 2), t).await.unwrap(),
+        Claimed::Taken
+    );
+    let census = b.scan(Pool::new(Some(0)), t).await.unwrap();
+    assert!(
+        census.taken.contains(&5) && census.taken.len() == 1,
+        "{census:?}"
+    );
+    assert!(a.confirm(5, la, t).await.unwrap().holds);
+    assert!(!b.confirm(5, lb, t).await.unwrap().holds);
+    assert_eq!(a.keep_alive(la, t).await.unwrap().ttl, TTL);
+    assert_eq!(b.keep_alive(lb, t).await.unwrap().ttl, Duration::ZERO);
+    // Marks: only the holder's, only upwards.
+    let now = 1_800_000_000_000;
+    a.raise_mark(5, la, now, t).await.unwrap();
+    a.raise_mark(5, la, now - 5000, t).await.unwrap();
+    assert_eq!(b.load_mark(5, t).await.unwrap(), Some(now));
+    assert!(b.raise_mark(5, lb, now + 1, t).await.is_err());
+    assert!(b.release(5, lb, t).await.is_err());
+    assert_eq!(b.load_mark(5, t).await.unwrap(), Some(now));
+    // Ended without a release: the next claim is unclean, with A's TTL.
+    a.revoke(la, t).await.unwrap();
+    assert!(!a.confirm(5, la, t).await.unwrap().holds);
+    assert_eq!(a.keep_alive(la, t).await.unwrap().ttl, Duration::ZERO);
+    assert_eq!(
+        b.claim(lb, 5, &who("b", 2), t).await.unwrap(),
+        Claimed::Won(Previous::Unclean {
+            ttl: TTL,
+            holder: "a".to_owned()
+        })
+    );
+    assert!(
+        a.raise_mark(5, la, now + 1, t).await.is_err(),
+        "a mark under an ended lease"
+    );
+    // Released, then revoked: clean for the next.
+    b.release(5, lb, t).await.unwrap();
+    b.revoke(lb, t).await.unwrap();
+    let lc = a.grant(TTL, t).await.unwrap().lease;
+    assert_eq!(
+        a.claim(lc, 5, &who("c", 3), t).await.unwrap(),
+        Claimed::Won(Previous::Clean)
+    );
+    assert_eq!(a.load_mark(5, t).await.unwrap(), Some(now));
+    assert_eq!(a.load_mark(6, t).await.unwrap(), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_keeps_the_coordinator_contract() {
+    let Some(server) = Server::postgres() else {
+        return;
+    };
+    coordinator_contract(server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_keeps_the_coordinator_contract() {
+    let Some(server) = Server::mariadb() else {
+        return;
+    };
+    coordinator_contract(server).await;
+}
