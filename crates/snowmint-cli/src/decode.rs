@@ -3,7 +3,7 @@
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 
 use clap::Args;
-use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::builder::{PossibleValue, TypedValueParser};
 use snowmint::{Encoding, Layout};
 
 use crate::GlobalArgs;
@@ -33,15 +33,7 @@ pub struct DecodeArgs {
     #[arg(value_name = "ID", allow_negative_numbers = true)]
     pub id: String,
     /// The ID's textual form
-    // Case as the core's parser (which the API and the page use) reads it.
-    #[arg(
-        long,
-        value_name = "FORM",
-        default_value = "decimal",
-        ignore_case = true,
-        value_parser = PossibleValuesParser::new(Encoding::ALL.map(Encoding::name))
-            .try_map(|s| s.parse::<Encoding>()),
-    )]
+    #[arg(long, value_name = "FORM", default_value = "decimal", value_parser = EncodingParser)]
     pub from: Encoding,
     /// The bit layout to read it in: a preset or a spec `epoch=...;unit=...;fields=NAME:BITS,...`
     #[arg(long, value_name = "NAME|SPEC", default_value = "twitter", value_parser = render::parse_layout)]
@@ -49,6 +41,48 @@ pub struct DecodeArgs {
     /// Print the JSON object instead of the human view (with `-`, one a line)
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--from`, read by the core's parser as the API and the page read `from`
+/// (any case, surrounding whitespace ignored), and refused in the page's
+/// words; `--help` lists the forms.
+#[derive(Debug, Clone, Copy)]
+pub struct EncodingParser;
+
+impl TypedValueParser for EncodingParser {
+    type Value = Encoding;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Encoding, clap::Error> {
+        let text = value.to_string_lossy();
+        text.parse().map_err(|_| {
+            let names = Encoding::ALL.map(Encoding::name).join(", ");
+            let message = format!("from must be one of {names}, got {}", echo(&text));
+            clap::Error::raw(clap::error::ErrorKind::ValueValidation, message).with_cmd(cmd)
+        })
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(
+            Encoding::ALL
+                .into_iter()
+                .map(|e| PossibleValue::new(e.name())),
+        ))
+    }
+}
+
+/// `"text"`, shortened as the core's messages shorten what they repeat.
+fn echo(text: &str) -> String {
+    const MAX: usize = 40;
+    let mut out: String = text.chars().take(MAX).collect();
+    if text.chars().nth(MAX).is_some() {
+        out.push('…');
+    }
+    format!("{out:?}")
 }
 
 /// Runs `snowmint decode`.

@@ -269,6 +269,16 @@ async fn a_repeated_parameter_is_named() {
         ("/api/v1/decode/4194439168?from=hex&from=decimal", "from"),
         ("/api/v1/range?from=now&to=now&to=now", "to"),
         ("/api/v1/compose?layout=discord&layout=twitter", "layout"),
+        // With a layout named, the field repeated, not `layout` (which
+        // Twitter's parameters once lacked), is named.
+        (
+            "/api/v1/compose?layout=twitter&datacenter=1&worker=1&sequence=0&sequence=1",
+            "sequence",
+        ),
+        (
+            "/api/v1/compose?timestamp=0&timestamp=1&layout=",
+            "timestamp",
+        ),
     ] {
         let message = error(&h.state, "GET", uri, StatusCode::BAD_REQUEST, Some(name)).await;
         assert_eq!(
@@ -276,6 +286,17 @@ async fn a_repeated_parameter_is_named() {
             format!("{name} is given more than once in the query; give it once")
         );
     }
+    // Another layout's field given twice is named by the core, not taken
+    // for a parameter Twitter's layout lacks (`layout`, `process`).
+    let message = error(
+        &h.state,
+        "GET",
+        "/api/v1/compose?layout=discord&timestamp=1462015105796&worker=1&worker=2&process=0&increment=7",
+        StatusCode::BAD_REQUEST,
+        Some("worker"),
+    )
+    .await;
+    assert_eq!(message, "worker is given more than once");
 }
 
 /// An unknown parameter (a typo) is refused naming it and what the route
@@ -430,13 +451,13 @@ async fn decode_errors() {
     );
     assert_eq!(
         error(s, "GET", "/api/v1/decode/1?from=octal", bad, Some("from")).await,
-        r#"encoding must be one of decimal, hex, base32, got "octal""#
+        r#"from must be one of decimal, hex, base32, got "octal""#
     );
     // Whitespace is not "no form" (only a missing or empty one is
     // decimal); around a name it is forgiven.
     assert_eq!(
         error(s, "GET", "/api/v1/decode/1?from=%20", bad, Some("from")).await,
-        r#"encoding must be one of decimal, hex, base32, got " ""#
+        r#"from must be one of decimal, hex, base32, got " ""#
     );
     assert_eq!(
         json(s, "GET", "/api/v1/decode/f?from=%20hex%20").await.0,

@@ -249,9 +249,11 @@ impl Error {
         })
     }
 
+    /// The name is kept whole, for [`field_name`](Error::field_name) to
+    /// give back as typed; the message shortens it.
     pub(crate) fn unknown_field(name: &str, known: &[&str]) -> Error {
         Error(ErrorKind::UnknownField {
-            name: echo(name),
+            name: name.into(),
             known: list(known),
         })
     }
@@ -273,7 +275,8 @@ impl Error {
 
     /// The name of the field the error is about, as the user wrote it: for
     /// a field of a layout, the layout's own name for it (`process`,
-    /// `machine`), else [`field`](Error::field)'s name.
+    /// `machine`), for a name the layout does not have that name whole
+    /// (the message shortens a long one), else [`field`](Error::field)'s name.
     ///
     /// ```
     /// use snowmint::{Field, Layout};
@@ -446,11 +449,13 @@ fn write_kind(kind: &ErrorKind, name: Option<&str>, f: &mut fmt::Formatter<'_>) 
             ErrorKind::Named { name, inner } => write_kind(inner, Some(name), f),
             ErrorKind::UnknownField { name, known } if known.is_empty() => write!(
                 f,
-                "{name} is not a field of this layout, which has no field but the timestamp"
+                "{} is not a field of this layout, which has no field but the timestamp",
+                echo(name)
             ),
             ErrorKind::UnknownField { name, known } => write!(
                 f,
-                "{name} is not a field of this layout; its fields are {known}"
+                "{} is not a field of this layout; its fields are {known}",
+                echo(name)
             ),
             ErrorKind::MissingField { name, known } => {
                 write!(f, "{name} is missing: this layout needs {known}")

@@ -21,5 +21,6 @@ mod range;
 mod serve;
 mod sql;
 mod support;
+mod surfaces;
 mod tls;
 mod worker_from_hostname;

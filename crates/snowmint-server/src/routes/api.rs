@@ -216,29 +216,47 @@ pub(crate) fn compose_typed(
 )]
 pub(crate) async fn compose(
     State(state): State<AppState>,
-    ApiQuery(q): ApiQuery<ComposeQuery>,
     ApiPairs(pairs): ApiPairs,
 ) -> Result<Response, ApiError> {
-    let mut named = pairs.iter().filter(|(k, _)| k == "layout");
-    let chosen = named.next().map(|(_, v)| v.as_str());
-    if named.next().is_some() {
-        return Err(ApiError::bad_request(
-            Some("layout"),
-            "layout is given more than once in the query; give it once",
-        ));
-    }
-    let layout = layout(chosen)?;
+    // The pairs as sent, not `ComposeQuery`: which names the route takes
+    // depends on the layout (`ComposeQuery`'s are Twitter's), so a repeated
+    // one is named here, after the layout is read.
+    let layout = layout(single(&pairs, "layout")?)?;
+    let timestamp = single(&pairs, "timestamp")?;
     if layout == Layout::TWITTER {
         // Another layout's fields are its own names, which the core checks.
         let names = param_names::<ComposeQuery>();
         let mut known: Vec<&str> = names.iter().map(String::as_str).collect();
         known.push("layout");
         known_params(&pairs, &known)?;
+        let q = ComposeQuery {
+            timestamp: timestamp.map(str::to_owned),
+            datacenter: single(&pairs, "datacenter")?.map(str::to_owned),
+            worker: single(&pairs, "worker")?.map(str::to_owned),
+            sequence: single(&pairs, "sequence")?.map(str::to_owned),
+        };
         let id = compose_query(&q, state.now_ms())?;
         return Ok(Json(id.breakdown()).into_response());
     }
-    let id = compose_in(&layout, q.timestamp.as_deref(), &pairs, state.now_ms())?;
+    let id = compose_in(&layout, timestamp, &pairs, state.now_ms())?;
     Ok(Json(layout.breakdown(id)).into_response())
+}
+
+/// The value of the parameter `name` in `pairs`, if given; given more than
+/// once, it is refused naming it (in the words of [`query_error`]).
+fn single<'a>(pairs: &'a [(String, String)], name: &str) -> Result<Option<&'a str>, ApiError> {
+    let mut given = pairs
+        .iter()
+        .filter(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str());
+    let first = given.next();
+    if given.next().is_some() {
+        return Err(ApiError::bad_request(
+            Some(name),
+            format!("{name} is given more than once in the query; give it once"),
+        ));
+    }
+    Ok(first)
 }
 
 /// Query of `GET /api/v1/decode/{id}`.
@@ -302,14 +320,18 @@ pub(crate) fn layout_param(name: Option<&str>) -> Result<Layout, snowmint::Error
 }
 
 /// Reads the `from` parameter: missing or empty is decimal; whitespace
-/// alone is refused (as for `count`), not read as "no form".
+/// alone is refused (as for `count`), not read as "no form". The message
+/// names `from`, in the words of the page and of `decode --from`.
 pub(crate) fn encoding(from: Option<&str>) -> Result<Encoding, ApiError> {
     match from {
         None | Some("") => Ok(Encoding::Decimal),
-        Some(name) => name
-            .trim()
-            .parse::<Encoding>()
-            .map_err(|e| ApiError::bad_request(Some("from"), format!("{e}, got {}", echo(name)))),
+        Some(name) => name.parse::<Encoding>().map_err(|_| {
+            let names = Encoding::ALL.map(Encoding::name).join(", ");
+            ApiError::bad_request(
+                Some("from"),
+                format!("from must be one of {names}, got {}", echo(name)),
+            )
+        }),
     }
 }
 

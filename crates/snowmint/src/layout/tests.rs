@@ -161,3 +161,20 @@ fn reference_case() {
     let spec = "0 | 00000000000000000000000000000001111101000 | 00001 | 00001 | 000000000000";
     assert_eq!(id.binary().to_string(), spec.replace(" | ", ""));
 }
+
+/// A name the layout does not have is the error's field as typed, however
+/// long; only the message shortens it (the API's `field` is the name sent).
+#[test]
+fn an_unknown_fields_name_is_kept_whole() {
+    let long = "a_name_longer_than_forty_characters_of_any_message";
+    let e = Layout::DISCORD
+        .parse_fields(1462015105796, &[(long, "1")])
+        .unwrap_err();
+    assert_eq!(e.field_name(), long);
+    assert_eq!(e.field(), Field::LayoutField);
+    assert_eq!(
+        e.to_string(),
+        "a_name_longer_than_forty_characters_of_a… is not a field of this layout; \
+         its fields are worker, process and increment"
+    );
+}

@@ -275,7 +275,18 @@ impl PageQuery {
                     .flatten()
                     .any(|l| l.node_fields().any(|f| f.name() == name))
             };
-            if let Some((name, _)) = self.extra.iter().find(|(name, _)| !known(name)) {
+            // Twitter's fields too: `datacenter` is no field of Discord's,
+            // and is refused as the API refuses it, not dropped.
+            let own = [
+                ("datacenter", &self.datacenter),
+                ("worker", &self.worker),
+                ("sequence", &self.sequence),
+            ]
+            .into_iter()
+            .filter(|(_, v)| v.is_some())
+            .map(|(name, _)| name);
+            let mut given = self.extra.iter().map(|(name, _)| name.as_str()).chain(own);
+            if let Some(name) = given.find(|name| !known(name)) {
                 return unknown(name);
             }
         }

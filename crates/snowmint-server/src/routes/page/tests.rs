@@ -376,10 +376,13 @@ async fn composes_in_discords_layout_without_javascript() {
         r#"href="/?layout=discord&amp;timestamp=1462015105796&amp;worker=1&amp;process=0&amp;increment=7">"#
     ), "{html}");
 
-    // Choosing Sonyflake without a script and submitting: the fields it
-    // lacks are left out, the ones missing are 0, and the form is its own.
-    let sony =
-        get("/?layout=sonyflake&timestamp=1700000000000&datacenter=3&worker=3&sequence=2").await;
+    // Choosing Sonyflake without a script and submitting (the form says
+    // its fields were Twitter's): the fields Sonyflake lacks are left out,
+    // the ones missing are 0, and the form is its own.
+    let sony = get(
+        "/?layout=sonyflake&fields_of=twitter&timestamp=1700000000000&datacenter=3&worker=3&sequence=2",
+    )
+    .await;
     let html = sony.text();
     let fields = between(
         html,
@@ -742,6 +745,13 @@ async fn a_parameter_the_api_refuses_is_refused_not_ignored() {
             "/?process=1",
             "process",
             r#"unknown parameter "process": no form of this page has it"#,
+        ),
+        // Twitter's fields are no fields of Sonyflake's unless the compose
+        // form was drawn for Twitter's (`fields_of`): refused, not dropped.
+        (
+            "/?layout=sonyflake&timestamp=1700000000000&datacenter=3&machine=3&sequence=2",
+            "datacenter",
+            r#"unknown parameter "datacenter": no form of this page has it"#,
         ),
         (
             "/?layout=twitter&fields_of=epoch%3D0&timestamp=1&datacenter=1",
