@@ -94,6 +94,12 @@ pub struct Net {
 
 pub struct World {
     pub rng: ChaCha8Rng,
+    /// A database's semantics instead of etcd's (`snowmint-db`): one
+    /// primary (member 0) that every request reaches, never replaced (no
+    /// election, so no stale leader and no early revoke of 12528), answers
+    /// without raft terms; its pauses, lost and late answers and clock steps
+    /// and rates stay.
+    pub single_primary: bool,
     pub origin: tokio::time::Instant,
     members: Vec<Member>,
     term: u64,
@@ -128,6 +134,7 @@ impl World {
     pub fn new(seed: u64, origin: tokio::time::Instant) -> World {
         World {
             rng: ChaCha8Rng::seed_from_u64(seed),
+            single_primary: false,
             origin,
             members: vec![
                 Member {
@@ -244,6 +251,8 @@ impl World {
     }
 
     pub fn pause_member(&mut self, m: usize, for_ms: u64) {
+        // A database has one server to pause: the primary.
+        let m = if self.single_primary { 0 } else { m };
         let now = self.now();
         if self.members[m].paused_until.is_some() {
             return;
@@ -266,8 +275,10 @@ impl World {
     /// stale revokes (12528) and lease expiry.
     pub fn tick(&mut self) {
         let now = self.now();
-        // An election once the leader has been silent past the timeout.
-        if let (Some(l), Some(at)) = (self.leader, self.leader_paused_at)
+        // An election once the leader has been silent past the timeout (a
+        // database's primary has no one to replace it).
+        if let (false, Some(l), Some(at)) =
+            (self.single_primary, self.leader, self.leader_paused_at)
             && self.members[l].paused_until.is_some()
             && now >= at + ELECTION_MS
         {
@@ -465,12 +476,17 @@ impl World {
         Some(Claimed::Won(previous))
     }
 
+    /// The term an answer of member `m` reports: none from a database.
+    fn term_of(&self, m: usize) -> Option<u64> {
+        (!self.single_primary).then_some(self.members[m].applied_term)
+    }
+
     fn keep_alive(&mut self, m: usize, lease: LeaseId) -> Option<Renewal> {
         if self.members[m].paused_until.is_some() {
             return None;
         }
         let coord = self.coord();
-        let term = self.members[m].applied_term;
+        let term = self.term_of(m);
         if let Some(stale) = &mut self.members[m].stale {
             // A deposed leader before it demotes: renews in its own table.
             return Some(match stale.table.get_mut(&lease) {
@@ -480,12 +496,12 @@ impl World {
                     self.fault("stale_keep_alive_answered");
                     Renewal {
                         ttl: Duration::from_millis(ttl_ms),
-                        term: Some(term),
+                        term,
                     }
                 }
                 None => Renewal {
                     ttl: Duration::ZERO,
-                    term: Some(term),
+                    term,
                 },
             });
         }
@@ -497,12 +513,12 @@ impl World {
                 self.renew_legit(lease, ttl_ms);
                 Renewal {
                     ttl: Duration::from_millis(ttl_ms),
-                    term: Some(term),
+                    term,
                 }
             }
             None => Renewal {
                 ttl: Duration::ZERO,
-                term: Some(term),
+                term,
             },
         })
     }
@@ -524,7 +540,7 @@ impl World {
         }
         Some(Confirmation {
             holds,
-            term: Some(self.members[m].applied_term),
+            term: self.term_of(m),
         })
     }
 
@@ -650,7 +666,11 @@ impl SimEtcd {
         t: Duration,
         mut apply: impl FnMut(&mut World, usize) -> Option<T>,
     ) -> Result<T, LeaseError> {
-        let m = self.member;
+        let m = if lock(&self.world).single_primary {
+            0
+        } else {
+            self.member
+        };
         let world = Arc::clone(&self.world);
         let round = async {
             let (there, back, lost, twice) = {
@@ -714,6 +734,10 @@ impl Coordinator for SimEtcd {
 
     fn scope(&self) -> String {
         "etcd prefix /sim".to_owned()
+    }
+
+    fn has_terms(&self) -> bool {
+        !lock(&self.world).single_primary
     }
 
     async fn scan(&mut self, pool: Pool, t: Duration) -> Result<Census, LeaseError> {
