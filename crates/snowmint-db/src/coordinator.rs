@@ -24,7 +24,7 @@ use crate::backend::{Before, Conn, Source, Target};
 use crate::table::LAYOUT_MARKER;
 
 /// A database as a coordinator of identities: one connection at a time
-/// (made on first use, after the checks of [`connect`](DbCoordinator::conn);
+/// (made on first use, after checking the server and the table;
 /// dropped after any failure, so that no late answer is ever taken for a
 /// newer request's).
 pub struct DbCoordinator {

@@ -214,7 +214,7 @@ impl Minter {
     }
 
     /// Starts the PostgreSQL or MySQL identity source: a lease session over
-    /// `db`, its generators built as [`start_leased`](Minter::start_leased)'s.
+    /// `db`, its generators built as etcd's are (probed every 15 s when idle).
     /// Holds no identity yet when this returns (not ready until it does).
     #[cfg(feature = "db")]
     pub fn start_leased_db(
