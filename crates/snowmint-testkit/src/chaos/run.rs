@@ -1016,7 +1016,8 @@ async fn db_fault(world: &World, fault: &Fault, update: &Recorder<'_>) -> anyhow
             update.set(|r| {
                 r.happened = true;
                 r.detail = format!(
-                    "server clock {} s for {} ms, then {} s for {} ms, then back to the real time                      (TTL {} s)",
+                    "server clock {} s for {} ms, then {} s for {} ms, then back to the real \
+                     time (TTL {} s)",
                     clock::format_offset(forward),
                     fault.hold_ms,
                     clock::format_offset(back),
