@@ -32,6 +32,12 @@ struct Args {
     /// The instances' lease TTL, seconds.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(2..=60))]
     lease_ttl: u64,
+    /// With --coordinator postgres|mysql: how many identities of the
+    /// instances' datacenter are free for them (a crowd holds the rest for
+    /// good, so instances take over each other's) [default: instances + 1;
+    /// 32 for no crowd].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=32))]
+    free_identities: Option<u64>,
     /// Each client pauses up to this long between mints, ms.
     #[arg(long, default_value_t = 40)]
     think_ms: u64,
@@ -65,6 +71,7 @@ async fn main() -> ExitCode {
         members: 3,
         lease_ttl: args.lease_ttl,
         think_ms: args.think_ms,
+        free_identities: args.free_identities.map(|n| n as usize),
         snowmint: args.snowmint,
         out: args.out,
     };

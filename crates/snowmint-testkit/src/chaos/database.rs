@@ -3,6 +3,13 @@
 //! for some instances) or one MariaDB, on 127.0.0.1 under libfaketime, and
 //! the faults done to it (pause, crash and restart, clock steps).
 //!
+//! Unless asked otherwise, all but `instances + 1` identities of the
+//! instances' datacenter are held by a crowd that never lets go
+//! ([`Database::crowd`]), as if other instances held them: a restarted or
+//! fenced instance then often has to take an identity another instance
+//! left without a release, so the hand-over wait and the marks are put to
+//! the test, not only an instance's re-claim of its own identity.
+//!
 //! The testkit's servers are driven through blocking calls that panic on
 //! failure; [`blocking`] runs one on a blocking thread and turns its panic
 //! into an error, so that a fault that fails is an incident of the run, not
@@ -22,6 +29,13 @@ pub const DATABASE: &str = "chaos";
 /// PgBouncer's `default_pool_size`: a small pool (the instances behind it
 /// share its server connections when they outnumber it).
 pub const PGBOUNCER_POOL: u32 = 2;
+
+/// The lease token of the rows [`Database::crowd`] takes (the instances'
+/// tokens are random 63-bit numbers).
+pub const CROWD_LEASE: i64 = 1;
+
+/// When the crowd's rows expire: year 2255, past any clock step.
+pub const CROWD_EXPIRES_MS: i64 = 9_000_000_000_000;
 
 /// Which instances reach PostgreSQL through PgBouncer (each through its
 /// own proxy to it): the odd ones, `i1`, `i3`, ...
@@ -165,6 +179,29 @@ impl Database {
         match &self.server {
             Server::Postgres(pg) => pg.restart(),
             Server::Mariadb(my) => my.restart(),
+        }
+    }
+
+    /// Loads `script` (the statements of `snowmint sql coordinator
+    /// postgres|mysql`) into [`DATABASE`], then binds every identity of
+    /// datacenter 0 but the first `free` workers to [`CROWD_LEASE`], a
+    /// lease that never expires (blocking; panics as the testkit's clients
+    /// do when a statement fails).
+    pub fn crowd(&self, script: &str, free: usize) {
+        let crowd = format!(
+            "UPDATE snowmint_identities SET lease = {CROWD_LEASE}, holder = 'chaos crowd', \
+             instance = 0, ttl_ms = 3000, expires_ms = {CROWD_EXPIRES_MS}, released = false \
+             WHERE identity BETWEEN {free} AND 31;\n"
+        );
+        match &self.server {
+            Server::Postgres(pg) => {
+                pg.psql(DATABASE, script);
+                pg.psql(DATABASE, &crowd);
+            }
+            Server::Mariadb(my) => {
+                my.sql(DATABASE, script);
+                my.sql(DATABASE, &crowd);
+            }
         }
     }
 

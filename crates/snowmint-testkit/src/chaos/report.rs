@@ -230,6 +230,7 @@ pub fn write(input: &Input<'_>, out: &Path) -> std::io::Result<Outcome> {
         "instances": input.config.instances,
         "etcd_members": if etcd { input.config.members } else { 0 },
         "database": (!etcd).then(|| input.lanes[instances..].join(",")),
+        "free_identities": (!etcd).then(|| super::run::free_identities(input.config)),
         "through_pgbouncer": if input.config.coordinator == Coordinator::Postgres {
             (0..input.config.instances)
                 .filter(|&i| super::database::through_pgbouncer(i))
@@ -469,7 +470,7 @@ fn html(input: &Input<'_>, summary: &serde_json::Value) -> String {
         r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>snowmint chaos ({coordinator}): seed {seed}, {verdict}</title>
 <style>body{{font-family:sans-serif;margin:1em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}th{{background:#eee}}.fail{{color:#c62828}}.pass{{color:#2e7d32}}</style></head><body>
 <h1>snowmint chaos run ({coordinator}): <span class="{class}">{verdict}</span></h1>
-<p>Coordinator <b>{coordinator}</b>{through}. Seed <b>{seed}</b>, {seconds} s of load, {ids} IDs acknowledged in {requests} requests by {identities} identities, <b>{duplicates}</b> duplicates, <b>{overlaps}</b> holder overlaps (two instances issuing as one identity at once, each a violation: see docs/distributed.md); the stale_leader faults' targets did not count {unconfirmed} keep-alive answers.
+<p>Coordinator <b>{coordinator}</b>{through}{free}. Seed <b>{seed}</b>, {seconds} s of load, {ids} IDs acknowledged in {requests} requests by {identities} identities, <b>{duplicates}</b> duplicates, <b>{overlaps}</b> holder overlaps (two instances issuing as one identity at once, each a violation: see docs/distributed.md); the stale_leader faults' targets did not count {unconfirmed} keep-alive answers.
 Replay the schedule with <code>scripts/chaos --coordinator {coordinator} --seconds {seconds} --seed {seed} --instances {n}</code> (the timing differs from run to run).</p>"#,
         seed = input.config.seed,
         coordinator = input.config.coordinator,
@@ -482,6 +483,11 @@ Replay the schedule with <code>scripts/chaos --coordinator {coordinator} --secon
                     .join(", ")
             ),
             _ => String::new(),
+        },
+        free = match summary["free_identities"].as_u64() {
+            Some(n) =>
+                format!(", {n} identities of the datacenter free (a crowd holds the others)"),
+            None => String::new(),
         },
         class = verdict.to_lowercase(),
         seconds = input.config.seconds,
@@ -615,6 +621,7 @@ mod tests {
             members: 3,
             lease_ttl: 3,
             think_ms: 40,
+            free_identities: None,
             snowmint: "snowmint".into(),
             out: "out".into(),
         }

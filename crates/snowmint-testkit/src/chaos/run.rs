@@ -64,6 +64,11 @@ pub struct Config {
     pub lease_ttl: u64,
     /// Each client waits up to this long (drawn from the seed) between mints, ms.
     pub think_ms: u64,
+    /// With a database: how many identities of datacenter
+    /// [`ETCD_DATACENTER`] are left free for the instances (its first
+    /// workers; a crowd holds the others for good, see
+    /// [`Database::crowd`]); `None` for `instances + 1`, 32 for all.
+    pub free_identities: Option<usize>,
     /// The `snowmint` binary, built with `--features etcd` (and the default `db`).
     pub snowmint: PathBuf,
     /// Where the report goes (`ids.txt`, `summary.json`, `report.html`, `logs/`).
@@ -224,7 +229,22 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
             let database = database::unpanic(move || Database::start(coordinator))
                 .await
                 .with_context(|| format!("the {coordinator} server did not start"))??;
-            (None, Some(Arc::new(database)))
+            let out = Command::new(&config.snowmint)
+                .args(["sql", "coordinator", coordinator.name()])
+                .output()
+                .await?;
+            anyhow::ensure!(
+                out.status.success(),
+                "snowmint sql coordinator {coordinator}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let script = String::from_utf8(out.stdout)?;
+            let free = free_identities(&config);
+            let database = Arc::new(database);
+            database::blocking(&database, move |d| d.crowd(&script, free))
+                .await
+                .context("load the coordinator table")?;
+            (None, Some(database))
         }
     };
     let started_unix_ms = unix_ms();
@@ -362,6 +382,16 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
     };
     let outcome = report::write(&input, &world.config.out)?;
     Ok(outcome)
+}
+
+/// How many identities of datacenter [`ETCD_DATACENTER`] a database run
+/// leaves free: [`Config::free_identities`], else one more than the
+/// instances; at least one, at most 32.
+pub fn free_identities(config: &Config) -> usize {
+    config
+        .free_identities
+        .unwrap_or(config.instances + 1)
+        .clamp(1, 32)
 }
 
 /// The schedule's inputs for `config`.
