@@ -628,6 +628,56 @@ impl Postgres {
         );
     }
 
+    /// The server's log file (what `pg_ctl -l` writes), for a harness to keep.
+    pub fn log_file(&self) -> PathBuf {
+        self.log()
+    }
+
+    /// Crashes the server: `pg_ctl stop -m immediate` (every process
+    /// quits at once, no checkpoint; the next start replays the WAL, as
+    /// after a power cut), after a SIGCONT to every process in case it was
+    /// paused. Its data and port are kept: [`restart`](Postgres::restart)
+    /// starts it again.
+    ///
+    /// # Panics
+    ///
+    /// When pg_ctl fails (the server is not running).
+    pub fn crash(&self) {
+        if let Some(postmaster) = self.try_pid() {
+            for pid in signal::children(postmaster).into_iter().chain([postmaster]) {
+                let _ = signal::send(pid, Signal::CONT);
+            }
+        }
+        let out = self
+            .pg_ctl()
+            .args([
+                "-w",
+                "-m",
+                "immediate",
+                "-t",
+                &START_LIMIT.as_secs().to_string(),
+            ])
+            .arg("stop")
+            .output()
+            .expect("run pg_ctl stop");
+        assert!(
+            out.status.success(),
+            "pg_ctl stop -m immediate failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// [`crash`](Postgres::crash), then [`restart`](Postgres::restart):
+    /// the server comes back on the same port after crash recovery.
+    ///
+    /// # Panics
+    ///
+    /// As [`crash`](Postgres::crash) and [`restart`](Postgres::restart).
+    pub fn crash_restart(&self) {
+        self.crash();
+        self.restart();
+    }
+
     /// Restarts the server (`pg_ctl restart -m fast`; or starts it again
     /// after [`stop`](Postgres::stop)) on the same port, data and clock,
     /// waiting until it accepts connections.
@@ -1094,6 +1144,53 @@ impl Mariadb {
             "mysql",
             &format!("SET GLOBAL read_only = {};", u8::from(on)),
         );
+    }
+
+    /// The server's error log (`--log-error`), for a harness to keep.
+    pub fn log_file(&self) -> PathBuf {
+        self.log()
+    }
+
+    /// Freezes the server: SIGSTOP to its one process, waiting until every
+    /// thread has stopped. Open connections stall as new ones do.
+    ///
+    /// # Panics
+    ///
+    /// When the server is stopped or does not stop in time.
+    pub fn pause(&self) {
+        signal::stop(self.pid(), START_LIMIT)
+            .unwrap_or_else(|e| panic!("SIGSTOP to mariadbd: {e}"));
+    }
+
+    /// Thaws what [`pause`](Mariadb::pause) froze (SIGCONT).
+    ///
+    /// # Panics
+    ///
+    /// When the server is stopped or does not resume in time.
+    pub fn resume(&self) {
+        signal::resume(self.pid(), START_LIMIT)
+            .unwrap_or_else(|e| panic!("SIGCONT to mariadbd: {e}"));
+    }
+
+    /// Crashes the server: SIGKILL (no shutdown; the next start runs
+    /// InnoDB's crash recovery), keeping its data and port for
+    /// [`restart`](Mariadb::restart). Crashing a stopped server does
+    /// nothing.
+    pub fn crash(&self) {
+        if let Some(mut child) = lock(&self.child).take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// [`crash`](Mariadb::crash), then [`restart`](Mariadb::restart).
+    ///
+    /// # Panics
+    ///
+    /// As [`restart`](Mariadb::restart).
+    pub fn crash_restart(&self) {
+        self.crash();
+        self.restart();
     }
 
     /// Stops the server (SIGTERM, a clean shutdown; SIGKILL if that takes

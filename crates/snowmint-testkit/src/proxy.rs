@@ -1,4 +1,4 @@
-//! A TCP proxy between one instance and etcd whose line can be cut (a
+//! A TCP proxy between one instance and etcd (or a database) whose line can be cut (a
 //! network partition: bytes stop flowing, sockets stay open, nothing is
 //! refused) and restored, and whose upstream can be changed while it runs
 //! (to route an instance's traffic to one etcd member).
@@ -53,6 +53,12 @@ impl Proxy {
     /// Where new connections go now.
     pub fn upstream(&self) -> SocketAddr {
         *self.upstream.borrow()
+    }
+
+    /// Where it listens (`127.0.0.1:PORT`): the host and port a client
+    /// names instead of the upstream's (a database URL's).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
     }
 
     /// The URL an instance should use instead of etcd's.

@@ -12,9 +12,20 @@
 //! [`history`] alone whether any ID was acknowledged twice or out of order,
 //! and [`report`] writes `ids.txt`, `summary.json` and `report.html`.
 //!
-//! `scripts/chaos [--seconds N] [--seed S] [--instances N]` builds and runs it.
+//! With `--coordinator postgres` or `--coordinator mysql` the instances
+//! lease from one [`database`] server instead (`serve --postgres URL`,
+//! `serve --mysql URL`), each through a proxy of its own (for PostgreSQL the
+//! odd ones through PgBouncer in transaction mode), and the coordinator's
+//! lane of the schedule holds database faults: the server paused for less
+//! and more than the TTL, crashed and restarted, its clock stepped both ways
+//! by more than the TTL, the line to it cut for some instances. The
+//! instance faults and the checker are the same.
+//!
+//! `scripts/chaos [--coordinator etcd|postgres|mysql] [--seconds N] [--seed S]
+//! [--instances N]` builds and runs it.
 
 pub mod checker;
+pub mod database;
 pub mod history;
 pub mod report;
 pub mod run;

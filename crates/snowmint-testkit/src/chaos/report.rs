@@ -1,7 +1,8 @@
 //! The report of one run in `artifacts/chaos/`: `ids.txt` (every
 //! acknowledged ID, one a line), `summary.json` (the figures and the
 //! verdict) and `report.html` (a timeline, one lane per instance and per
-//! etcd member).
+//! etcd member, or one for the database server), each naming the
+//! coordinator.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -13,7 +14,7 @@ use serde_json::json;
 use super::checker::Findings;
 use super::history::{History, Readiness};
 use super::run::{Config, Outcome};
-use super::schedule::{Fault, FaultKind};
+use super::schedule::{Coordinator, Fault, FaultKind};
 
 /// What the report is made of.
 #[derive(Debug)]
@@ -28,7 +29,8 @@ pub struct Input<'a> {
     pub findings: &'a Findings,
     /// The schedule the nemesis was given.
     pub schedule: &'a [Fault],
-    /// The lanes: every instance's name (by index), then every etcd member's.
+    /// The lanes: every instance's name (by index), then every etcd
+    /// member's, or the database server's.
     pub lanes: &'a [String],
     /// Whether SIGINT/SIGTERM cut the run short.
     pub interrupted: bool,
@@ -147,9 +149,12 @@ pub fn write(input: &Input<'_>, out: &Path) -> std::io::Result<Outcome> {
     let violations = violations(input);
     let passed = violations.is_empty();
     let (scheduled, happened) = fault_counts(input);
+    // Only the kinds this coordinator's runs schedule.
+    let kinds = input.config.coordinator.all_kinds();
     let names = |counts: &BTreeMap<FaultKind, u64>| {
         counts
             .iter()
+            .filter(|(k, _)| kinds.contains(k))
             .map(|(k, n)| (k.name().to_owned(), json!(n)))
             .collect::<serde_json::Map<_, _>>()
     };
@@ -217,11 +222,23 @@ pub fn write(input: &Input<'_>, out: &Path) -> std::io::Result<Outcome> {
         "with_unconfirmed_renewals": stale.iter().filter(|r| r.unconfirmed_renewals > Some(0)).count(),
         "unconfirmed_renewals": stale.iter().filter_map(|r| r.unconfirmed_renewals).sum::<u64>(),
     });
+    let etcd = input.config.coordinator == Coordinator::Etcd;
     let summary = json!({
+        "coordinator": input.config.coordinator.name(),
         "seed": input.config.seed,
         "seconds": input.config.seconds,
         "instances": input.config.instances,
-        "etcd_members": input.config.members,
+        "etcd_members": if etcd { input.config.members } else { 0 },
+        "database": (!etcd).then(|| input.lanes[instances..].join(",")),
+        "free_identities": (!etcd).then(|| super::run::free_identities(input.config)),
+        "through_pgbouncer": if input.config.coordinator == Coordinator::Postgres {
+            (0..input.config.instances)
+                .filter(|&i| super::database::through_pgbouncer(i))
+                .map(|i| input.lanes[i].clone())
+                .collect::<Vec<_>>()
+        } else {
+            Vec::new()
+        },
         "lease_ttl": input.config.lease_ttl,
         "started_unix_ms": input.started_unix_ms,
         "passed": passed,
@@ -251,9 +268,10 @@ pub fn write(input: &Input<'_>, out: &Path) -> std::io::Result<Outcome> {
         .map(|(k, n)| format!("{}={n}", k.name()))
         .collect();
     let line = format!(
-        "chaos: {} seed={} seconds={} ids={} requests={} duplicates={} violations={} \
+        "chaos: {} coordinator={} seed={} seconds={} ids={} requests={} duplicates={} violations={} \
          holder_overlaps={} stale_leader_unconfirmed={} faults[{}] availability min={:.1}%",
         if passed { "PASS" } else { "FAIL" },
+        input.config.coordinator,
         input.config.seed,
         input.config.seconds,
         input.findings.ids,
@@ -295,6 +313,10 @@ fn color(kind: FaultKind) -> &'static str {
         FaultKind::ClockStep => "#1e88e5",
         FaultKind::EtcdMemberRestart => "#5d4037",
         FaultKind::StaleLeader => "#c62828",
+        FaultKind::DbShortPause | FaultKind::DbLongPause => "#ff9800",
+        FaultKind::DbCrashRestart => "#5d4037",
+        FaultKind::DbPartition => "#7b1fa2",
+        FaultKind::DbClockStep => "#1e88e5",
     }
 }
 
@@ -445,12 +467,28 @@ fn html(input: &Input<'_>, summary: &serde_json::Value) -> String {
     };
     let _ = write!(
         page,
-        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>snowmint chaos: seed {seed}, {verdict}</title>
+        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>snowmint chaos ({coordinator}): seed {seed}, {verdict}</title>
 <style>body{{font-family:sans-serif;margin:1em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}th{{background:#eee}}.fail{{color:#c62828}}.pass{{color:#2e7d32}}</style></head><body>
-<h1>snowmint chaos run: <span class="{class}">{verdict}</span></h1>
-<p>Seed <b>{seed}</b>, {seconds} s of load, {ids} IDs acknowledged in {requests} requests by {identities} identities, <b>{duplicates}</b> duplicates, <b>{overlaps}</b> holder overlaps (two instances issuing as one identity at once, each a violation: see docs/distributed.md); the stale_leader faults' targets did not count {unconfirmed} keep-alive answers.
-Replay the schedule with <code>scripts/chaos --seconds {seconds} --seed {seed} --instances {n}</code> (the timing differs from run to run).</p>"#,
+<h1>snowmint chaos run ({coordinator}): <span class="{class}">{verdict}</span></h1>
+<p>Coordinator <b>{coordinator}</b>{through}{free}. Seed <b>{seed}</b>, {seconds} s of load, {ids} IDs acknowledged in {requests} requests by {identities} identities, <b>{duplicates}</b> duplicates, <b>{overlaps}</b> holder overlaps (two instances issuing as one identity at once, each a violation: see docs/distributed.md); the stale_leader faults' targets did not count {unconfirmed} keep-alive answers.
+Replay the schedule with <code>scripts/chaos --coordinator {coordinator} --seconds {seconds} --seed {seed} --instances {n}</code> (the timing differs from run to run).</p>"#,
         seed = input.config.seed,
+        coordinator = input.config.coordinator,
+        through = match summary["through_pgbouncer"].as_array() {
+            Some(list) if !list.is_empty() => format!(
+                " ({} through PgBouncer in transaction mode)",
+                list.iter()
+                    .filter_map(|v| v.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            _ => String::new(),
+        },
+        free = match summary["free_identities"].as_u64() {
+            Some(n) =>
+                format!(", {n} identities of the datacenter free (a crowd holds the others)"),
+            None => String::new(),
+        },
         class = verdict.to_lowercase(),
         seconds = input.config.seconds,
         ids = summary["ids"],
@@ -477,16 +515,16 @@ Replay the schedule with <code>scripts/chaos --seconds {seconds} --seed {seed} -
          (all lanes on one scale); the band below is <code>/readyz</code>, \
          <span style=\"color:#43a047\">ready</span>, <span style=\"color:#e53935\">not ready</span> \
          (fenced, no identity, clock behind), <span style=\"color:#9e9e9e\">no answer</span> (down or paused). \
-         One lane per etcd member. Faults are shaded over their lane from start to heal: \
+         One lane per etcd member, or one for the database server. Faults are shaded over their lane from start to heal: \
          <span style=\"color:#000\">kill</span>, <span style=\"color:#ff9800\">pause</span>, \
          <span style=\"color:#7b1fa2\">partition</span>, <span style=\"color:#1e88e5\">clock step</span>, \
-         <span style=\"color:#5d4037\">etcd restart</span>. Hover for details.</p>",
+         <span style=\"color:#5d4037\">etcd or database restart</span>. Hover for details.</p>",
     );
     page.push_str(&svg);
     page.push_str(
         "<h2>Faults</h2><table><tr><th>kind</th><th>scheduled</th><th>happened</th></tr>",
     );
-    for kind in FaultKind::ALL {
+    for kind in input.config.coordinator.all_kinds() {
         let _ = write!(
             page,
             "<tr><td style=\"text-align:left\">{}</td><td>{}</td><td>{}</td></tr>",
@@ -578,10 +616,12 @@ mod tests {
         Config {
             seconds: 30,
             seed: 1,
+            coordinator: Coordinator::Etcd,
             instances: 1,
             members: 3,
             lease_ttl: 3,
             think_ms: 40,
+            free_identities: None,
             snowmint: "snowmint".into(),
             out: "out".into(),
         }
@@ -595,6 +635,7 @@ mod tests {
             hold_ms: 2_000,
             back_ms: 0,
             forward_ms: 0,
+            group: Vec::new(),
         };
         let record = FaultRecord {
             index: 0,

@@ -1,4 +1,4 @@
-//! One chaos run: start etcd and the instances, mint from every instance
+//! One chaos run: start etcd (or the database) and the instances, mint from every instance
 //! while the nemesis carries out the schedule and the probes watch
 //! `/readyz`, then stop everything, check and report.
 //!
@@ -23,9 +23,10 @@ use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 
 use super::checker;
+use super::database::{self, Database};
 use super::history::{FaultRecord, History, Mint, Probe, Readiness};
 use super::report;
-use super::schedule::{self, Fault, FaultKind, Plan};
+use super::schedule::{self, Coordinator, Fault, FaultKind, Plan};
 use crate::clock::{self, FakeClock};
 use crate::etcd::{self, EtcdCluster};
 use crate::proxy::Proxy;
@@ -36,12 +37,13 @@ pub const GRACE: Duration = Duration::from_secs(60);
 /// How often each instance's `/readyz` is probed.
 pub const PROBE_EVERY: Duration = Duration::from_millis(150);
 
-/// The identity of the static-mode instance (etcd-mode instances lease
+/// The identity of the static-mode instance (leased instances lease
 /// workers of datacenter [`ETCD_DATACENTER`] only, so they never reach it).
 pub const STATIC_IDENTITY: (u8, u8) = (31, 31);
 
-/// The datacenter the etcd-mode instances lease their workers in
-/// (`--datacenter` with `--etcd`): any other than the static instance's.
+/// The datacenter the leased instances lease their workers in
+/// (`--datacenter` with `--etcd`, `--postgres` or `--mysql`): any other
+/// than the static instance's.
 pub const ETCD_DATACENTER: u8 = 0;
 
 /// What to run.
@@ -51,15 +53,23 @@ pub struct Config {
     pub seconds: u64,
     /// The seed of the schedule and of the clients' batch sizes.
     pub seed: u64,
-    /// How many `serve --etcd` instances (one static-mode instance runs too).
+    /// What the instances lease from: etcd, PostgreSQL or MariaDB.
+    pub coordinator: Coordinator,
+    /// How many `serve --etcd` (`--postgres`, `--mysql`) instances (one
+    /// static-mode instance runs too).
     pub instances: usize,
-    /// How many etcd members.
+    /// How many etcd members (with etcd).
     pub members: usize,
     /// The instances' `--lease-ttl`, seconds.
     pub lease_ttl: u64,
     /// Each client waits up to this long (drawn from the seed) between mints, ms.
     pub think_ms: u64,
-    /// The `snowmint` binary, built with `--features etcd`.
+    /// With a database: how many identities of datacenter
+    /// [`ETCD_DATACENTER`] are left free for the instances (its first
+    /// workers; a crowd holds the others for good, see
+    /// [`Database::crowd`]); `None` for `instances + 1`, 32 for all.
+    pub free_identities: Option<usize>,
+    /// The `snowmint` binary, built with `--features etcd` (and the default `db`).
     pub snowmint: PathBuf,
     /// Where the report goes (`ids.txt`, `summary.json`, `report.html`, `logs/`).
     pub out: PathBuf,
@@ -82,7 +92,8 @@ struct Instance {
     clock: FakeClock,
     log: PathBuf,
     child: Option<Child>,
-    /// One proxy per etcd member (empty in static mode): the instance's line to etcd.
+    /// One proxy per etcd member, or one to the database (empty in static
+    /// mode): the instance's line to its coordinator.
     proxies: Vec<Proxy>,
 }
 
@@ -155,7 +166,10 @@ struct World {
     config: Config,
     t0: Instant,
     instances: Vec<Shared<Instance>>,
-    cluster: Arc<Mutex<EtcdCluster>>,
+    /// The etcd cluster, with etcd.
+    cluster: Option<Arc<Mutex<EtcdCluster>>>,
+    /// The database server, with PostgreSQL or MySQL.
+    database: Option<Arc<Database>>,
     history: Mutex<History>,
     stop: AtomicBool,
 }
@@ -180,8 +194,9 @@ impl World {
 ///
 /// # Errors
 ///
-/// When the run cannot be set up (etcd, etcdctl, libfaketime or the binary
-/// missing, a process that does not start) or the report cannot be written.
+/// When the run cannot be set up (etcd, etcdctl, the database server,
+/// PgBouncer, libfaketime or the binary missing, a process that does not
+/// start) or the report cannot be written.
 /// A run whose checks fail is not an error: see [`Outcome::passed`].
 pub async fn run(config: Config) -> anyhow::Result<Outcome> {
     let library =
@@ -202,11 +217,36 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
     let scratch = tempfile::tempdir()?;
     preflight_clock(&config.snowmint, &library, scratch.path()).await?;
 
-    let members = config.members;
-    let cluster = tokio::task::spawn_blocking(move || EtcdCluster::start(members))
-        .await?
-        .map_err(anyhow::Error::msg)?;
-    let cluster = Arc::new(Mutex::new(cluster));
+    let (cluster, database) = match config.coordinator {
+        Coordinator::Etcd => {
+            let members = config.members;
+            let cluster = tokio::task::spawn_blocking(move || EtcdCluster::start(members))
+                .await?
+                .map_err(anyhow::Error::msg)?;
+            (Some(Arc::new(Mutex::new(cluster))), None)
+        }
+        coordinator => {
+            let database = database::unpanic(move || Database::start(coordinator))
+                .await
+                .with_context(|| format!("the {coordinator} server did not start"))??;
+            let out = Command::new(&config.snowmint)
+                .args(["sql", "coordinator", coordinator.name()])
+                .output()
+                .await?;
+            anyhow::ensure!(
+                out.status.success(),
+                "snowmint sql coordinator {coordinator}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let script = String::from_utf8(out.stdout)?;
+            let free = free_identities(&config);
+            let database = Arc::new(database);
+            database::blocking(&database, move |d| d.crowd(&script, free))
+                .await
+                .context("load the coordinator table")?;
+            (None, Some(database))
+        }
+    };
     let started_unix_ms = unix_ms();
 
     let mut instances = Vec::new();
@@ -231,9 +271,21 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
                 "--state-dir".to_owned(),
                 state.display().to_string(),
             ]);
+        } else if let Some(database) = &database {
+            let proxy = Proxy::start(database.upstream(i)).await;
+            let (flag, url) = database.flag_and_url(proxy.addr());
+            proxies.push(proxy);
+            args.extend([
+                flag.to_owned(),
+                url,
+                "--lease-ttl".to_owned(),
+                config.lease_ttl.to_string(),
+                "--datacenter".to_owned(),
+                ETCD_DATACENTER.to_string(),
+            ]);
         } else {
             let upstreams: Vec<SocketAddr> = {
-                let cluster = cluster.lock().unwrap();
+                let cluster = cluster.as_ref().context("etcd")?.lock().unwrap();
                 (0..cluster.len()).map(|m| cluster.addr(m)).collect()
             };
             for upstream in upstreams {
@@ -272,6 +324,7 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
         t0: Instant::now(),
         instances,
         cluster,
+        database,
         history: Mutex::new(History {
             errors: vec![BTreeMap::new(); config.instances + 1],
             ..History::default()
@@ -283,14 +336,17 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
 
     let result = drive(&world).await;
     cleanup(&world).await;
-    let members_logs: Vec<(String, String)> = {
-        let cluster = world.cluster.lock().unwrap();
-        (0..cluster.len())
-            .map(|m| {
-                let log = cluster.dir().join(format!("etcd{m}.log"));
-                (cluster.name(m).to_owned(), log.display().to_string())
-            })
-            .collect()
+    let members_logs: Vec<(String, String)> = match &world.cluster {
+        Some(cluster) => {
+            let cluster = cluster.lock().unwrap();
+            (0..cluster.len())
+                .map(|m| {
+                    let log = cluster.dir().join(format!("etcd{m}.log"));
+                    (cluster.name(m).to_owned(), log.display().to_string())
+                })
+                .collect()
+        }
+        None => Vec::new(),
     };
     for (name, path) in members_logs {
         let _ = std::fs::copy(path, logs.join(format!("{name}.log")));
@@ -306,8 +362,13 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
         for instance in &world.instances {
             lanes.push(instance.lock().await.name.clone());
         }
-        let cluster = world.cluster.lock().unwrap();
-        lanes.extend((0..cluster.len()).map(|m| cluster.name(m).to_owned()));
+        if let Some(cluster) = &world.cluster {
+            let cluster = cluster.lock().unwrap();
+            lanes.extend((0..cluster.len()).map(|m| cluster.name(m).to_owned()));
+        }
+        if let Some(database) = &world.database {
+            lanes.push(database.lane().to_owned());
+        }
         lanes
     };
     let input = report::Input {
@@ -323,10 +384,21 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
     Ok(outcome)
 }
 
+/// How many identities of datacenter [`ETCD_DATACENTER`] a database run
+/// leaves free: [`Config::free_identities`], else one more than the
+/// instances; at least one, at most 32.
+pub fn free_identities(config: &Config) -> usize {
+    config
+        .free_identities
+        .unwrap_or(config.instances + 1)
+        .clamp(1, 32)
+}
+
 /// The schedule's inputs for `config`.
 pub fn plan(config: &Config) -> Plan {
     Plan {
         seed: config.seed,
+        coordinator: config.coordinator,
         seconds: config.seconds,
         instances: config.instances,
         members: config.members,
@@ -410,13 +482,13 @@ async fn drive(world: &Arc<World>) -> anyhow::Result<bool> {
     }
     tasks.push(tokio::spawn(watchdog(Arc::clone(world))));
     let faults = schedule::schedule(&plan(&world.config));
-    let (etcd_faults, instance_faults): (Vec<_>, Vec<_>) = faults
+    let (coordinator_faults, instance_faults): (Vec<_>, Vec<_>) = faults
         .into_iter()
         .enumerate()
-        .partition(|(_, f)| f.kind.on_etcd());
+        .partition(|(_, f)| f.kind.on_coordinator());
     let mut lanes = vec![
         tokio::spawn(nemesis(Arc::clone(world), instance_faults)),
-        tokio::spawn(nemesis(Arc::clone(world), etcd_faults)),
+        tokio::spawn(nemesis(Arc::clone(world), coordinator_faults)),
     ];
 
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -454,21 +526,32 @@ async fn drive(world: &Arc<World>) -> anyhow::Result<bool> {
 }
 
 /// Kills every instance and etcd member (also paused ones: SIGKILL ends a
-/// stopped process too) and closes the proxies.
+/// stopped process too) or the database server and PgBouncer (after
+/// keeping their logs), and closes the proxies.
 async fn cleanup(world: &World) {
     for instance in &world.instances {
         let mut instance = instance.lock().await;
         instance.kill().await;
         instance.proxies.clear();
     }
-    let cluster = Arc::clone(&world.cluster);
-    let _ = tokio::task::spawn_blocking(move || {
-        let mut cluster = cluster.lock().unwrap_or_else(|e| e.into_inner());
-        for m in 0..cluster.len() {
-            cluster.kill(m);
-        }
-    })
-    .await;
+    if let Some(cluster) = &world.cluster {
+        let cluster = Arc::clone(cluster);
+        let _ = tokio::task::spawn_blocking(move || {
+            let mut cluster = cluster.lock().unwrap_or_else(|e| e.into_inner());
+            for m in 0..cluster.len() {
+                cluster.kill(m);
+            }
+        })
+        .await;
+    }
+    if let Some(db) = &world.database {
+        let logs = world.config.out.join("logs");
+        let _ = database::blocking(db, move |d| {
+            d.keep_logs(&logs);
+            d.kill();
+        })
+        .await;
+    }
 }
 
 /// Mints from one instance until the load stops, recording every 200.
@@ -619,6 +702,8 @@ async fn nemesis(world: Arc<World>, faults: Vec<(usize, Fault)>) {
         };
         let outcome = if fault.kind.on_etcd() {
             etcd_fault(&world, &fault, &update).await
+        } else if fault.kind.on_db() {
+            db_fault(&world, &fault, &update).await
         } else {
             instance_fault(&world, &fault, &update).await
         };
@@ -693,7 +778,10 @@ async fn instance_fault(world: &World, fault: &Fault, update: &Recorder<'_>) -> 
             }
             update.set(|r| {
                 r.happened = true;
-                r.detail = format!("line to etcd cut for {} ms", fault.hold_ms);
+                r.detail = format!(
+                    "line to {} cut for {} ms",
+                    world.config.coordinator, fault.hold_ms
+                );
             });
             tokio::time::sleep(hold).await;
             shared.lock().await.proxies.iter().for_each(Proxy::restore);
@@ -734,7 +822,12 @@ const LEADER_SEARCH: Duration = Duration::from_secs(15);
 type ClusterOp = Box<dyn FnOnce(&mut EtcdCluster) -> anyhow::Result<bool> + Send>;
 
 async fn etcd_fault(world: &World, fault: &Fault, update: &Recorder<'_>) -> anyhow::Result<()> {
-    let cluster = Arc::clone(&world.cluster);
+    let cluster = Arc::clone(
+        world
+            .cluster
+            .as_ref()
+            .context("an etcd fault without etcd")?,
+    );
     let hold = Duration::from_millis(fault.hold_ms);
     let blocking = |f: ClusterOp| {
         let cluster = Arc::clone(&cluster);
@@ -883,6 +976,91 @@ async fn etcd_fault(world: &World, fault: &Fault, update: &Recorder<'_>) -> anyh
             }
         }
         kind => bail!("{} is not an etcd fault", kind.name()),
+    }
+    Ok(())
+}
+
+/// Carries out one fault of the database lane: the server paused, crashed
+/// and restarted, its clock stepped, or the lines of some instances cut.
+/// A server that was paused is resumed even when the pause failed half-way.
+async fn db_fault(world: &World, fault: &Fault, update: &Recorder<'_>) -> anyhow::Result<()> {
+    let db = world
+        .database
+        .as_ref()
+        .context("a database fault without a database")?;
+    let hold = Duration::from_millis(fault.hold_ms);
+    update.set(|r| r.lane = Some(db.lane().to_owned()));
+    match fault.kind {
+        FaultKind::DbShortPause | FaultKind::DbLongPause => {
+            let paused = database::blocking(db, Database::pause).await;
+            update.set(|r| {
+                r.happened = paused.is_ok();
+                r.detail = format!(
+                    "every server process SIGSTOP for {} ms (TTL {} s)",
+                    fault.hold_ms, world.config.lease_ttl
+                );
+            });
+            tokio::time::sleep(hold).await;
+            database::blocking(db, Database::resume).await?;
+            paused?;
+        }
+        FaultKind::DbCrashRestart => {
+            let crashed = database::blocking(db, Database::crash).await;
+            update.set(|r| {
+                r.happened = crashed.is_ok();
+                r.detail = format!("crashed, down {} ms, then started again", fault.hold_ms);
+            });
+            tokio::time::sleep(hold).await;
+            database::blocking(db, Database::restart).await?;
+            crashed?;
+        }
+        FaultKind::DbPartition => {
+            let mut names = Vec::new();
+            for &i in &fault.group {
+                let instance = world.instances[i].lock().await;
+                instance.proxies.iter().for_each(Proxy::cut);
+                names.push(instance.name.clone());
+            }
+            update.set(|r| {
+                r.happened = !names.is_empty();
+                r.detail = format!(
+                    "line to {} cut for {} ({} of {} instances) for {} ms",
+                    db.lane(),
+                    names.join(", "),
+                    names.len(),
+                    world.config.instances,
+                    fault.hold_ms
+                );
+            });
+            tokio::time::sleep(hold).await;
+            for &i in &fault.group {
+                let instance = world.instances[i].lock().await;
+                instance.proxies.iter().for_each(Proxy::restore);
+            }
+        }
+        FaultKind::DbClockStep => {
+            let forward = fault.forward_ms as i64;
+            let back = -(fault.back_ms as i64);
+            let step = |offset: i64| database::blocking(db, move |d| d.set_clock_offset_ms(offset));
+            step(forward).await?;
+            update.set(|r| {
+                r.happened = true;
+                r.detail = format!(
+                    "server clock {} s for {} ms, then {} s for {} ms, then back to the real \
+                     time (TTL {} s)",
+                    clock::format_offset(forward),
+                    fault.hold_ms,
+                    clock::format_offset(back),
+                    fault.hold_ms,
+                    world.config.lease_ttl
+                );
+            });
+            tokio::time::sleep(hold).await;
+            step(back).await?;
+            tokio::time::sleep(hold).await;
+            step(0).await?;
+        }
+        kind => bail!("{} is not a database fault", kind.name()),
     }
     Ok(())
 }

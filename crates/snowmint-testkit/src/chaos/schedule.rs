@@ -1,17 +1,92 @@
 //! The nemesis's plan: which fault, when, on whom, for how long, drawn from
 //! the seed before the run starts.
 //!
-//! The same seed (with the same `seconds`, instance count and TTL) gives the
-//! same schedule. The timing of a run is not reproducible: when a request
+//! The same seed (with the same coordinator, `seconds`, instance count and
+//! TTL) gives the same schedule; with etcd, the schedule a seed gave before
+//! the database coordinators existed. The timing of a run is not reproducible: when a request
 //! lands relative to a fault depends on the machine.
 
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+/// What the instances lease their identity from, and so which faults the
+/// coordinator's lane of the schedule holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Coordinator {
+    /// A three-member etcd cluster (`serve --etcd`).
+    #[default]
+    Etcd,
+    /// One PostgreSQL server (`serve --postgres`), some instances through
+    /// PgBouncer in transaction mode.
+    Postgres,
+    /// One MariaDB server (`serve --mysql`).
+    Mysql,
+}
+
+impl Coordinator {
+    /// The name on the command line and in the report: `etcd`, `postgres`, `mysql`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Coordinator::Etcd => "etcd",
+            Coordinator::Postgres => "postgres",
+            Coordinator::Mysql => "mysql",
+        }
+    }
+
+    /// The one coordinator named `name`, if any.
+    pub fn parse(name: &str) -> Option<Coordinator> {
+        [Coordinator::Etcd, Coordinator::Postgres, Coordinator::Mysql]
+            .into_iter()
+            .find(|c| c.name() == name)
+    }
+
+    /// The kinds of the coordinator's lane, in the order a round starts from.
+    pub fn kinds(self) -> &'static [FaultKind] {
+        match self {
+            Coordinator::Etcd => &[
+                FaultKind::EtcdLeaderKill,
+                FaultKind::EtcdMemberPause,
+                FaultKind::EtcdMemberRestart,
+                FaultKind::StaleLeader,
+            ],
+            Coordinator::Postgres | Coordinator::Mysql => &[
+                FaultKind::DbShortPause,
+                FaultKind::DbLongPause,
+                FaultKind::DbCrashRestart,
+                FaultKind::DbPartition,
+                FaultKind::DbClockStep,
+            ],
+        }
+    }
+
+    /// Every kind a run with this coordinator can schedule: the instance
+    /// lane's, then the coordinator lane's.
+    pub fn all_kinds(self) -> Vec<FaultKind> {
+        let mut kinds = INSTANCE_KINDS.to_vec();
+        kinds.extend_from_slice(self.kinds());
+        kinds
+    }
+}
+
+impl std::fmt::Display for Coordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The kinds of the instance lane (any coordinator).
+pub const INSTANCE_KINDS: [FaultKind; 5] = [
+    FaultKind::InstanceKill,
+    FaultKind::InstancePause,
+    FaultKind::Partition,
+    FaultKind::ClockStep,
+    FaultKind::StaticKillClockBack,
+];
+
 /// A kind of fault. Its [`name`](FaultKind::name) says which family it is
-/// in: `kill`, `pause`, `partition`, `clock`, `etcd` for the store's, and
-/// `stale_leader` for the one that acts on both.
+/// in: `kill`, `pause`, `partition`, `clock`, `etcd` or `db` for the
+/// coordinator's, and `stale_leader` for the one that acts on both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FaultKind {
     /// SIGKILL an etcd-mode instance, then start it again.
@@ -38,11 +113,28 @@ pub enum FaultKind {
     /// leader answers the instance's keep-alives from its stale lease table
     /// (etcd issue 15247).
     StaleLeader,
+    /// SIGSTOP every process of the database server for less than the lease
+    /// TTL (sometimes more than the holders' fence window), then SIGCONT.
+    DbShortPause,
+    /// SIGSTOP every process of the database server for longer than the
+    /// lease TTL, then SIGCONT.
+    DbLongPause,
+    /// Crash the database server (PostgreSQL: `pg_ctl stop -m immediate`;
+    /// MariaDB: SIGKILL), keep it down a while, start it again (crash
+    /// recovery) on the same port.
+    DbCrashRestart,
+    /// Cut the line to the database of some instances (two or more, not
+    /// all, when there are enough), then heal it.
+    DbPartition,
+    /// Step the database server's wall clock forward by more than the TTL,
+    /// then back behind the real time by more than the TTL, then to the
+    /// real time, while it runs.
+    DbClockStep,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 9] = [
+    pub const ALL: [FaultKind; 14] = [
         FaultKind::InstanceKill,
         FaultKind::InstancePause,
         FaultKind::Partition,
@@ -52,6 +144,11 @@ impl FaultKind {
         FaultKind::EtcdMemberPause,
         FaultKind::EtcdMemberRestart,
         FaultKind::StaleLeader,
+        FaultKind::DbShortPause,
+        FaultKind::DbLongPause,
+        FaultKind::DbCrashRestart,
+        FaultKind::DbPartition,
+        FaultKind::DbClockStep,
     ];
 
     /// The name in `summary.json` and the report.
@@ -66,11 +163,16 @@ impl FaultKind {
             FaultKind::EtcdMemberPause => "etcd_member_pause",
             FaultKind::EtcdMemberRestart => "etcd_member_restart",
             FaultKind::StaleLeader => "stale_leader",
+            FaultKind::DbShortPause => "db_short_pause",
+            FaultKind::DbLongPause => "db_long_pause",
+            FaultKind::DbCrashRestart => "db_crash_restart",
+            FaultKind::DbPartition => "db_partition",
+            FaultKind::DbClockStep => "db_clock_step",
         }
     }
 
-    /// Whether the fault acts on etcd members (else on instances only):
-    /// it runs in the etcd lane, one etcd fault at a time.
+    /// Whether the fault acts on etcd members (else on instances or the
+    /// database).
     pub fn on_etcd(self) -> bool {
         matches!(
             self,
@@ -80,6 +182,24 @@ impl FaultKind {
                 | FaultKind::StaleLeader
         )
     }
+
+    /// Whether the fault acts on the database server or on the lines to it.
+    pub fn on_db(self) -> bool {
+        matches!(
+            self,
+            FaultKind::DbShortPause
+                | FaultKind::DbLongPause
+                | FaultKind::DbCrashRestart
+                | FaultKind::DbPartition
+                | FaultKind::DbClockStep
+        )
+    }
+
+    /// Whether the fault runs in the coordinator's lane (etcd's or the
+    /// database's), one such fault at a time; else in the instance lane.
+    pub fn on_coordinator(self) -> bool {
+        self.on_etcd() || self.on_db()
+    }
 }
 
 /// What the schedule is drawn for.
@@ -87,6 +207,8 @@ impl FaultKind {
 pub struct Plan {
     /// The seed.
     pub seed: u64,
+    /// What the instances lease from: which kinds the coordinator's lane holds.
+    pub coordinator: Coordinator,
     /// Length of the load, in seconds; every fault starts and is planned to
     /// end within it.
     pub seconds: u64,
@@ -116,22 +238,31 @@ pub struct Fault {
     /// For clock faults: how far the clock steps back, ms.
     pub back_ms: u64,
     /// For [`FaultKind::ClockStep`]: how far past the real time it then
-    /// steps forward, ms.
+    /// steps forward, ms. For [`FaultKind::DbClockStep`]: how far it first
+    /// steps forward (`back_ms`: how far behind the real time it then steps).
     pub forward_ms: u64,
+    /// For [`FaultKind::DbPartition`]: the instances whose line is cut
+    /// (empty for every other kind).
+    pub group: Vec<usize>,
 }
 
 impl Fault {
     /// How long the fault is planned to take, with time for a restart.
     pub fn planned_ms(&self) -> u64 {
         match self.kind {
-            FaultKind::ClockStep => 2 * self.hold_ms,
+            FaultKind::ClockStep | FaultKind::DbClockStep => 2 * self.hold_ms,
             FaultKind::InstanceKill
             | FaultKind::StaticKillClockBack
             | FaultKind::EtcdLeaderKill
             | FaultKind::EtcdMemberRestart => self.hold_ms + 1500,
-            FaultKind::InstancePause | FaultKind::Partition | FaultKind::EtcdMemberPause => {
-                self.hold_ms
-            }
+            // Crash recovery and a start under load take longer than an etcd member's.
+            FaultKind::DbCrashRestart => self.hold_ms + 3000,
+            FaultKind::InstancePause
+            | FaultKind::Partition
+            | FaultKind::EtcdMemberPause
+            | FaultKind::DbShortPause
+            | FaultKind::DbLongPause
+            | FaultKind::DbPartition => self.hold_ms,
             FaultKind::StaleLeader => {
                 STALE_ROUTE_BEFORE_MS + self.hold_ms + STALE_CUT_AFTER_MS + STALE_ROUTE_AFTER_MS
             }
@@ -156,39 +287,22 @@ pub const STALE_CUT_AFTER_MS: u64 = 500;
 pub const ELECTION_TIMEOUT_MS: u64 = 1000;
 
 /// The schedule of `plan`: two lanes run side by side, one for faults on
-/// instances and one for faults on etcd, each fault after the previous one
-/// of its lane, kinds in rounds (each round every kind of the lane, in a
-/// shuffled order) so that a run long enough sees every kind; the etcd
-/// lane opens with a [`FaultKind::StaleLeader`], so that every run, even a
-/// short one, has one; each `stale_leader` targets an instance no fault of
-/// the instance lane touches meanwhile (see `clear_target`). Sorted by
-/// start.
+/// instances and one for faults on the coordinator (etcd, or the database
+/// server and the lines to it), each fault after the previous one of its
+/// lane, kinds in rounds (each round every kind of the lane, in a shuffled
+/// order) so that a run long enough sees every kind; the etcd lane opens
+/// with a [`FaultKind::StaleLeader`], so that every run, even a short one,
+/// has one; each `stale_leader` targets an instance no fault of the
+/// instance lane touches meanwhile (see `clear_target`), and each
+/// `db_partition` cuts instances whose line no `partition` of the instance
+/// lane cuts meanwhile (see `partition_group`). Sorted by start.
 pub fn schedule(plan: &Plan) -> Vec<Fault> {
     let mut rng = ChaCha8Rng::seed_from_u64(plan.seed);
     let end_ms = plan.seconds * 1000;
     let ttl_ms = plan.lease_ttl * 1000;
     let mut faults = Vec::new();
-    let lanes: [(&[FaultKind], u64); 2] = [
-        (
-            &[
-                FaultKind::InstanceKill,
-                FaultKind::InstancePause,
-                FaultKind::Partition,
-                FaultKind::ClockStep,
-                FaultKind::StaticKillClockBack,
-            ],
-            2000,
-        ),
-        (
-            &[
-                FaultKind::EtcdLeaderKill,
-                FaultKind::EtcdMemberPause,
-                FaultKind::EtcdMemberRestart,
-                FaultKind::StaleLeader,
-            ],
-            3000,
-        ),
-    ];
+    let lanes: [(&[FaultKind], u64); 2] =
+        [(&INSTANCE_KINDS, 2000), (plan.coordinator.kinds(), 3000)];
     for (kinds, first_ms) in lanes {
         let mut at_ms = first_ms;
         let mut round: Vec<FaultKind> = if kinds.contains(&FaultKind::StaleLeader) {
@@ -215,6 +329,9 @@ pub fn schedule(plan: &Plan) -> Vec<Fault> {
         if faults[i].kind == FaultKind::StaleLeader {
             faults[i].target = clear_target(&mut rng, plan, &faults, &faults[i]);
         }
+        if faults[i].kind == FaultKind::DbPartition {
+            faults[i].group = partition_group(&mut rng, plan, &faults, &faults[i]);
+        }
     }
     faults.sort_by_key(|f| (f.at_ms, f.kind));
     faults
@@ -237,7 +354,7 @@ fn clear_target(
     let to = stale.at_ms + stale.planned_ms() + ttl_ms;
     let busy = |instance: usize| {
         faults.iter().any(|f| {
-            !f.kind.on_etcd()
+            !f.kind.on_coordinator()
                 && f.target == Some(instance)
                 && f.at_ms < to
                 && f.at_ms + f.planned_ms() > from
@@ -249,6 +366,33 @@ fn clear_target(
     } else {
         Some(free[rng.random_range(0..free.len())])
     }
+}
+
+/// The instances a `db_partition` cuts: two or more of them and not all
+/// (one when there is one or two), drawn among those whose line no
+/// `partition` of the instance lane cuts while it holds (a `partition`
+/// that heals meanwhile would heal this cut too); fewer when too few are
+/// free, and then at least one even if busy.
+fn partition_group(rng: &mut ChaCha8Rng, plan: &Plan, faults: &[Fault], cut: &Fault) -> Vec<usize> {
+    let (from, to) = (cut.at_ms, cut.at_ms + cut.planned_ms());
+    let busy = |instance: usize| {
+        faults.iter().any(|f| {
+            f.kind == FaultKind::Partition
+                && f.target == Some(instance)
+                && f.at_ms < to
+                && f.at_ms + f.planned_ms() > from
+        })
+    };
+    let n = plan.instances.max(1);
+    let size = if n <= 2 { 1 } else { rng.random_range(2..n) };
+    let mut free: Vec<usize> = (0..n).filter(|&i| !busy(i)).collect();
+    if free.is_empty() {
+        free = (0..n).collect();
+    }
+    free.shuffle(rng);
+    free.truncate(size);
+    free.sort_unstable();
+    free
 }
 
 fn draw(rng: &mut ChaCha8Rng, plan: &Plan, kind: FaultKind, at_ms: u64, ttl_ms: u64) -> Fault {
@@ -292,6 +436,27 @@ fn draw(rng: &mut ChaCha8Rng, plan: &Plan, kind: FaultKind, at_ms: u64, ttl_ms: 
                 0,
             )
         }
+        // Shorter than the TTL: from a quarter of it (the holders renew
+        // through it) to nine tenths (past their fence window: they fence,
+        // then renew once it resumes, their leases still alive).
+        FaultKind::DbShortPause => (None, rng.random_range(ttl_ms / 4..=ttl_ms * 9 / 10), 0, 0),
+        FaultKind::DbLongPause => (
+            None,
+            rng.random_range(ttl_ms + 500..=2 * ttl_ms + 2000),
+            0,
+            0,
+        ),
+        // Down from a moment to more than a TTL.
+        FaultKind::DbCrashRestart => (None, rng.random_range(200..=ttl_ms + 1000), 0, 0),
+        FaultKind::DbPartition => (None, rng.random_range(1000..=2 * ttl_ms + 1000), 0, 0),
+        // Each step by more than the TTL: forward, every lease looks
+        // expired to the database; back, every one looks longer.
+        FaultKind::DbClockStep => (
+            None,
+            rng.random_range(1000..=3000),
+            rng.random_range(ttl_ms + 500..=3 * ttl_ms),
+            rng.random_range(ttl_ms + 500..=3 * ttl_ms),
+        ),
     };
     Fault {
         at_ms,
@@ -300,6 +465,7 @@ fn draw(rng: &mut ChaCha8Rng, plan: &Plan, kind: FaultKind, at_ms: u64, ttl_ms: 
         hold_ms,
         back_ms,
         forward_ms,
+        group: Vec::new(),
     }
 }
 
@@ -310,10 +476,18 @@ mod tests {
     fn plan(seed: u64, seconds: u64) -> Plan {
         Plan {
             seed,
+            coordinator: Coordinator::Etcd,
             seconds,
             instances: 5,
             members: 3,
             lease_ttl: 3,
+        }
+    }
+
+    fn db_plan(seed: u64, seconds: u64, coordinator: Coordinator) -> Plan {
+        Plan {
+            coordinator,
+            ..plan(seed, seconds)
         }
     }
 
@@ -367,7 +541,7 @@ mod tests {
                     stale.at_ms + stale.planned_ms() + ttl_ms,
                 );
                 let clash = faults.iter().find(|f| {
-                    !f.kind.on_etcd()
+                    !f.kind.on_coordinator()
                         && f.target == stale.target
                         && f.at_ms < to
                         && f.at_ms + f.planned_ms() > from
@@ -380,7 +554,7 @@ mod tests {
     #[test]
     fn a_minute_sees_every_kind() {
         let faults = schedule(&plan(1, 60));
-        for kind in FaultKind::ALL {
+        for kind in Coordinator::Etcd.all_kinds() {
             assert!(faults.iter().any(|f| f.kind == kind), "{kind:?} missing");
         }
     }
@@ -396,6 +570,93 @@ mod tests {
             );
             let stale = kind == FaultKind::StaleLeader;
             assert_eq!(kind.on_etcd(), name.contains("etcd") || stale);
+            assert_eq!(kind.on_db(), name.starts_with("db_"));
+        }
+    }
+
+    #[test]
+    fn coordinators_parse_by_name() {
+        for c in [Coordinator::Etcd, Coordinator::Postgres, Coordinator::Mysql] {
+            assert_eq!(Coordinator::parse(c.name()), Some(c));
+        }
+        assert_eq!(Coordinator::parse("sqlite"), None);
+        assert_eq!(Coordinator::default(), Coordinator::Etcd);
+    }
+
+    /// With a database, the coordinator's lane holds database faults only
+    /// (no etcd fault, no stale leader), each as the issue asks: pauses
+    /// shorter and longer than the TTL, clock steps both ways by more than
+    /// it, a line cut for some instances but not all; a minute sees every
+    /// kind; a seed gives one schedule.
+    #[test]
+    fn database_schedules_hold_database_faults_as_drawn() {
+        for coordinator in [Coordinator::Postgres, Coordinator::Mysql] {
+            let minute = schedule(&db_plan(1, 60, coordinator));
+            for kind in coordinator.all_kinds() {
+                assert!(minute.iter().any(|f| f.kind == kind), "{kind:?} missing");
+            }
+            for seed in 0..100 {
+                let plan = db_plan(seed, 60, coordinator);
+                let faults = schedule(&plan);
+                assert_eq!(faults, schedule(&plan));
+                let ttl_ms = plan.lease_ttl * 1000;
+                for f in &faults {
+                    assert!(!f.kind.on_etcd(), "seed {seed}: {f:?}");
+                    assert!(f.at_ms + f.planned_ms() <= 60_000, "{f:?}");
+                    match f.kind {
+                        FaultKind::DbShortPause => assert!(f.hold_ms < ttl_ms, "{f:?}"),
+                        FaultKind::DbLongPause => assert!(f.hold_ms > ttl_ms, "{f:?}"),
+                        FaultKind::DbClockStep => {
+                            assert!(f.forward_ms > ttl_ms && f.back_ms > ttl_ms, "{f:?}");
+                        }
+                        FaultKind::DbPartition => {
+                            assert!((1..plan.instances).contains(&f.group.len()), "{f:?}");
+                            assert!(f.group.iter().all(|&i| i < plan.instances), "{f:?}");
+                            assert!(f.group.windows(2).all(|w| w[0] < w[1]), "{f:?}");
+                        }
+                        _ => assert!(f.group.is_empty(), "{f:?}"),
+                    }
+                }
+            }
+        }
+    }
+
+    /// A `db_partition` and a `partition` of the instance lane never cut
+    /// the same instance's line at once (the first to heal would heal both).
+    #[test]
+    fn a_db_partition_leaves_out_instances_the_instance_lane_cuts() {
+        for seed in 0..200 {
+            let faults = schedule(&db_plan(seed, 120, Coordinator::Postgres));
+            for cut in faults.iter().filter(|f| f.kind == FaultKind::DbPartition) {
+                let clash = faults.iter().find(|f| {
+                    f.kind == FaultKind::Partition
+                        && f.target.is_some_and(|t| cut.group.contains(&t))
+                        && f.at_ms < cut.at_ms + cut.planned_ms()
+                        && f.at_ms + f.planned_ms() > cut.at_ms
+                });
+                assert_eq!(clash, None, "seed {seed}: {cut:?}");
+            }
+        }
+    }
+
+    /// The database coordinators share the instance lane with etcd: a seed
+    /// puts the same instance faults at the same times whatever the
+    /// coordinator.
+    #[test]
+    fn the_instance_lane_is_the_same_for_every_coordinator() {
+        let instance_lane = |plan: &Plan| -> Vec<Fault> {
+            schedule(plan)
+                .into_iter()
+                .filter(|f| !f.kind.on_coordinator())
+                .collect()
+        };
+        for seed in 0..20 {
+            let etcd = instance_lane(&plan(seed, 60));
+            assert_eq!(
+                etcd,
+                instance_lane(&db_plan(seed, 60, Coordinator::Postgres))
+            );
+            assert_eq!(etcd, instance_lane(&db_plan(seed, 60, Coordinator::Mysql)));
         }
     }
 }
