@@ -24,8 +24,8 @@ use anyhow::{Context, bail};
 use snowmint_db::{DbConfig, LeasedGenerator};
 
 use super::run::{
-    Config, Fleet, MINT_LANES, Outcome, Runs, count_duplicates, mint_lane, raise_open_files,
-    rss_kib, wait_held,
+    Config, Fleet, MINT_LANES, Outcome, Runs, crash_first, finish_minting, mint_lane,
+    raise_open_files, rss_kib, wait_held,
 };
 use crate::db::{Mariadb, PgBouncer, Postgres, psql_url};
 
@@ -314,29 +314,8 @@ pub async fn run(config: Config, mysql: bool) -> anyhow::Result<Outcome> {
 
     // 4. The storm.
     let k = config.storm.min(n);
-    let killed: Vec<Arc<LeasedGenerator>> = {
-        let mut slots = fleet.lock();
-        slots.iter_mut().take(k).filter_map(Option::take).collect()
-    };
-    let storm_killed = killed.len();
     let kill_at = Instant::now();
-    tokio::task::spawn_blocking(move || {
-        for mut generator in killed {
-            loop {
-                match Arc::try_unwrap(generator) {
-                    Ok(generator) => {
-                        generator.abandon();
-                        break;
-                    }
-                    Err(shared) => {
-                        generator = shared;
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                }
-            }
-        }
-    })
-    .await?;
+    let storm_killed = crash_first(&fleet, k).await?;
     start(&fleet, fleet_config.clone(), n..n + storm_killed).await?;
     let storm_limit = config.claim_limit + Duration::from_secs(3 * config.lease_ttl);
     let storm_reclaimed_s = wait_held(&fleet, n, kill_at, storm_limit).await;
@@ -350,24 +329,7 @@ pub async fn run(config: Config, mysql: bool) -> anyhow::Result<Outcome> {
         )),
     }
     tokio::time::sleep(config.mint_every * 2).await;
-    stop.store(true, Ordering::Relaxed);
-    for lane in lanes {
-        let _ = lane.join();
-    }
-    let mut runs = std::mem::take(&mut *runs.lock().unwrap_or_else(PoisonError::into_inner));
-    let (ids, duplicates) = count_duplicates(&mut runs);
-    if duplicates > 0 {
-        failures.push(format!("{duplicates} duplicate IDs among {ids}"));
-    }
-    if ids == 0 {
-        failures.push("no ID was minted".to_owned());
-    }
-    let twice = *held_twice.lock().unwrap_or_else(PoisonError::into_inner);
-    if twice > 0 {
-        failures.push(format!(
-            "{twice} identities were held by two generators at once"
-        ));
-    }
+    let (ids, duplicates) = finish_minting(&stop, lanes, &runs, &held_twice, &mut failures);
     let rest: Vec<_> = fleet.lock().drain(..).flatten().collect();
     tokio::task::spawn_blocking(move || {
         for generator in rest {

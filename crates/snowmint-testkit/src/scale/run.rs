@@ -553,31 +553,9 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
 
     // 4. The storm: K holders crash at once; K new ones start.
     let k = config.storm.min(n);
-    let killed: Vec<Arc<LeasedGenerator>> = {
-        let mut slots = fleet.lock();
-        slots.iter_mut().take(k).filter_map(Option::take).collect()
-    };
     let storm_from = since.elapsed().as_secs_f64();
     let kill_at = Instant::now();
-    let storm_killed = killed.len();
-    tokio::task::spawn_blocking(move || {
-        for mut generator in killed {
-            // A mint lane may still hold a clone for its round.
-            loop {
-                match Arc::try_unwrap(generator) {
-                    Ok(generator) => {
-                        generator.abandon();
-                        break;
-                    }
-                    Err(shared) => {
-                        generator = shared;
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                }
-            }
-        }
-    })
-    .await?;
+    let storm_killed = crash_first(&fleet, k).await?;
     start(&fleet, &urls, n..n + storm_killed, config.lease_ttl).await?;
     let storm_limit = config.claim_limit + Duration::from_secs(3 * config.lease_ttl);
     let storm_reclaimed_s = wait_held(&fleet, n, kill_at, storm_limit).await;
@@ -598,24 +576,7 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
 
     // A round of mints by the new holders, then stop and count.
     tokio::time::sleep(config.mint_every * 2).await;
-    stop.store(true, Ordering::Relaxed);
-    for lane in lanes {
-        let _ = lane.join();
-    }
-    let mut runs = std::mem::take(&mut *runs.lock().unwrap_or_else(PoisonError::into_inner));
-    let (ids, duplicates) = count_duplicates(&mut runs);
-    if duplicates > 0 {
-        failures.push(format!("{duplicates} duplicate IDs among {ids}"));
-    }
-    if ids == 0 {
-        failures.push("no ID was minted".to_owned());
-    }
-    let twice = *held_twice.lock().unwrap_or_else(PoisonError::into_inner);
-    if twice > 0 {
-        failures.push(format!(
-            "{twice} identities were held by two generators at once"
-        ));
-    }
+    let (ids, duplicates) = finish_minting(&stop, lanes, &runs, &held_twice, &mut failures);
     // Crash-stop the rest: the cluster goes with them.
     let rest: Vec<_> = fleet.lock().drain(..).flatten().collect();
     tokio::task::spawn_blocking(move || drop(rest)).await?;
@@ -690,6 +651,66 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
     )
     .context("write report.html")?;
     Ok(Outcome { summary, failures })
+}
+
+/// Crash-stops the fleet's first `k` generators at once, as a crash stops
+/// them (no revoke: their leases expire), waiting out a mint lane that
+/// still holds a clone for its round; how many there were.
+pub(super) async fn crash_first(fleet: &Fleet, k: usize) -> anyhow::Result<usize> {
+    let killed: Vec<Arc<LeasedGenerator>> = {
+        let mut slots = fleet.lock();
+        slots.iter_mut().take(k).filter_map(Option::take).collect()
+    };
+    let count = killed.len();
+    tokio::task::spawn_blocking(move || {
+        for mut generator in killed {
+            loop {
+                match Arc::try_unwrap(generator) {
+                    Ok(generator) => {
+                        generator.abandon();
+                        break;
+                    }
+                    Err(shared) => {
+                        generator = shared;
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+            }
+        }
+    })
+    .await?;
+    Ok(count)
+}
+
+/// Stops the mint lanes and checks what they minted: no ID twice, some
+/// minted, no identity held by two generators at once (each broken bound
+/// pushed onto `failures`). Returns the IDs and the duplicates among them.
+pub(super) fn finish_minting(
+    stop: &AtomicBool,
+    lanes: Vec<std::thread::JoinHandle<()>>,
+    runs: &Runs,
+    held_twice: &Mutex<usize>,
+    failures: &mut Vec<String>,
+) -> (u64, u64) {
+    stop.store(true, Ordering::Relaxed);
+    for lane in lanes {
+        let _ = lane.join();
+    }
+    let mut runs = std::mem::take(&mut *runs.lock().unwrap_or_else(PoisonError::into_inner));
+    let (ids, duplicates) = count_duplicates(&mut runs);
+    if duplicates > 0 {
+        failures.push(format!("{duplicates} duplicate IDs among {ids}"));
+    }
+    if ids == 0 {
+        failures.push("no ID was minted".to_owned());
+    }
+    let twice = *held_twice.lock().unwrap_or_else(PoisonError::into_inner);
+    if twice > 0 {
+        failures.push(format!(
+            "{twice} identities were held by two generators at once"
+        ));
+    }
+    (ids, duplicates)
 }
 
 #[cfg(test)]
