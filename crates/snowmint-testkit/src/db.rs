@@ -579,7 +579,7 @@ impl Postgres {
             if let Err(e) = signal::stop(child, START_LIMIT) {
                 // One that exited on its own is no failure.
                 assert!(
-                    signal::thread_states(child).is_empty(),
+                    signal::exited(child),
                     "SIGSTOP to postgres process {child}: {e}"
                 );
             }
@@ -598,7 +598,7 @@ impl Postgres {
         for child in signal::children(postmaster) {
             if let Err(e) = signal::resume(child, START_LIMIT) {
                 assert!(
-                    signal::thread_states(child).is_empty(),
+                    signal::exited(child),
                     "SIGCONT to postgres process {child}: {e}"
                 );
             }

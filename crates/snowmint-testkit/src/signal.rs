@@ -31,6 +31,12 @@ pub fn thread_states(pid: u32) -> Vec<char> {
         .unwrap_or_default()
 }
 
+/// Whether `pid` has exited: gone, or a zombie its parent has not reaped
+/// yet (a child of a stopped parent stays one until the parent resumes).
+pub fn exited(pid: u32) -> bool {
+    thread_states(pid).iter().all(|&s| s == 'Z' || s == 'X')
+}
+
 /// Stops `pid` with SIGSTOP and returns once every thread of it has stopped
 /// (`kill` only queues the signal; a thread running on another core could
 /// still answer a request sent right after).
@@ -62,7 +68,7 @@ fn wait_threads(
     let start = Instant::now();
     loop {
         let states = thread_states(pid);
-        if states.is_empty() {
+        if states.iter().all(|&s| s == 'Z' || s == 'X') {
             return Err(io::Error::other(format!("process {pid} is gone")));
         }
         if states.iter().all(|&s| wanted(s)) {
