@@ -24,8 +24,8 @@ use anyhow::{Context, bail};
 use snowmint_db::{DbConfig, LeasedGenerator};
 
 use super::run::{
-    Config, Fleet, MINT_LANES, Outcome, Runs, crash_first, finish_minting, mint_lane,
-    raise_open_files, rss_kib, wait_held,
+    Config, Fleet, Outcome, Runs, crash_first, finish_minting, raise_open_files, rss_kib,
+    start_lanes, wait_held,
 };
 use crate::db::{Mariadb, PgBouncer, Postgres, psql_url};
 
@@ -257,16 +257,7 @@ pub async fn run(config: Config, mysql: bool) -> anyhow::Result<Outcome> {
     // 2. Steady state, minting.
     let stop = Arc::new(AtomicBool::new(false));
     let runs: Runs = Arc::default();
-    let lanes: Vec<_> = (0..MINT_LANES)
-        .map(|lane| {
-            let (fleet, stop, runs) = (Arc::clone(&fleet), Arc::clone(&stop), Arc::clone(&runs));
-            let (every, batch) = (config.mint_every, config.batch);
-            std::thread::Builder::new()
-                .name(format!("scale-mint-{lane}"))
-                .spawn(move || mint_lane(fleet, lane, every, batch, stop, runs))
-                .context("start a mint thread")
-        })
-        .collect::<Result<_, _>>()?;
+    let lanes = start_lanes(&fleet, &config, &stop, &runs)?;
     tokio::time::sleep(
         config
             .mint_every

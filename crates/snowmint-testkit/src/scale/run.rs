@@ -468,16 +468,7 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
     // 2. Steady state, minting.
     let stop = Arc::new(AtomicBool::new(false));
     let runs: Runs = Arc::default();
-    let lanes: Vec<_> = (0..MINT_LANES)
-        .map(|lane| {
-            let (fleet, stop, runs) = (Arc::clone(&fleet), Arc::clone(&stop), Arc::clone(&runs));
-            let (every, batch) = (config.mint_every, config.batch);
-            std::thread::Builder::new()
-                .name(format!("scale-mint-{lane}"))
-                .spawn(move || mint_lane(fleet, lane, every, batch, stop, runs))
-                .context("start a mint thread")
-        })
-        .collect::<Result<_, _>>()?;
+    let lanes = start_lanes(&fleet, &config, &stop, &runs)?;
     // Past the first round of mark writes and a renewal period.
     let warm = config
         .mint_every
@@ -651,6 +642,26 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
     )
     .context("write report.html")?;
     Ok(Outcome { summary, failures })
+}
+
+/// Starts the mint lanes: [`MINT_LANES`] threads, each minting a batch
+/// from its share of the fleet every `config.mint_every` until `stop`.
+pub(super) fn start_lanes(
+    fleet: &Arc<Fleet>,
+    config: &Config,
+    stop: &Arc<AtomicBool>,
+    runs: &Runs,
+) -> anyhow::Result<Vec<std::thread::JoinHandle<()>>> {
+    (0..MINT_LANES)
+        .map(|lane| {
+            let (fleet, stop, runs) = (Arc::clone(fleet), Arc::clone(stop), Arc::clone(runs));
+            let (every, batch) = (config.mint_every, config.batch);
+            std::thread::Builder::new()
+                .name(format!("scale-mint-{lane}"))
+                .spawn(move || mint_lane(fleet, lane, every, batch, stop, runs))
+                .context("start a mint thread")
+        })
+        .collect()
 }
 
 /// Crash-stops the fleet's first `k` generators at once, as a crash stops
