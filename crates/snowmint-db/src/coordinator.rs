@@ -68,22 +68,19 @@ impl DbCoordinator {
         }
     }
 
-    /// The connection, made and checked if there is none: the server must
-    /// be a primary that takes writes, and the table ours (created here if
-    /// it is missing and this user may).
-    async fn conn(&mut self, op: &'static str) -> Result<&mut Conn, LeaseError> {
-        if self.conn.is_none() {
-            let mut conn = self
-                .target
-                .connect()
-                .await
-                .map_err(|e| self.request("connect", e))?;
-            self.check(&mut conn)
-                .await
-                .map_err(|e| self.request(op, e))?;
-            self.conn = Some(conn);
-        }
-        Ok(self.conn.as_mut().expect("connected above"))
+    /// A new connection, checked: the server must be a primary that takes
+    /// writes, and the table ours (created here if it is missing and this
+    /// user may).
+    async fn connect(&self, op: &'static str) -> Result<Conn, LeaseError> {
+        let mut conn = self
+            .target
+            .connect()
+            .await
+            .map_err(|e| self.request("connect", e))?;
+        self.check(&mut conn)
+            .await
+            .map_err(|e| self.request(op, e))?;
+        Ok(conn)
     }
 
     async fn check(&self, conn: &mut Conn) -> Result<(), Source> {
@@ -133,8 +130,13 @@ impl DbCoordinator {
         }
     }
 
-    /// Runs `op` on the connection within `t`; any failure drops the
-    /// connection.
+    /// Runs `op` on the connection (made first if there is none) within
+    /// `t`. The connection is out of `self` while `op` runs and goes back
+    /// only once it succeeded: a failure drops it, and so does a request
+    /// cancelled midway (a timeout here, or the session stopped by a
+    /// shutdown while a renewal was on the wire), so the next request never
+    /// reads the rest of another's reply (mysql_async: "Packets out of
+    /// sync") but starts on a new connection.
     async fn run<T>(
         &mut self,
         op: &'static str,
@@ -142,24 +144,25 @@ impl DbCoordinator {
         f: impl AsyncFnOnce(&mut Conn) -> Result<T, Source>,
     ) -> Result<T, LeaseError> {
         let name = self.name();
-        let result = tokio::time::timeout(t, async {
-            let conn = self.conn(op).await?;
-            f(conn).await.map_err(|source| LeaseError::Request {
+        tokio::time::timeout(t, async {
+            let mut conn = match self.conn.take() {
+                Some(conn) => conn,
+                None => self.connect(op).await?,
+            };
+            let value = f(&mut conn).await.map_err(|source| LeaseError::Request {
                 coordinator: name,
                 op,
                 source,
-            })
+            })?;
+            self.conn = Some(conn);
+            Ok(value)
         })
         .await
         .unwrap_or(Err(LeaseError::Timeout {
             coordinator: name,
             op,
             after: t,
-        }));
-        if result.is_err() {
-            self.conn = None;
-        }
-        result
+        }))
     }
 
     fn key(&self, n: u16) -> String {

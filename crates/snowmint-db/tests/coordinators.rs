@@ -28,12 +28,14 @@ enum Server {
 
 impl Server {
     fn postgres() -> Option<Server> {
+        logs();
         let pg = Postgres::start_tcp()?;
         pg.create_database(DB);
         Some(Server::Postgres(pg))
     }
 
     fn mariadb() -> Option<Server> {
+        logs();
         let my = Mariadb::start_tcp()?;
         my.create_database(DB);
         Some(Server::Mariadb(my))
@@ -100,6 +102,15 @@ impl Server {
             }
         }
     }
+}
+
+/// The lease crates' log, captured with each test's output (shown when it
+/// fails): what a holder did is the first thing a failure needs.
+fn logs() {
+    let _ = tracing_subscriber::fmt()
+        .with_test_writer()
+        .with_env_filter("snowmint_lease=info,snowmint_db=info")
+        .try_init();
 }
 
 async fn held(minter: &LeasedGenerator) {
@@ -177,9 +188,11 @@ async fn holders_never_share(server: Server) {
         minter.shutdown().await;
     }
     // Every row released and its lease ended.
-    let open = server
-        .sql("SELECT COUNT(*) FROM snowmint_identities WHERE expires_ms <> 0 OR NOT released");
-    assert_eq!(open.trim(), "0", "rows still held after every shutdown");
+    let open = server.sql(
+        "SELECT identity, holder, lease, expires_ms, released FROM snowmint_identities \
+         WHERE expires_ms <> 0 OR NOT released",
+    );
+    assert_eq!(open.trim(), "", "rows still held after every shutdown");
 }
 
 /// A holder that crashes (no release): its identity is claimed again only
@@ -212,13 +225,17 @@ async fn crashed_holder_is_reclaimed_above_its_mark(server: Server) {
     until(Duration::from_secs(30), "b issues", || b.ready().is_ok()).await;
     let issued = crashed.elapsed();
     // Claimed only after A's lease expired; issued a TTL after the claim.
+    // `claimed` is when the test saw the hand-over state, which b enters
+    // only once its generator is built (the mark read from the database)
+    // after the claim: up to a quarter TTL later on a loaded machine.
     assert!(
         claimed + Duration::from_millis(500) >= TTL,
         "claimed after {claimed:?}"
     );
     assert!(
-        issued >= claimed + TTL - Duration::from_millis(100),
-        "{claimed:?} {issued:?}"
+        issued >= claimed + TTL - TTL / 4,
+        "claimed (seen) after {claimed:?}, issued after {issued:?}: the wait was shorter than \
+         the TTL"
     );
     let first = mint(&b, 1)[0];
     assert!(
@@ -477,7 +494,13 @@ async fn postgres_through_pgbouncer_in_transaction_mode() {
         let m = minter.metrics();
         assert_eq!(m.state, LeaseState::Held, "{m:?}");
         assert!(m.renewals >= 2, "{m:?}");
-        assert_eq!(m.renewal_failures, 0, "{m:?}");
+        // A renewal may miss its third of a second on a loaded machine (and
+        // be retried); one the pooler or the server refused may not.
+        let refused = m
+            .last_error
+            .as_deref()
+            .is_some_and(|e| !e.contains("got no answer within"));
+        assert!(m.renewal_failures == 0 || !refused, "{m:?}");
     }
     for minter in &fleet {
         minter.shutdown().await;
@@ -607,6 +630,16 @@ async fn coordinator_contract(server: Server) {
         a.claim(lc, 5, &who("c", 3), t).await.unwrap(),
         Claimed::Won(Previous::Clean)
     );
+    assert_eq!(a.load_mark(5, t).await.unwrap(), Some(now));
+    assert_eq!(a.load_mark(6, t).await.unwrap(), None);
+    // A request cancelled midway (its future dropped before the server
+    // answered, as a shutdown cancels a renewal on the wire) leaves nothing
+    // for the next request to read: it gets its own answer.
+    server.pause();
+    let cancelled = tokio::time::timeout(Duration::from_millis(300), a.keep_alive(lc, t)).await;
+    server.resume();
+    assert!(cancelled.is_err(), "answered while paused: {cancelled:?}");
+    assert!(a.confirm(5, lc, t).await.unwrap().holds);
     assert_eq!(a.load_mark(5, t).await.unwrap(), Some(now));
     assert_eq!(a.load_mark(6, t).await.unwrap(), None);
 }

@@ -289,7 +289,14 @@ impl<C: Coordinator> Session<C> {
         let won = match self.claim(&granted, census, avoid, spread, order).await {
             Ok(Some(won)) => won,
             other => {
-                self.give_up(granted.lease, None).await;
+                // A claim that failed midway (a timeout) may have been
+                // applied all the same: release its identity too (nothing
+                // was issued under it; a no-op unless this lease holds it).
+                let tried = match other {
+                    Err(_) => self.tried(),
+                    Ok(_) => None,
+                };
+                self.give_up(granted.lease, tried).await;
                 return Err(other.err().unwrap_or_else(|| self.all_taken()));
             }
         };
@@ -381,6 +388,10 @@ impl<C: Coordinator> Session<C> {
                 break;
             };
             update(&self.status, |s| s.claim_txns += 1);
+            // Named before the claim is sent: a shutdown that cancels it
+            // midway releases it (it may have been applied).
+            *self.current.lock().unwrap_or_else(PoisonError::into_inner) =
+                Some((granted.lease, Some(n)));
             if let Claimed::Won(previous) =
                 self.coordinator.claim(granted.lease, n, &who, t).await?
             {
@@ -457,6 +468,14 @@ impl<C: Coordinator> Session<C> {
             return Err(LeaseError::Factory { identity, why });
         }
         Ok((Arc::new(generator), lost))
+    }
+
+    /// The identity of the claim tried last under the current lease.
+    fn tried(&self) -> Option<u16> {
+        self.current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .and_then(|(_, n)| n)
     }
 
     /// Best-effort release and revoke of a lease that holds nothing useful.
