@@ -25,6 +25,8 @@
 //! and a panic's message (target `snowmint::panic`) instead of the plain
 //! text Rust writes by default.
 
+mod text;
+
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, mpsc};
@@ -402,6 +404,7 @@ fn subscriber(
         // container logs.
         LogFormat::Text => Box::new(
             logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+                .event_format(text::TextFormat::new())
                 .finish(),
         ),
         LogFormat::Json => Box::new(

@@ -1732,6 +1732,24 @@ async fn the_page_speaks_bokmal() {
     );
     assert!(html.contains(r#"<input type="hidden" name="lang" value="nb">"#));
     assert!(html.contains(r#"href="/?lang=en&amp;datacenter=32""#));
+    // A language the page does not have: refused, named, in the language
+    // Accept-Language chose; not silently English.
+    for (accept, said) in [("", "lang"), ("nb", "lang")] {
+        let (status, _, html) = send_full(
+            s,
+            "GET",
+            "/?lang=xx&datacenter=1",
+            &[("accept-language", accept)],
+        )
+        .await;
+        assert_eq!(status, 400, "{html}");
+        assert!(
+            html.contains("xx") && html.contains(said) && html.contains("en, nb"),
+            "{html}"
+        );
+    }
+    let (status, _, _) = send_full(s, "GET", "/?lang=", &[]).await;
+    assert_eq!(status, 200, "an empty lang is no choice");
 }
 
 #[tokio::test]

@@ -312,6 +312,13 @@ impl PageQuery {
         {
             return choice("sort", list::SORT_CHOICES, sort);
         }
+        // A language this page does not have is refused (in the language
+        // the request's Accept-Language chose), never silently replaced.
+        if let Some(tag) = self.lang.as_deref().filter(|l| !l.trim().is_empty())
+            && Lang::from_tag(tag).is_none()
+        {
+            return choice("lang", "en, nb (also no, nn)", tag);
+        }
         None
     }
 
