@@ -245,6 +245,50 @@ async fn crashed_holder_is_reclaimed_above_its_mark(server: Server) {
     b.shutdown().await;
 }
 
+/// A holder that took an identity over uncleanly and is shut down during
+/// its hand-over wait does not release it: the crashed holder's fence may
+/// still be open, so the next holder must wait too, not issue at once.
+async fn shut_down_in_the_hand_over_wait_is_not_a_release(server: Server) {
+    // b waits a's TTL: long enough to shut b down inside it on a loaded
+    // machine.
+    let long = Duration::from_secs(6);
+    let a = LeasedGenerator::start(server.config().lease_ttl(long).datacenter(7).holder("a"))
+        .await
+        .unwrap();
+    let identity = a.identity().unwrap();
+    let n = u16::from(identity.datacenter()) * 32 + u16::from(identity.worker());
+    server.sql(&format!(
+        "UPDATE snowmint_identities SET lease = 1, expires_ms = 9000000000000, released = false \
+         WHERE identity BETWEEN 224 AND 255 AND identity <> {n};"
+    ));
+    mint(&a, 100);
+    a.abandon();
+    let b = LeasedGenerator::spawn(server.config().datacenter(7).holder("b")).unwrap();
+    until(Duration::from_secs(30), "b claims, and waits", || {
+        b.metrics().state == LeaseState::Handover
+    })
+    .await;
+    assert_eq!(b.metrics().identity, Some(identity));
+    b.shutdown().await;
+    let row = server.sql(&format!(
+        "SELECT holder, released FROM snowmint_identities WHERE identity = {n}"
+    ));
+    let released = row.trim().rsplit(['|', '\t']).next().unwrap_or_default();
+    assert!(
+        matches!(released, "f" | "0"),
+        "b released an identity it never issued under, its hand-over wait not over: {row}"
+    );
+    let c = LeasedGenerator::spawn(server.config().datacenter(7).holder("c")).unwrap();
+    until(Duration::from_secs(30), "c claims, and waits too", || {
+        c.metrics().state == LeaseState::Handover
+    })
+    .await;
+    assert!(c.next_id().is_err(), "c issues during its hand-over wait");
+    held(&c).await;
+    until(Duration::from_secs(30), "c issues", || c.ready().is_ok()).await;
+    c.shutdown().await;
+}
+
 /// The database stops answering (every process SIGSTOPped) for longer than
 /// the TTL: the holder fences within the TTL, and once the database is
 /// back it holds an identity again and issues above everything before.
@@ -362,6 +406,22 @@ async fn mariadb_crashed_holder_is_reclaimed_above_its_mark() {
         return;
     };
     crashed_holder_is_reclaimed_above_its_mark(server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_shut_down_in_the_hand_over_wait_is_not_a_release() {
+    let Some(server) = Server::postgres() else {
+        return;
+    };
+    shut_down_in_the_hand_over_wait_is_not_a_release(server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_shut_down_in_the_hand_over_wait_is_not_a_release() {
+    let Some(server) = Server::mariadb() else {
+        return;
+    };
+    shut_down_in_the_hand_over_wait_is_not_a_release(server).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

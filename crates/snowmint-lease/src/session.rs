@@ -289,20 +289,21 @@ impl<C: Coordinator> Session<C> {
         let won = match self.claim(&granted, census, avoid, spread, order).await {
             Ok(Some(won)) => won,
             other => {
-                // A claim that failed midway (a timeout) may have been
-                // applied all the same: release its identity too (nothing
-                // was issued under it; a no-op unless this lease holds it).
-                let tried = match other {
-                    Err(_) => self.tried(),
-                    Ok(_) => None,
-                };
-                self.give_up(granted.lease, tried).await;
+                // A claim cut off midway may have been applied all the same;
+                // it is not released: its last holder may not have let go
+                // cleanly, and a release would tell the next holder it had.
+                self.give_up(granted.lease, None).await;
                 return Err(other.err().unwrap_or_else(|| self.all_taken()));
             }
         };
         let (n, previous) = won;
+        // What a shutdown releases. An identity taken over uncleanly is
+        // released only once its hand-over wait is over (`hold`): before
+        // that the last holder's fence may still be open, and a release
+        // would let the next holder issue at once beside it.
+        let clean = matches!(previous, Previous::Clean);
         *self.current.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some((granted.lease, Some(n)));
+            Some((granted.lease, clean.then_some(n)));
         let identity = Identity::from_ordinal(n.into()).expect("claims return 0..=1023");
         // An unclean hand-over: the previous holder's fence may still be
         // open if the coordinator ended its lease early, for at most its
@@ -324,8 +325,9 @@ impl<C: Coordinator> Session<C> {
         let (generator, lost) = match self.build(identity, n, &granted, avoid, floor_ms).await {
             Ok(built) => built,
             Err(e) => {
-                // Nothing was issued under this lease: release it cleanly.
-                self.give_up(granted.lease, Some(n)).await;
+                // Nothing was issued under this lease: release it, if its
+                // last holder had (see above).
+                self.give_up(granted.lease, clean.then_some(n)).await;
                 return Err(e);
             }
         };
@@ -388,10 +390,6 @@ impl<C: Coordinator> Session<C> {
                 break;
             };
             update(&self.status, |s| s.claim_txns += 1);
-            // Named before the claim is sent: a shutdown that cancels it
-            // midway releases it (it may have been applied).
-            *self.current.lock().unwrap_or_else(PoisonError::into_inner) =
-                Some((granted.lease, Some(n)));
             if let Claimed::Won(previous) =
                 self.coordinator.claim(granted.lease, n, &who, t).await?
             {
@@ -468,14 +466,6 @@ impl<C: Coordinator> Session<C> {
             return Err(LeaseError::Factory { identity, why });
         }
         Ok((Arc::new(generator), lost))
-    }
-
-    /// The identity of the claim tried last under the current lease.
-    fn tried(&self) -> Option<u16> {
-        self.current
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .and_then(|(_, n)| n)
     }
 
     /// Best-effort release and revoke of a lease that holds nothing useful.
@@ -582,6 +572,10 @@ impl<C: Coordinator> Session<C> {
                 }
             } else if fence.is_none() && issue_from.is_none_or(|from| now >= from) {
                 fence = Some(self.install(generator, deadline));
+                // Any hand-over wait is over (the last holder's fence has
+                // closed): a shutdown may release the identity now.
+                *self.current.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Some((lease, Some(n)));
                 if silent {
                     tracing::info!(%identity, "lease renewed again; issuing");
                 } else if issue_from.is_some() {
