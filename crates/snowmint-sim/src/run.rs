@@ -432,6 +432,8 @@ fn mint_once(
         Err(_) => return,
     };
     if let Some(lease) = lease {
+        // Issuing: its hand-over wait, if it had one, is over.
+        w.waiting.remove(&lease);
         let end = w.legit_end.get(&lease).copied().unwrap_or(0);
         if now >= end {
             w.violation(format!(

@@ -113,6 +113,10 @@ pub struct World {
     tenures: BTreeMap<u16, Tenure>,
     /// Leases released by their holder before the revoke (a shutdown).
     released: BTreeSet<LeaseId>,
+    /// Leases that took an identity over uncleanly and have issued nothing
+    /// under it yet (in their hand-over wait): a shutdown gives them up
+    /// without a release, since the last holder's fence may be open.
+    pub(crate) waiting: BTreeSet<LeaseId>,
     /// Leases a session has seen confirmed as holding their identity: it
     /// knows it holds, so giving one up while healthy is a fault.
     confirmed: BTreeSet<LeaseId>,
@@ -153,6 +157,7 @@ impl World {
             marks: BTreeMap::new(),
             tenures: BTreeMap::new(),
             released: BTreeSet::new(),
+            waiting: BTreeSet::new(),
             confirmed: BTreeSet::new(),
             rate: 1.0,
             base_real: 0,
@@ -473,6 +478,9 @@ impl World {
                 instance: who.instance,
             },
         );
+        if matches!(previous, Previous::Unclean { .. }) {
+            self.waiting.insert(lease);
+        }
         Some(Claimed::Won(previous))
     }
 
@@ -561,12 +569,14 @@ impl World {
             return None;
         }
         // A session gives a lease up only when it is gone, or its identity
-        // is no longer bound to it, or at a shutdown (released first).
+        // is no longer bound to it, or at a shutdown (released first, unless
+        // it is still in its hand-over wait).
         let bound = self.identities.values().any(|&l| l == lease);
         if bound
             && self.confirmed.contains(&lease)
             && self.leases.contains_key(&lease)
             && !self.released.contains(&lease)
+            && !self.waiting.contains(&lease)
         {
             self.violation(format!(
                 "lease {lease:x} given up while healthy (alive, its identity bound to it)"
