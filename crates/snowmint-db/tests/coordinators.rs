@@ -195,21 +195,30 @@ async fn holders_never_share(server: Server) {
     assert_eq!(open.trim(), "", "rows still held after every shutdown");
 }
 
-/// A holder that crashes (no release): its identity is claimed again only
-/// once its lease expired on the database, and issued under only after one
-/// more TTL (it did not release), above every ID the crashed one issued.
-async fn crashed_holder_is_reclaimed_above_its_mark(server: Server) {
-    let a = LeasedGenerator::start(server.config().datacenter(7).holder("a"))
+/// Holder "a" of datacenter 7 (with `config`), every other worker of the
+/// datacenter held by someone else for ever: the next holder can only take
+/// a's identity. Returns a, its identity and the identity's row number.
+async fn sole_holder_of_datacenter_7(
+    server: &Server,
+    config: DbConfig,
+) -> (LeasedGenerator, snowmint::Identity, u16) {
+    let a = LeasedGenerator::start(config.datacenter(7).holder("a"))
         .await
         .unwrap();
     let identity = a.identity().unwrap();
     let n = u16::from(identity.datacenter()) * 32 + u16::from(identity.worker());
-    // Every other worker of datacenter 7 held by someone else, for ever: B
-    // can only take A's identity.
     server.sql(&format!(
         "UPDATE snowmint_identities SET lease = 1, expires_ms = 9000000000000, released = false \
          WHERE identity BETWEEN 224 AND 255 AND identity <> {n};"
     ));
+    (a, identity, n)
+}
+
+/// A holder that crashes (no release): its identity is claimed again only
+/// once its lease expired on the database, and issued under only after one
+/// more TTL (it did not release), above every ID the crashed one issued.
+async fn crashed_holder_is_reclaimed_above_its_mark(server: Server) {
+    let (a, identity, _) = sole_holder_of_datacenter_7(&server, server.config()).await;
     let last = *mint(&a, 5000).last().unwrap();
     let crashed = Instant::now();
     a.abandon();
@@ -252,15 +261,8 @@ async fn shut_down_in_the_hand_over_wait_is_not_a_release(server: Server) {
     // b waits a's TTL: long enough to shut b down inside it on a loaded
     // machine.
     let long = Duration::from_secs(6);
-    let a = LeasedGenerator::start(server.config().lease_ttl(long).datacenter(7).holder("a"))
-        .await
-        .unwrap();
-    let identity = a.identity().unwrap();
-    let n = u16::from(identity.datacenter()) * 32 + u16::from(identity.worker());
-    server.sql(&format!(
-        "UPDATE snowmint_identities SET lease = 1, expires_ms = 9000000000000, released = false \
-         WHERE identity BETWEEN 224 AND 255 AND identity <> {n};"
-    ));
+    let (a, identity, n) =
+        sole_holder_of_datacenter_7(&server, server.config().lease_ttl(long)).await;
     mint(&a, 100);
     a.abandon();
     let b = LeasedGenerator::spawn(server.config().datacenter(7).holder("b")).unwrap();
