@@ -24,9 +24,6 @@
 //!   check metrics` on an exposition.
 //! - [`chaos`]: the randomized fault test of distributed mode (`snowmint-chaos`,
 //!   run by `scripts/chaos`): load, nemesis, checker and report.
-//! - `scale` (feature `scale`): N `LeasedGenerator`s at once against one
-//!   etcd cluster, and what that costs etcd (`snowmint-scale`, run by
-//!   `scripts/scale`).
 //!
 //! Tests that need an external program call [`skip`] when it is missing: a
 //! printed skip, or a failure under `SNOWMINT_REQUIRE_SERVICES=1`.
@@ -43,7 +40,6 @@
 //! - `prometheus.rs`: Prometheus and promtool.
 //! - `signal.rs`: SIGKILL/SIGSTOP/SIGCONT to a process by ID.
 //! - `chaos/`: the harness (`schedule`, `history`, `checker`, `report`, `run`).
-//! - `scale/`: the scale run (`metrics`, `run`, `report`).
 
 #![warn(missing_docs)]
 
@@ -55,8 +51,6 @@ pub mod isolate;
 pub mod pki;
 pub mod prometheus;
 pub mod proxy;
-#[cfg(feature = "scale")]
-pub mod scale;
 pub mod signal;
 
 /// Whether a missing external program must fail the test instead of

@@ -1,13 +1,13 @@
 //! `snowmint-scale`: N `LeasedGenerator`s started at once against one
 //! three-member etcd cluster, and what that costs etcd (see
-//! `snowmint_testkit::scale`). Exits 0 only when every bound holds.
+//! `snowmint_scale`). Exits 0 only when every bound holds.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use snowmint_testkit::scale::run::{Config, run};
+use snowmint_scale::run::{Config, run};
 
 /// The scale run of distributed mode.
 #[derive(Debug, Parser)]
@@ -80,7 +80,7 @@ async fn main() -> ExitCode {
     let out = config.out.clone();
     let outcome = match args.coordinator.as_str() {
         "etcd" => run(config).await,
-        other => snowmint_testkit::scale::db::run(config, other == "mysql").await,
+        other => snowmint_scale::db::run(config, other == "mysql").await,
     };
     match outcome {
         Ok(outcome) => {

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use tokio::process::{Child, Command};
 
-use super::metrics::Scraper;
-use crate::etcd;
+use crate::metrics::Scraper;
+use snowmint_testkit::etcd;
 
 /// The serve processes' key prefix: an identity space of their own, apart
 /// from the generators'.

@@ -40,9 +40,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use snowmint_etcd::{EtcdConfig, LeasedGenerator};
 
-use super::metrics::{Counters, Scraper};
-use super::report;
-use crate::etcd::EtcdCluster;
+use crate::metrics::{Counters, Scraper};
+use crate::report;
+use snowmint_testkit::etcd::EtcdCluster;
 
 /// At most this many claim transactions per identity (the done-when bound).
 pub const MAX_CLAIM_TXNS_PER_IDENTITY: f64 = 3.0;
@@ -579,7 +579,7 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
         "scale: {} idle `snowmint serve --etcd` for {:?}",
         config.serve_instances, config.serve_idle
     );
-    let idle = super::serve::idle_cost(
+    let idle = crate::serve::idle_cost(
         &config.snowmint,
         &urls[..2],
         config.serve_instances,

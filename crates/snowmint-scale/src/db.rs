@@ -23,11 +23,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use snowmint_db::{DbConfig, LeasedGenerator};
 
-use super::run::{
+use crate::run::{
     Config, Fleet, Outcome, Runs, crash_first, finish_minting, raise_open_files, rss_kib,
     start_lanes, wait_held,
 };
-use crate::db::{Mariadb, PgBouncer, Postgres, psql_url};
+use snowmint_testkit::db::{Mariadb, PgBouncer, Postgres, psql_url};
 
 /// At most this many claim statements per identity (issue 29's bound).
 pub const MAX_CLAIMS_PER_IDENTITY: f64 = 1.5;
@@ -347,7 +347,7 @@ pub async fn run(config: Config, mysql: bool) -> anyhow::Result<Outcome> {
         "scale: {} idle `snowmint serve {}` for {:?}",
         config.serve_instances, args[0], config.serve_idle
     );
-    let mut served = super::serve::spawn_ready(
+    let mut served = crate::serve::spawn_ready(
         &config.snowmint,
         &args,
         config.serve_instances,
@@ -360,7 +360,7 @@ pub async fn run(config: Config, mysql: bool) -> anyhow::Result<Outcome> {
     tokio::time::sleep(config.serve_idle).await;
     let i1 = server.counts()?;
     let idle_seconds = idle_from.elapsed().as_secs_f64();
-    super::serve::still_running(&mut served)?;
+    crate::serve::still_running(&mut served)?;
     drop(served);
     let per = |x: f64| x / idle_seconds / config.serve_instances as f64;
     let idle_statements = per(i1.statements - i0.statements);
