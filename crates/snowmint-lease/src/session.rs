@@ -296,7 +296,14 @@ impl<C: Coordinator> Session<C> {
                 return Err(other.err().unwrap_or_else(|| self.all_taken()));
             }
         };
-        let (n, previous) = won;
+        let (n, previous, mark) = won;
+        // A mark this far ahead makes the generator refuse until the clock
+        // reaches it; the claim order took it only because nothing else
+        // was free (or it was this session's own identity): readiness says so.
+        let now_ms = self.config.wall.now_ms();
+        let claimed_ahead_ms = mark
+            .filter(|&mark| Some(n) != prefer && mark > now_ms.saturating_add(ahead_ms))
+            .map(|mark| mark - now_ms);
         // What a shutdown releases. An identity taken over uncleanly is
         // released only once its hand-over wait is over (`hold`): before
         // that the last holder's fence may still be open, and a release
@@ -335,6 +342,7 @@ impl<C: Coordinator> Session<C> {
         update(&self.status, |s| {
             s.identity = Some(identity);
             s.claims += 1;
+            s.claimed_ahead_ms = claimed_ahead_ms;
             s.last_error = None;
         });
         tracing::info!(
@@ -359,8 +367,9 @@ impl<C: Coordinator> Session<C> {
 
     /// Claims an identity for `granted` in the order of [`claim::order`]:
     /// one try per round; a try that lost the race scans again (the view it
-    /// chose from is stale) and tries from another random start. `None`:
-    /// every identity of the pool is held.
+    /// chose from is stale) and tries from another random start: the
+    /// identity won, how its last holder let go, and its mark as the scan
+    /// saw it. `None`: every identity of the pool is held.
     async fn claim(
         &mut self,
         granted: &Granted,
@@ -368,7 +377,7 @@ impl<C: Coordinator> Session<C> {
         avoid: &HashSet<u16>,
         spread: &mut Spread,
         order: impl Fn(&crate::Census, &HashSet<u16>, u64, u64) -> Vec<u16>,
-    ) -> Result<Option<(u16, Previous)>, LeaseError> {
+    ) -> Result<Option<(u16, Previous, Option<u64>)>, LeaseError> {
         let t = self.timing.request;
         let pool = Pool::new(self.config.datacenter);
         let who = Claimant {
@@ -393,7 +402,7 @@ impl<C: Coordinator> Session<C> {
             if let Claimed::Won(previous) =
                 self.coordinator.claim(granted.lease, n, &who, t).await?
             {
-                return Ok(Some((n, previous)));
+                return Ok(Some((n, previous, seen.marks.get(&n).copied())));
             }
             // Someone else took it since the scan: look again.
         }

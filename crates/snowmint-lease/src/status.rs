@@ -94,6 +94,12 @@ pub struct LeaseMetrics {
     pub servers: Vec<ServerVersion>,
     /// Times the fence closed.
     pub fenced: u64,
+    /// How far (ms) the mark of the identity held stood ahead of this
+    /// clock when it was claimed, if farther than the generator may issue
+    /// ahead of its clock: such an identity is taken only when no other of
+    /// the pool is free, and cannot issue until the clock reaches its mark.
+    /// `None` for an identity that could issue at once.
+    pub claimed_ahead_ms: Option<u64>,
     /// The last failure, for operators (never shown to HTTP clients).
     pub last_error: Option<String>,
 }
@@ -112,6 +118,7 @@ impl LeaseMetrics {
             unconfirmed_renewals: 0,
             servers: Vec::new(),
             fenced: 0,
+            claimed_ahead_ms: None,
             last_error: None,
         }
     }

@@ -3,7 +3,8 @@
 //! leaves one held until its lease expires, and the instance that takes it
 //! over issues only above what the killed one issued; `--datacenter N`
 //! leases only workers of datacenter N, and `/readyz` says when all 32 are
-//! held.
+//! held; an identity whose mark stands far ahead is taken last, and
+//! `/readyz` says why it cannot issue.
 //!
 //! Skipped with a printed reason when the `etcd` binary is missing, unless
 //! SNOWMINT_REQUIRE_SERVICES=1.
@@ -328,6 +329,95 @@ fn serve_with_a_datacenter_leases_only_its_workers_and_says_when_they_are_all_he
     ids.extend(six.mint(500));
     let unique: HashSet<_> = ids.iter().collect();
     assert_eq!(unique.len(), ids.len(), "a duplicate");
+}
+
+/// A worker whose mark stands an hour ahead of the clock (a holder whose
+/// clock ran fast leaves that) is taken only when no other worker of the
+/// datacenter is free, and `/readyz` says why it cannot issue.
+#[test]
+fn an_identity_whose_mark_is_far_ahead_is_taken_last_and_readyz_says_why() {
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    if Command::new("etcdctl").arg("version").output().is_err() {
+        snowmint_testkit::skip::<()>(
+            "the `etcdctl` binary is not installed (apt-get install etcd-client)",
+        );
+        return;
+    }
+    let url = etcd.url();
+    let scoped = || {
+        Serve::start(
+            &[
+                "--lease-ttl",
+                "2",
+                "--etcd",
+                &url,
+                "--etcd-prefix",
+                "/ahead",
+                "--datacenter",
+                "7",
+            ],
+            None,
+        )
+    };
+    // Workers 0 and 1 of datacenter 7 free; worker 0's mark an hour ahead.
+    snowmint_testkit::etcd::hold_keys(
+        &url,
+        (2..32).map(|w| format!("/ahead/identities/7/{w}")),
+        600,
+    );
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    let mark = (now_ms + 3_600_000).to_string();
+    etcdctl(&url, &["put", "/ahead/reserved/7/0", &mark]);
+
+    let first = scoped();
+    assert_eq!(
+        first.wait_ready(),
+        (7, 1),
+        "the worker that can issue at once is taken first"
+    );
+    assert_eq!(first.mint(10).len(), 10);
+
+    // Only worker 0 is left: taken, but it cannot issue for an hour.
+    let second = scoped();
+    let start = Instant::now();
+    let readyz = loop {
+        let readyz = second.http("GET", "/readyz");
+        if readyz.body.contains("was taken") || start.elapsed() > Duration::from_secs(20) {
+            break readyz;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(readyz.status, 503, "{}", readyz.body);
+    let error = readyz.json()["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        error.starts_with("not ready: ") && error.contains(" ms behind "),
+        "says what the generator refuses: {error}"
+    );
+    let why = error
+        .split_once(": worker 0 of datacenter 7 was taken although its mark stood ")
+        .and_then(|(_, rest)| {
+            rest.strip_suffix(
+                " ms ahead of this clock, because no other worker of datacenter 7 was free; \
+                 try again later",
+            )
+        });
+    let ahead_ms: u64 = why
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or_else(|| panic!("says why this identity was taken: {error}"));
+    assert!(
+        (3_500_000..=3_600_000).contains(&ahead_ms),
+        "the mark stood an hour ahead, not {ahead_ms} ms: {error}"
+    );
+    let minted = second.http("POST", "/api/v1/ids?count=1");
+    assert_eq!(minted.status, 503, "{}", minted.body);
 }
 
 #[test]

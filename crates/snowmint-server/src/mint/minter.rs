@@ -54,6 +54,20 @@ pub enum MintError {
     /// The generator refused (clock far behind, end of the timestamp range,
     /// reservation store failure).
     Generate(GenerateError),
+    /// The generator refused (`error`, the clock behind) because the leased
+    /// identity held was taken although its mark stood `ahead_ms` ahead of
+    /// the clock: no other identity of the pool (the 1024, or the 32 of
+    /// `datacenter`) was free when it was claimed.
+    AheadOnly {
+        /// What the generator answered.
+        error: GenerateError,
+        /// The identity held.
+        identity: Identity,
+        /// How far ahead of the clock its mark stood when it was claimed, ms.
+        ahead_ms: u64,
+        /// The datacenter the lease session is scoped to, if any.
+        datacenter: Option<u8>,
+    },
     /// The blocking part of a mint could not run (its thread panicked or
     /// the runtime is shutting down). Nothing was issued to the client.
     Interrupted,
@@ -83,6 +97,28 @@ impl MintError {
             MintError::Count(n) => format!("count must be 1..={MAX_BATCH}, got {n}"),
             MintError::Interrupted => {
                 "the mint was interrupted, so no ID was issued; try again later".to_owned()
+            }
+            MintError::AheadOnly {
+                error,
+                identity,
+                ahead_ms,
+                datacenter,
+            } => {
+                let (dc, worker) = (identity.datacenter(), identity.worker());
+                let (held, others) = match datacenter {
+                    Some(_) => (
+                        format!("worker {worker} of datacenter {dc}"),
+                        format!("no other worker of datacenter {dc}"),
+                    ),
+                    None => (
+                        format!("worker identity {dc}/{worker}"),
+                        "no other of the 1024 worker identities".to_owned(),
+                    ),
+                };
+                format!(
+                    "{error}: {held} was taken although its mark stood {ahead_ms} ms ahead of \
+                     this clock, because {others} was free; try again later"
+                )
             }
             MintError::Generate(e) => match e {
                 // The clock's and the format's limits are worth telling.
@@ -387,6 +423,20 @@ impl Minter {
                     Err(MintError::AllTaken {
                         datacenter: leased.datacenter_scope(),
                     })
+                }
+                Err(snowmint_lease::MintError::Generate(
+                    error @ GenerateError::ClockBehind { .. },
+                )) => {
+                    let metrics = leased.metrics();
+                    match (metrics.claimed_ahead_ms, metrics.identity) {
+                        (Some(ahead_ms), Some(identity)) => Err(MintError::AheadOnly {
+                            error,
+                            identity,
+                            ahead_ms,
+                            datacenter: leased.datacenter_scope(),
+                        }),
+                        _ => Err(MintError::Generate(error)),
+                    }
                 }
                 other => Ok(other?),
             },
