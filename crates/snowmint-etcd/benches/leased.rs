@@ -15,6 +15,9 @@
 //!   (~244 ns per ID) for both.
 //! - `next_ids/4096/{static,leased}`: a batch of 4096 through
 //!   `try_mint_ranges` (the server's path), per batch.
+//! - `lease_clock/{system,instant}`: one read of the clock the fence reads
+//!   (`SystemLeaseClock`: the coarse monotonic and wall clocks, and a load),
+//!   beside `Instant::now`.
 //! - `lease/claim_to_ready`: from `LeasedGenerator::start` to an identity
 //!   held (connect, grant, one range read, one claim transaction, load the
 //!   mark), the identity revoked between samples.
@@ -89,6 +92,14 @@ fn benches(c: &mut Criterion) {
     g.bench_function("loop/leased", |b| {
         b.iter(|| black_box(leased.next_id().unwrap()))
     });
+    g.finish();
+
+    // The lease clock the fence reads on every mint (two coarse clock
+    // reads and a load; see `SystemLeaseClock`), beside `Instant::now` (the
+    // fine monotonic clock) for scale.
+    let mut g = c.benchmark_group("lease_clock");
+    g.bench_function("system", |b| b.iter(|| black_box(lease_clock.now())));
+    g.bench_function("instant", |b| b.iter(|| black_box(Instant::now())));
     g.finish();
 
     let mut g = c.benchmark_group("next_ids");

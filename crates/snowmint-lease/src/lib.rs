@@ -87,7 +87,7 @@ mod status;
 mod store;
 
 pub use bridge::{MarkIo, mark_thread};
-pub use clock::{LeaseClock, SystemLeaseClock};
+pub use clock::{ClockSources, LeaseClock, RECHECK_MS, SuspendAwareClock, SystemLeaseClock};
 pub use config::{
     ConfigError, DEFAULT_LEASE_TTL, GeneratorFactory, LeaseConfig, LeaseSource, MAX_LEASE_TTL,
     MIN_LEASE_TTL, default_generator, fence_margin,

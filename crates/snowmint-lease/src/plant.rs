@@ -23,17 +23,22 @@ pub enum Plant {
     /// An identity whose last holder did not release it issued under at
     /// once, without the hand-over wait (the overlap of etcd issue 12528).
     HandoverWithoutWait,
+    /// The lease clock leaves out time the machine spent suspended (the
+    /// bare monotonic clock): a holder woken past its lease's end finds its
+    /// fence open.
+    SuspendUncounted,
 }
 
 impl Plant {
     /// Every plant, with its name on the command line.
-    pub const ALL: [(Plant, &'static str); 6] = [
+    pub const ALL: [(Plant, &'static str); 7] = [
         (Plant::FenceFromAnswer, "fence-from-answer"),
         (Plant::RenewalWithoutTerm, "renewal-without-term"),
         (Plant::MarkLoweredAtHandover, "mark-lowered-at-handover"),
         (Plant::ReclaimForgetsFloor, "reclaim-forgets-floor"),
         (Plant::Ttl0Trusted, "ttl0-trusted"),
         (Plant::HandoverWithoutWait, "handover-without-wait"),
+        (Plant::SuspendUncounted, "suspend-uncounted"),
     ];
 
     /// The plant of `name`.

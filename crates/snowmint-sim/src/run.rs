@@ -12,7 +12,9 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use snowmint::{Clock, Generator, Identity};
-use snowmint_lease::{LeaseClock, LeaseConfig, LeasedGenerator, MintError, Pool};
+use snowmint_lease::{
+    ClockSources, LeaseClock, LeaseConfig, LeasedGenerator, MintError, Pool, SuspendAwareClock,
+};
 
 use crate::world::{Shared, SimEtcd, SimMarks, World, lock, now_ms};
 
@@ -28,15 +30,75 @@ pub struct Outcome {
     pub log: Vec<String>,
 }
 
-/// The lease clock of one holder: virtual time.
+/// The clocks one holder machine's lease clock is built on: virtual time,
+/// whose monotonic clock stands still while the machine is suspended (the
+/// production clock, [`SuspendAwareClock`], counts that time back in).
 #[derive(Debug)]
-struct SimLeaseClock {
+struct SimSources {
     origin: tokio::time::Instant,
+    wall: SimWall,
+    sleep: Arc<Sleep>,
 }
 
-impl LeaseClock for SimLeaseClock {
-    fn now(&self) -> Duration {
-        tokio::time::Instant::now().duration_since(self.origin)
+impl SimSources {
+    fn elapsed_ns(&self) -> u64 {
+        let elapsed = tokio::time::Instant::now().duration_since(self.origin);
+        u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+impl ClockSources for SimSources {
+    fn monotonic(&self) -> Duration {
+        let now = self.elapsed_ns();
+        Duration::from_nanos(now - self.sleep.asleep_ns(now))
+    }
+
+    fn wall(&self) -> Duration {
+        Duration::from_millis(self.wall.now_ms())
+    }
+
+    fn suspended(&self) -> Duration {
+        Duration::from_nanos(self.sleep.asleep_ns(self.elapsed_ns()))
+    }
+}
+
+/// One machine's suspends (virtual ns): the one under way or last, and the
+/// time spent in those before it.
+#[derive(Debug, Default)]
+struct Sleep(std::sync::Mutex<SleepState>);
+
+#[derive(Debug, Default, Clone, Copy)]
+struct SleepState {
+    since: u64,
+    until: u64,
+    before: u64,
+}
+
+impl Sleep {
+    /// Time spent suspended up to `now`.
+    fn asleep_ns(&self, now: u64) -> u64 {
+        let s = *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        s.before + now.clamp(s.since, s.until) - s.since
+    }
+
+    /// Suspends from `now` for `ns`, unless a suspend is under way.
+    fn suspend(&self, now: u64, ns: u64) -> bool {
+        let mut s = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if now < s.until {
+            return false;
+        }
+        *s = SleepState {
+            since: now,
+            until: now + ns,
+            before: s.before + (s.until - s.since),
+        };
+        true
     }
 }
 
@@ -63,6 +125,9 @@ impl Clock for SimWall {
 struct Machine {
     slot: usize,
     wall: SimWall,
+    /// Its lease clock, which lives as long as the machine (a restart is a
+    /// new process on the same machine, and the same kernel clocks).
+    lease_clock: Arc<SuspendAwareClock<SimSources>>,
     leased: Option<Rc<LeasedGenerator>>,
     /// Bumped at each start: a restart is a new minter.
     incarnation: u64,
@@ -100,6 +165,12 @@ struct Shape {
     length_ms: u64,
     /// Free identities of the pool beyond the holders (the rest is filled).
     spare: u16,
+    /// The generators' reserve window, ms: the default, or (one schedule in
+    /// four) longer than a suspend, so that a holder woken past its lease's
+    /// end could issue under its mark without a write.
+    window_ms: u64,
+    /// Whether machines are suspended (the schedules with the long window).
+    suspends: bool,
 }
 
 pub fn schedule(seed: u64) -> Outcome {
@@ -120,6 +191,13 @@ async fn run(seed: u64) -> Outcome {
         // Faults for 20 to 45 s, then the quiet tail (below).
         length_ms: rng.random_range(20_000..=45_000) + quiet_ms(ttl_s * 1000),
         spare: rng.random_range(1..=3),
+        // Decided by the seed alone, so the other schedules stay what they were.
+        window_ms: if seed % 4 == 1 {
+            ttl_s * 4_000
+        } else {
+            snowmint::DEFAULT_RESERVE_WINDOW_MS
+        },
+        suspends: seed % 4 == 1,
     };
     let origin = tokio::time::Instant::now();
     let world: Shared = Arc::new(std::sync::Mutex::new(World::new(rng.random(), origin)));
@@ -139,33 +217,41 @@ async fn run(seed: u64) -> Outcome {
     }
     let machines: Vec<Rc<RefCell<Machine>>> = (0..shape.holders)
         .map(|slot| {
+            let wall = SimWall {
+                origin,
+                offset_ms: Arc::new(AtomicI64::new(rng.random_range(-500..=500))),
+            };
+            let lease_clock = Arc::new(SuspendAwareClock::new(SimSources {
+                origin,
+                wall: wall.clone(),
+                sleep: Arc::default(),
+            }));
             Rc::new(RefCell::new(Machine {
                 slot,
-                wall: SimWall {
-                    origin,
-                    offset_ms: Arc::new(AtomicI64::new(rng.random_range(-500..=500))),
-                },
+                wall,
+                lease_clock,
                 leased: None,
                 incarnation: 0,
             }))
         })
         .collect();
     let truth = Rc::new(RefCell::new(Truth::default()));
-    let lease_clock: Arc<dyn LeaseClock> = Arc::new(SimLeaseClock { origin });
     let start = |machine: &Rc<RefCell<Machine>>, rng: &mut ChaCha8Rng| {
         let mut m = machine.borrow_mut();
         m.incarnation += 1;
         let wall = m.wall.clone();
         let factory_wall = wall.clone();
+        let lease_clock: Arc<dyn LeaseClock> = m.lease_clock.clone();
         let config = LeaseConfig::default()
             .ttl(Duration::from_secs(shape.ttl_s))
             .datacenter(3)
             .holder(format!("slot {} #{}", m.slot, m.incarnation))
-            .clock(Arc::clone(&lease_clock))
+            .clock(lease_clock)
             .wall_clock(Arc::new(wall))
             .generator(Arc::new(move |identity: Identity, store| {
                 Generator::builder_for(identity)
                     .clock(factory_wall.clone())
+                    .reserve_window_ms(shape.window_ms)
                     .store(store)
                     // The simulation's mark I/O answers at once: no thread.
                     .inline_store(true)
@@ -220,6 +306,23 @@ async fn run(seed: u64) -> Outcome {
                         let mut w = lock(&world);
                         w.holders_paused.entry(slot).or_insert(now + d);
                         w.fault("holder_pause");
+                    }
+                    8 if shape.suspends => {
+                        // The machine suspended: paused, and its monotonic
+                        // clock stands still meanwhile (its wall clock and
+                        // the coordinator's do not).
+                        let d = rng.random_range(300..=ttl_ms * 3);
+                        let sources = machines[slot].borrow().lease_clock.clone();
+                        let mut w = lock(&world);
+                        if !w.holders_paused.contains_key(&slot)
+                            && sources
+                                .sources()
+                                .sleep
+                                .suspend(sources.sources().elapsed_ns(), d * 1_000_000)
+                        {
+                            w.holders_paused.insert(slot, now + d);
+                            w.fault("holder_suspend");
+                        }
                     }
                     3 => {
                         // A crash: the session stops without a word; the

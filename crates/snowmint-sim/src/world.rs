@@ -14,7 +14,9 @@
 //!   (15247) and revokes the leases that table says expired, which the new
 //!   leader commits (12528);
 //! - answers lost, delayed (so reordered), or applied twice; members paused;
-//!   holders paused (their requests hang and they mint nothing).
+//!   holders paused (their requests hang and they mint nothing) or
+//!   suspended (paused, and their monotonic clock stands still meanwhile:
+//!   `run.rs`).
 //!
 //! Beside the model it keeps the truth the invariants are checked against:
 //! each lease's legitimate end (its last renewal by a real leader plus its
