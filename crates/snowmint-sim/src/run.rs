@@ -185,19 +185,21 @@ pub fn schedule(seed: u64) -> Outcome {
 async fn run(seed: u64) -> Outcome {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let ttl_s = [2, 3, 5, 10][rng.random_range(0..4)];
+    // Decided by the seed alone, so the other schedules stay what they were.
+    let suspends = seed % 4 == 1;
+    let window_ms = if suspends {
+        ttl_s * 4_000
+    } else {
+        snowmint::DEFAULT_RESERVE_WINDOW_MS
+    };
     let shape = Shape {
         holders: rng.random_range(2..=4),
         ttl_s,
         // Faults for 20 to 45 s, then the quiet tail (below).
-        length_ms: rng.random_range(20_000..=45_000) + quiet_ms(ttl_s * 1000),
+        length_ms: rng.random_range(20_000..=45_000) + quiet_ms(ttl_s * 1000, window_ms),
         spare: rng.random_range(1..=3),
-        // Decided by the seed alone, so the other schedules stay what they were.
-        window_ms: if seed % 4 == 1 {
-            ttl_s * 4_000
-        } else {
-            snowmint::DEFAULT_RESERVE_WINDOW_MS
-        },
-        suspends: seed % 4 == 1,
+        window_ms,
+        suspends,
     };
     let origin = tokio::time::Instant::now();
     let world: Shared = Arc::new(std::sync::Mutex::new(World::new(rng.random(), origin)));
@@ -277,7 +279,7 @@ async fn run(seed: u64) -> Outcome {
         start(machine, &mut rng);
     }
     let ttl_ms = shape.ttl_s * 1000;
-    let quiet_from = shape.length_ms - quiet_ms(ttl_ms);
+    let quiet_from = shape.length_ms - quiet_ms(ttl_ms, shape.window_ms);
     // The faults, until the last quarter.
     let faults = {
         let world = Arc::clone(&world);
@@ -467,11 +469,13 @@ async fn run(seed: u64) -> Outcome {
 }
 
 /// How long before the end the faults stop: enough for every machine to
-/// hold an identity again. A member paused just before may stay paused for
-/// 2.5 TTLs; then a lease to expire, the longest backoff (12.5 s), a claim,
-/// and a hand-over wait of one TTL.
-fn quiet_ms(ttl_ms: u64) -> u64 {
-    20_000 + 5 * ttl_ms
+/// hold an identity again and issue. A member paused just before may stay
+/// paused for 2.5 TTLs; then a lease to expire, the longest backoff
+/// (12.5 s), a claim, and a hand-over wait of one TTL; and, with a reserve
+/// window longer than the default, the clock catching up with a mark that
+/// much further ahead.
+fn quiet_ms(ttl_ms: u64, window_ms: u64) -> u64 {
+    20_000 + 5 * ttl_ms + window_ms.saturating_sub(snowmint::DEFAULT_RESERVE_WINDOW_MS)
 }
 
 /// Runs futures side by side on this task.
