@@ -10,10 +10,12 @@
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use snowmint::SnowflakeId;
 use snowmint_db::{DbConfig, LeaseState, LeasedGenerator, MintError};
+use snowmint_testkit::chaos::checker::{Recorder, Rules};
 use snowmint_testkit::db::{Mariadb, PgBouncer, Postgres};
 use snowmint_testkit::proxy::Proxy;
 
@@ -124,6 +126,61 @@ fn mint(minter: &LeasedGenerator, n: usize) -> Vec<SnowflakeId> {
     tokio::task::block_in_place(|| (0..n).map(|_| minter.next_id().unwrap()).collect())
 }
 
+/// Every ID a test minted, by minter, for the chaos harness's checker
+/// (`snowmint_testkit::chaos::checker`), the one checker of mint logs: no
+/// duplicate; each minter's IDs strictly increase in real time, also across
+/// a re-claim (each minter is one `LeasedGenerator`, never restarted);
+/// holders of one identity issued one after the other, each above everything
+/// the ones before issued; every minter named minted.
+struct Minted(Mutex<Recorder>);
+
+impl Minted {
+    fn new() -> Minted {
+        Minted(Mutex::new(Recorder::since(Instant::now())))
+    }
+
+    fn record(&self, name: &str, started: Instant, ids: &[SnowflakeId]) {
+        let ended = Instant::now();
+        self.0
+            .lock()
+            .unwrap()
+            .record(name, started, ended, ids.iter().map(|id| id.get()));
+    }
+
+    /// [`mint`], recorded as `name`'s.
+    fn take(&self, name: &str, minter: &LeasedGenerator, n: usize) -> Vec<SnowflakeId> {
+        let started = Instant::now();
+        let ids = mint(minter, n);
+        self.record(name, started, &ids);
+        ids
+    }
+
+    /// One ID, if `minter` issues one now, recorded as `name`'s.
+    fn try_one(&self, name: &str, minter: &LeasedGenerator) -> Option<SnowflakeId> {
+        let started = Instant::now();
+        let id = minter.next_id().ok()?;
+        self.record(name, started, &[id]);
+        Some(id)
+    }
+
+    /// Panics with every violation, unless all of `minters` minted and
+    /// every rule held.
+    fn check(&self, minters: &[&str]) {
+        let mut log = self.0.lock().unwrap();
+        for name in minters {
+            log.instance(name);
+        }
+        let rules = Rules {
+            every_instance_mints: minters.len(),
+            one_minter_each: true,
+            one_tenure_each: true,
+        };
+        if let Err(why) = log.verdict(&rules) {
+            panic!("what was minted: {why}");
+        }
+    }
+}
+
 /// Waits until `f` holds, or panics naming `what` after `limit`.
 async fn until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
@@ -145,15 +202,15 @@ async fn holders_never_share(server: Server) {
     for minter in &fleet {
         held(minter).await;
     }
+    let minted = Minted::new();
+    let names: Vec<String> = (0..32).map(|i| format!("h{i}")).collect();
     let mut identities = HashSet::new();
-    let mut ids = HashSet::new();
-    for minter in &fleet {
+    for (minter, name) in fleet.iter().zip(&names) {
         let identity = minter.identity().unwrap();
         assert_eq!(identity.datacenter(), 3);
         assert!(identities.insert(identity), "{identity} held twice");
-        for id in mint(minter, 300) {
+        for id in minted.take(name, minter, 300) {
             assert_eq!((id.datacenter(), id.worker()), (3, identity.worker()));
-            assert!(ids.insert(id), "{id} minted twice");
         }
     }
     let waiter = LeasedGenerator::spawn(server.config().datacenter(3)).unwrap();
@@ -181,12 +238,14 @@ async fn holders_never_share(server: Server) {
     })
     .await;
     assert!(start.elapsed() < Duration::from_secs(30));
-    for id in mint(&waiter, 300) {
-        assert!(ids.insert(id), "{id} minted twice after the hand-over");
-    }
+    minted.take("waiter", &waiter, 300);
     for minter in fleet.iter().chain([&waiter]) {
         minter.shutdown().await;
     }
+    // No ID twice, and the waiter issued as h7's identity above h7.
+    let mut all: Vec<&str> = names.iter().map(String::as_str).collect();
+    all.push("waiter");
+    minted.check(&all);
     // Every row released and its lease ended.
     let open = server.sql(
         "SELECT identity, holder, lease, expires_ms, released FROM snowmint_identities \
@@ -219,7 +278,8 @@ async fn sole_holder_of_datacenter_7(
 /// more TTL (it did not release), above every ID the crashed one issued.
 async fn crashed_holder_is_reclaimed_above_its_mark(server: Server) {
     let (a, identity, _) = sole_holder_of_datacenter_7(&server, server.config()).await;
-    let last = *mint(&a, 5000).last().unwrap();
+    let minted = Minted::new();
+    minted.take("a", &a, 5000);
     let crashed = Instant::now();
     a.abandon();
     let b = LeasedGenerator::spawn(server.config().datacenter(7).holder("b")).unwrap();
@@ -246,12 +306,10 @@ async fn crashed_holder_is_reclaimed_above_its_mark(server: Server) {
         "claimed (seen) after {claimed:?}, issued after {issued:?}: the wait was shorter than \
          the TTL"
     );
-    let first = mint(&b, 1)[0];
-    assert!(
-        first > last,
-        "{first} after {last}: below the crashed holder's IDs"
-    );
+    minted.take("b", &b, 1);
     b.shutdown().await;
+    // b issued above every ID of the crashed holder.
+    minted.check(&["a", "b"]);
 }
 
 /// A holder that took an identity over uncleanly and is shut down during
@@ -296,7 +354,8 @@ async fn shut_down_in_the_hand_over_wait_is_not_a_release(server: Server) {
 /// back it holds an identity again and issues above everything before.
 async fn paused_database_fences_then_recovers(server: Server) {
     let a = LeasedGenerator::start(server.config()).await.unwrap();
-    let last = *mint(&a, 1000).last().unwrap();
+    let minted = Minted::new();
+    minted.take("a", &a, 1000);
     server.pause();
     let paused = Instant::now();
     until(TTL + Duration::from_secs(1), "fenced while paused", || {
@@ -314,9 +373,10 @@ async fn paused_database_fences_then_recovers(server: Server) {
         a.ready().is_ok()
     })
     .await;
-    let first = mint(&a, 1)[0];
-    assert!(first > last, "{first} after {last}");
+    minted.take("a", &a, 1);
     a.shutdown().await;
+    // Above everything before the pause.
+    minted.check(&["a"]);
 }
 
 /// The line to the database cut (a proxy that drops every connection and
@@ -328,7 +388,8 @@ async fn cut_off_through_a_proxy(server: Server) {
     let a = LeasedGenerator::start(server.config_at(addr))
         .await
         .unwrap();
-    let last = *mint(&a, 1000).last().unwrap();
+    let minted = Minted::new();
+    minted.take("a", &a, 1000);
     proxy.cut();
     let cut = Instant::now();
     until(TTL + Duration::from_secs(1), "fenced when cut off", || {
@@ -346,8 +407,9 @@ async fn cut_off_through_a_proxy(server: Server) {
         a.ready().is_ok()
     })
     .await;
-    assert!(mint(&a, 1)[0] > last);
+    minted.take("a", &a, 1);
     a.shutdown().await;
+    minted.check(&["a"]);
 }
 
 /// A table that is not this layout's (another comment) is never used.
@@ -536,7 +598,8 @@ async fn postgres_through_pgbouncer_in_transaction_mode() {
             LeasedGenerator::spawn(DbConfig::postgres(bouncer.url(DB)).lease_ttl(TTL)).unwrap()
         })
         .collect();
-    let mut ids = HashSet::new();
+    let minted = Minted::new();
+    let names: Vec<String> = (0..fleet.len()).map(|i| format!("m{i}")).collect();
     let mut identities = HashSet::new();
     for minter in &fleet {
         held(minter).await;
@@ -545,13 +608,12 @@ async fn postgres_through_pgbouncer_in_transaction_mode() {
     // Renewals and marks keep going through the pooler for a few TTLs.
     let until_at = Instant::now() + TTL * 3;
     while Instant::now() < until_at {
-        for minter in &fleet {
-            if let Ok(id) = minter.next_id() {
-                assert!(ids.insert(id), "{id} twice");
-            }
+        for (minter, name) in fleet.iter().zip(&names) {
+            minted.try_one(name, minter);
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    minted.check(&names.iter().map(String::as_str).collect::<Vec<_>>());
     for minter in &fleet {
         let m = minter.metrics();
         assert_eq!(m.state, LeaseState::Held, "{m:?}");
@@ -592,7 +654,8 @@ async fn postgres_clock_stepped_forward_then_back() {
              released = false WHERE identity BETWEEN 288 AND 319 AND identity <> {n};"
         ),
     );
-    let last_before = *mint(&a, 1000).last().unwrap();
+    let minted = Minted::new();
+    minted.take("a", &a, 1000);
     pg.set_clock_offset_ms(10_000);
     let b = LeasedGenerator::spawn(config().holder("b")).unwrap();
     until(Duration::from_secs(30), "b claims, and waits", || {
@@ -603,11 +666,8 @@ async fn postgres_clock_stepped_forward_then_back() {
     assert_eq!(b.metrics().identity, Some(identity));
     // While B waits, A's IDs and B's never meet: A is fenced by the time B
     // issues (A's renewal is refused: its lease is gone on the database).
-    let mut a_last = last_before;
     while b.ready().is_err() {
-        if let Ok(id) = a.next_id() {
-            a_last = a_last.max(id);
-        }
+        minted.try_one("a", &a);
         assert!(
             claimed.elapsed() < Duration::from_secs(30),
             "b never issues"
@@ -616,15 +676,16 @@ async fn postgres_clock_stepped_forward_then_back() {
     }
     assert!(claimed.elapsed() + Duration::from_millis(100) >= TTL);
     assert!(a.next_id().is_err(), "a still issues once b does");
-    let b_first = mint(&b, 1)[0];
-    assert!(b_first > a_last, "{b_first} not above {a_last}");
+    minted.take("b", &b, 1);
     // Back: B's lease only looks longer; B keeps issuing.
     pg.set_clock_offset_ms(-10_000);
     tokio::time::sleep(TTL * 2).await;
     assert!(b.ready().is_ok(), "{:?}", b.metrics());
-    assert!(mint(&b, 1)[0] > b_first);
+    minted.take("b", &b, 1);
     a.shutdown().await;
     b.shutdown().await;
+    // B issued above every ID of A, one after the other, and kept rising.
+    minted.check(&["a", "b"]);
 }
 
 /// The coordinator's contract, request by request (what the session relies

@@ -2,14 +2,14 @@
 //! run at once mint as distinct identities; a graceful stop frees its
 //! identity at once (long before its lease could expire); after a SIGKILL
 //! the identity is taken over only once the lease expired, and the new
-//! holder issues only above everything the killed one printed. The copies
+//! holder issues only above everything the killed one printed (the merged
+//! output checked by the chaos harness's checker). The copies
 //! lease within datacenter 0, of which a filler holds every worker but two,
 //! so that the identity a stop or a kill frees is the only one free.
 //!
 //! Skipped with a printed reason when `etcd` or `etcdctl` is missing,
 //! unless SNOWMINT_REQUIRE_SERVICES=1.
 
-use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -17,6 +17,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use snowmint::SnowflakeId;
+use snowmint_testkit::chaos::checker::{Recorder, Rules};
 use snowmint_testkit::etcd::EtcdServer;
 
 /// `target/<profile>/examples/mint`, which `cargo test -p snowmint-etcd`
@@ -41,10 +42,21 @@ struct Mint {
     lines: mpsc::Receiver<String>,
     identity: (u8, u8),
     ids: Vec<SnowflakeId>,
+    /// Before it was started: it issued nothing earlier.
+    spawned: Instant,
+}
+
+/// What one copy printed, from its start to its end.
+struct Printed {
+    spawned: Instant,
+    /// Once it had exited and every line it printed was read.
+    ended: Instant,
+    ids: Vec<SnowflakeId>,
 }
 
 impl Mint {
     fn start(etcd: &str, prefix: &str, ttl: u64) -> Mint {
+        let spawned = Instant::now();
         let mut child = Command::new(example())
             .args([etcd, prefix, &ttl.to_string(), "0"])
             .env("RUST_LOG", "warn")
@@ -69,6 +81,7 @@ impl Mint {
             lines,
             identity: (99, 99),
             ids: Vec::new(),
+            spawned,
         };
         let first = mint
             .line(Duration::from_secs(30))
@@ -100,14 +113,13 @@ impl Mint {
                 .expect("the example prints IDs");
             let id: SnowflakeId = line.parse().unwrap_or_else(|e| panic!("{line:?}: {e}"));
             assert_eq!((id.datacenter(), id.worker()), self.identity, "{id}");
-            assert!(self.ids.last() < Some(&id), "not increasing at {id}");
             self.ids.push(id);
         }
     }
 
     /// Graceful stop: `stop` on stdin; the IDs printed before `stopped`
     /// are kept.
-    fn stop(mut self) -> Vec<SnowflakeId> {
+    fn stop(mut self) -> Printed {
         writeln!(self.stdin.as_mut().unwrap(), "stop").unwrap();
         loop {
             let line = self
@@ -120,11 +132,19 @@ impl Mint {
         }
         let status = self.child.wait().unwrap();
         assert!(status.success(), "{status}");
-        std::mem::take(&mut self.ids)
+        self.printed()
+    }
+
+    fn printed(&mut self) -> Printed {
+        Printed {
+            spawned: self.spawned,
+            ended: Instant::now(),
+            ids: std::mem::take(&mut self.ids),
+        }
     }
 
     /// SIGKILL: no revoke, the lease is left to expire.
-    fn kill(mut self) -> Vec<SnowflakeId> {
+    fn kill(mut self) -> Printed {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
         // Whatever it printed before it died was issued too.
@@ -133,7 +153,7 @@ impl Mint {
                 self.ids.push(id);
             }
         }
-        std::mem::take(&mut self.ids)
+        self.printed()
     }
 }
 
@@ -199,7 +219,7 @@ fn two_copies_mint_as_two_identities_and_hand_over_on_stop_and_after_a_kill() {
     a.read_ids(300);
     b.read_ids(300);
 
-    let a_ids = a.stop();
+    let a_out = a.stop();
     assert_eq!(
         etcdctl_get(&url, &format!("/example/identities/0/{}", a_identity.1)),
         "",
@@ -211,11 +231,10 @@ fn two_copies_mint_as_two_identities_and_hand_over_on_stop_and_after_a_kill() {
         "a's identity, long before its lease could expire"
     );
     c.read_ids(300);
-    assert!(c.ids[0] > *a_ids.last().unwrap(), "c starts above a");
 
     b.read_ids(100);
-    let b_ids = b.kill();
-    let b_max = *b_ids.last().unwrap();
+    let b_out = b.kill();
+    let b_max = *b_out.ids.iter().max().unwrap();
     let b_key = format!("/example/identities/0/{}", b_identity.1);
     assert_ne!(etcdctl_get(&url, &b_key), "", "b's lease outlives it");
     let mark: u64 = etcdctl_get(&url, &format!("/example/reserved/0/{}", b_identity.1))
@@ -239,15 +258,28 @@ fn two_copies_mint_as_two_identities_and_hand_over_on_stop_and_after_a_kill() {
         "d takes over the killed copy's identity"
     );
     d.read_ids(300);
-    assert!(
-        d.ids[0] > b_max,
-        "d issued {} at or below b's last {b_max}",
-        d.ids[0]
-    );
 
-    let c_ids = c.stop();
-    let d_ids = d.stop();
-    let all: Vec<SnowflakeId> = [a_ids, b_ids, c_ids, d_ids].concat();
-    let unique: HashSet<_> = all.iter().collect();
-    assert_eq!(unique.len(), all.len(), "a duplicate across copies");
+    let c_out = c.stop();
+    let d_out = d.stop();
+    // Each copy's output as one mint, from its start to its end: no
+    // duplicate across copies; each copy's IDs strictly increase; c issued
+    // only after a had stopped and above all of a's IDs, d only after b had
+    // been killed and above all of b's; every copy printed IDs.
+    let mut log = Recorder::since(a_out.spawned);
+    for (name, out) in [("a", a_out), ("b", b_out), ("c", c_out), ("d", d_out)] {
+        log.record(
+            name,
+            out.spawned,
+            out.ended,
+            out.ids.iter().map(|id| id.get()),
+        );
+    }
+    let rules = Rules {
+        every_instance_mints: 4,
+        one_minter_each: true,
+        one_tenure_each: true,
+    };
+    if let Err(why) = log.verdict(&rules) {
+        panic!("the copies' output: {why}");
+    }
 }

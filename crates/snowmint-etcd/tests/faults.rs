@@ -6,14 +6,15 @@
 //! Skipped with a printed reason when the `etcd` binary is missing, unless
 //! SNOWMINT_REQUIRE_SERVICES=1.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use snowmint::{Clock, Generator, SnowflakeId, SystemClock};
+use snowmint::{Clock, Generator, Identity, MemoryStore, SnowflakeId, SystemClock};
 use snowmint_etcd::{EtcdConfig, GeneratorFactory, LeaseState, LeasedGenerator, MintError};
+use snowmint_testkit::chaos::checker::{Recorder, Rules};
 use snowmint_testkit::etcd::EtcdServer;
 use snowmint_testkit::proxy::Proxy;
 
@@ -203,99 +204,102 @@ impl Filler {
     }
 }
 
-/// One instance's time holding one identity.
-struct Tenure<'a> {
-    instance: &'a str,
-    first_started: Instant,
-    first_ended: Instant,
-    last_started: Instant,
-    min: SnowflakeId,
-    max: SnowflakeId,
-}
-
-/// Every one of `instances` minted (an instance that issued nothing would
-/// pass every check below unseen), the merged log has no duplicate, each
-/// instance's IDs strictly increase, and two instances that held the same
-/// identity did so one after the other: in time (the later one's first mint
-/// ended after the earlier one's last mint started) and in ID space (every
-/// ID of the later is greater).
+/// The merged log checked by the chaos harness's checker
+/// (`snowmint_testkit::chaos::checker`), the one checker of mint logs: no
+/// duplicate; each instance's IDs strictly increase, in real time, within
+/// one identity and across every identity it re-claimed (each instance is
+/// one `LeasedGenerator`, never restarted: guarantee 2); two instances that
+/// held the same identity did so one after the other (no instance here is
+/// handed an identity back), in time (the later one's first mint ended
+/// after the earlier one's last mint started) and in ID space (every ID of
+/// the later is greater); and every one of `instances` minted (an instance
+/// that issued nothing would pass every other rule unseen). A batch's
+/// times are taken to the microsecond: an instance's batches are 2 ms
+/// apart, so one's order is never lost. Returns the number of IDs.
 fn check_log(log: &Log, instances: &[&str]) -> usize {
     let log = log.lock().unwrap();
+    let Some(epoch) = log.iter().map(|b| b.started).min() else {
+        panic!("nothing minted; expected {instances:?} to mint");
+    };
+    let mut checked = Recorder::since(epoch);
     for name in instances {
-        assert!(
-            log.iter().any(|b| b.instance == *name),
-            "{name} minted nothing"
+        checked.instance(name);
+    }
+    for b in log.iter() {
+        checked.record(
+            &b.instance,
+            b.started,
+            b.ended,
+            b.ids.iter().map(|id| id.get()),
         );
     }
-    let mut seen = HashSet::new();
-    let mut per_instance: BTreeMap<&str, Vec<&Batch>> = BTreeMap::new();
-    for batch in log.iter() {
-        for id in &batch.ids {
-            assert!(
-                seen.insert(*id),
-                "duplicate ID {id} (issued by {})",
-                batch.instance
-            );
+    let rules = Rules {
+        every_instance_mints: instances.len(),
+        one_minter_each: true,
+        one_tenure_each: true,
+    };
+    let ids = checked
+        .verdict(&rules)
+        .unwrap_or_else(|why| panic!("{why}"));
+    usize::try_from(ids).unwrap()
+}
+
+/// `check_log` fails a log that breaks one of its rules, naming the rule
+/// and the instances: what the tests above rely on when they pass.
+#[test]
+fn the_log_check_fails_what_breaks_its_rules() {
+    let t0 = Instant::now();
+    let at = |ms: u64| t0 + Duration::from_millis(ms);
+    // An ID of worker `worker` of datacenter 0 at millisecond `ms` after the epoch.
+    let id = |ms: u64, worker: u64| SnowflakeId::new((ms << 22) | (worker << 12)).unwrap();
+    let batch = |instance: &str, from: u64, to: u64, ids: Vec<SnowflakeId>| Batch {
+        instance: instance.to_owned(),
+        started: at(from),
+        ended: at(to),
+        ids,
+    };
+    let failure = |batches: Vec<Batch>, instances: &[&str]| -> String {
+        let log: Log = Arc::new(Mutex::new(batches));
+        let instances: Vec<String> = instances.iter().map(|s| (*s).to_owned()).collect();
+        let caught = std::panic::catch_unwind(move || {
+            let names: Vec<&str> = instances.iter().map(String::as_str).collect();
+            check_log(&log, &names)
+        });
+        match caught {
+            Ok(n) => panic!("check_log passed {n} IDs"),
+            Err(e) => e.downcast_ref::<String>().cloned().unwrap_or_default(),
         }
-        per_instance.entry(&batch.instance).or_default().push(batch);
-    }
-    let mut tenures: BTreeMap<(u8, u8), Vec<Tenure>> = BTreeMap::new();
-    for (instance, batches) in &per_instance {
-        let ids: Vec<SnowflakeId> = batches.iter().flat_map(|b| b.ids.iter().copied()).collect();
-        let mut by_identity: BTreeMap<(u8, u8), Vec<&Batch>> = BTreeMap::new();
-        for b in batches {
-            by_identity
-                .entry((b.ids[0].datacenter(), b.ids[0].worker()))
-                .or_default()
-                .push(b);
-        }
-        // Within one identity an instance's IDs strictly increase.
-        for (identity, bs) in &by_identity {
-            let ids: Vec<SnowflakeId> = bs.iter().flat_map(|b| b.ids.iter().copied()).collect();
-            assert!(
-                ids.windows(2).all(|w| w[0] < w[1]),
-                "{instance} not increasing on {identity:?}"
-            );
-            tenures.entry(*identity).or_default().push(Tenure {
-                instance,
-                first_started: bs.first().unwrap().started,
-                first_ended: bs.first().unwrap().ended,
-                last_started: bs.last().unwrap().started,
-                min: ids[0],
-                max: *ids.last().unwrap(),
-            });
-        }
-        assert!(!ids.is_empty());
-    }
-    for (identity, holders) in &tenures {
-        for a in holders {
-            for b in holders {
-                if a.instance == b.instance {
-                    continue;
-                }
-                let (earlier, later) = if a.first_started <= b.first_started {
-                    (a, b)
-                } else {
-                    (b, a)
-                };
-                assert!(
-                    earlier.last_started <= later.first_ended,
-                    "{} and {} issued as {identity:?} at the same time",
-                    earlier.instance,
-                    later.instance
-                );
-                assert!(
-                    earlier.max < later.min,
-                    "{} issued {} after {} had issued {} as {identity:?}",
-                    later.instance,
-                    later.min,
-                    earlier.instance,
-                    earlier.max
-                );
-            }
-        }
-    }
-    seen.len()
+    };
+    let clean = || {
+        vec![
+            batch("a", 0, 1, vec![id(100, 0), id(101, 0)]),
+            batch("b", 0, 1, vec![id(100, 1)]),
+            batch("a", 3, 4, vec![id(102, 0)]),
+            // b takes a's identity over above it; a re-claims another.
+            batch("b", 10, 11, vec![id(200, 0)]),
+            batch("a", 10, 11, vec![id(201, 2)]),
+        ]
+    };
+    let log: Log = Arc::new(Mutex::new(clean()));
+    assert_eq!(check_log(&log, &["a", "b"]), 6);
+
+    let why = failure(clean(), &["a", "b", "c"]);
+    assert!(
+        why.contains("silent: instance 2") && why.contains("2 = c"),
+        "{why}"
+    );
+    let mut twice = clean();
+    twice.push(batch("c", 20, 21, vec![id(100, 1)]));
+    let why = failure(twice, &["a", "b", "c"]);
+    assert!(why.contains("duplicate"), "{why}");
+    let mut back = clean();
+    back.push(batch("a", 20, 21, vec![id(150, 3)]));
+    let why = failure(back, &["a", "b"]);
+    assert!(why.contains("went back across a re-claim"), "{why}");
+    let mut beside = clean();
+    beside.push(batch("b", 1, 2, vec![id(150, 0)]));
+    let why = failure(beside, &["a", "b"]);
+    assert!(why.contains("tenures overlap"), "{why}");
 }
 
 /// Waits until `instance` has minted a batch that started at or after
@@ -904,4 +908,302 @@ fn each_etcd_owns_its_own_address() {
     assert!(snowmint_testkit::etcd::listener_owned_by(b.addr(), std::process::id()).is_err());
     let nobody = snowmint_testkit::etcd::unused_addr();
     assert!(snowmint_testkit::etcd::listener_owned_by(nobody, b.pid()).is_err());
+}
+
+/// Waits until `minter.ready()` says a mint would succeed.
+async fn wait_mintable(minter: &LeasedGenerator, limit: Duration) {
+    let start = Instant::now();
+    while let Err(e) = minter.ready() {
+        assert!(
+            start.elapsed() < limit,
+            "not ready after {limit:?}: {e}; {:?}",
+            minter.metrics()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The "reserved until" mark of `identity` under `prefix`, if any.
+async fn mark_of(endpoint: &str, prefix: &str, identity: (u8, u8)) -> Option<u64> {
+    let mut client = etcd_client::Client::connect([endpoint], None)
+        .await
+        .unwrap();
+    let got = client
+        .get(key(prefix, "reserved", identity), None)
+        .await
+        .unwrap();
+    got.kvs()
+        .first()
+        .map(|kv| std::str::from_utf8(kv.value()).unwrap().parse().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_leased_generator_stays_ready_window_after_window() {
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    // Reservation windows of 400 ms, and the generator's proof that its
+    // store takes writes trusted for 1.2 s after the newest write
+    // (`max_proof_age_ms`; its default is one window): with nothing minted,
+    // nothing needs a mark, so unless the session probes the store
+    // `ready()` turns false 1.2 s into the idle stretch although a mint
+    // would succeed. A probe is due at half that age, leaving it 600 ms to
+    // land on a busy machine.
+    let factory: GeneratorFactory = Arc::new(|identity, store| {
+        Generator::builder_for(identity)
+            .reserve_window_ms(400)
+            .max_proof_age_ms(1_200)
+            .store(store)
+            .build()
+    });
+    // A long TTL: renewals keep the fence open throughout, so only the
+    // generator's own verdict is under test.
+    let minter =
+        LeasedGenerator::spawn(options(&etcd.url(), "/idle", 10).generator(factory)).unwrap();
+    wait_mintable(&minter, Duration::from_secs(20)).await;
+    let identity = minter.identity().unwrap();
+    let held = (identity.datacenter(), identity.worker());
+    let mark_before = mark_of(&etcd.url(), "/idle", held).await.unwrap();
+
+    // Idle for more than three proof ages (ten windows), checked every 50 ms.
+    let idle = Instant::now();
+    let mut checks = 0u32;
+    while idle.elapsed() < Duration::from_secs(4) {
+        if let Err(e) = minter.ready() {
+            panic!(
+                "not ready {:?} into an idle stretch with nothing minted ({checks} checks \
+                 passed before), though the lease is held: {e}; {:?}",
+                idle.elapsed(),
+                minter.metrics()
+            );
+        }
+        checks += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let m = minter.metrics();
+    assert_eq!(
+        (m.state, m.claims, m.fenced),
+        (LeaseState::Held, 1, 0),
+        "{m:?}"
+    );
+    assert!(
+        minter.generator_metrics().unwrap().ids_issued == 0,
+        "something minted during the idle stretch"
+    );
+    // The probes wrote the mark: that is how readiness knows the store
+    // still takes writes.
+    let mark_after = mark_of(&etcd.url(), "/idle", held).await.unwrap();
+    assert!(
+        mark_after > mark_before,
+        "the mark stayed at {mark_before} while idle: nothing probed the store"
+    );
+    // And readiness told the truth: a mint succeeds now.
+    let ids = tokio::task::block_in_place(|| mint(&minter, 10)).expect("a mint after idling");
+    assert!(
+        ids.iter()
+            .all(|id| (id.datacenter(), id.worker()) == held && id.timestamp_ms() > mark_before)
+    );
+    minter.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_factory_generator_of_another_identity_or_store_is_never_used() {
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    // Builds for the next identity after the one it is given.
+    let another_identity: GeneratorFactory = Arc::new(|identity: Identity, store| {
+        let next = (u64::from(identity.ordinal()) + 1) % 1024;
+        Generator::builder_for(Identity::from_ordinal(next).unwrap())
+            .store(store)
+            .build()
+    });
+    // Keeps its mark in memory, not in the store it is given (in etcd).
+    let another_store: GeneratorFactory = Arc::new(|identity, _given| {
+        Generator::builder_for(identity)
+            .store(MemoryStore::new())
+            .build()
+    });
+    let cases = [
+        (
+            "another-identity",
+            another_identity,
+            "it mints as another identity",
+        ),
+        (
+            "another-store",
+            another_store,
+            "it does not keep its mark in the store it was given",
+        ),
+    ];
+    for (case, factory, why) in cases {
+        let log = Log::default();
+        let prefix = format!("/{case}");
+        let a = Instance::start(
+            case,
+            options(&etcd.url(), &prefix, 3).generator(factory),
+            &log,
+        );
+        // Each claim builds a generator, which the session must refuse: it
+        // never installs one, so it is never ready and never mints, and it
+        // says why. Three refusals, checked every 20 ms in between.
+        wait_until(
+            &format!("{case}: three claims tried"),
+            Duration::from_secs(20),
+            || {
+                assert!(
+                    !a.is_ready() && a.minter.ready().is_err(),
+                    "{case}: ready with a generator the session had to refuse: {:?}",
+                    a.minter.metrics()
+                );
+                a.minter.metrics().claim_txns >= 3
+            },
+        )
+        .await;
+        let m = a.minter.metrics();
+        let error = m.last_error.clone().unwrap_or_default();
+        assert!(
+            error.contains(why),
+            "{case}: the last error {error:?} does not say {why:?}: {m:?}"
+        );
+        assert_eq!(m.claims, 0, "{case}: {m:?}");
+        assert!(mint(&a.minter, 1).is_err(), "{case}: a mint succeeded");
+        a.shutdown().await;
+        let issued = log.lock().unwrap().len();
+        assert_eq!(issued, 0, "{case}: {issued} batches issued");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_keep_increasing_when_an_instance_claims_another_identity() {
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    let url = etcd.url();
+    let mut client = etcd_client::Client::connect([url.as_str()], None)
+        .await
+        .unwrap();
+    // Identity 0/0's mark a minute ahead of the clock, as a holder whose
+    // clock ran ahead would leave it: its next holder issues above it, on
+    // borrowed time (the factory lets it borrow two minutes).
+    let ahead_ms = SystemClock::new().now_ms() + 60_000;
+    client
+        .put(
+            key("/floor", "reserved", (0, 0)),
+            ahead_ms.to_string(),
+            None,
+        )
+        .await
+        .unwrap();
+    // Every worker of datacenter 0 held by a filler, but 0/0.
+    let mut filler = Filler::take_free(&url, "/floor").await;
+    filler.held.retain(|&w| w != 0);
+    client
+        .delete(key("/floor", "identities", (0, 0)), None)
+        .await
+        .unwrap();
+    let factory: GeneratorFactory = Arc::new(|identity, store| {
+        Generator::builder_for(identity)
+            .max_borrow_ms(120_000)
+            .store(store)
+            .build()
+    });
+    let log = Log::default();
+    let ttl = 3;
+    let a = Instance::start("a", dc0(&url, "/floor", ttl).generator(factory), &log);
+    a.wait_ready(Duration::from_secs(20)).await;
+    assert_eq!(a.identity(), Some((0, 0)));
+    wait_until("a issued as 0/0", Duration::from_secs(10), || {
+        batches_of(&log, "a") >= 50
+    })
+    .await;
+    let first = issued_as(&log, "a", (0, 0))[0];
+    assert!(
+        first.timestamp_ms() > ahead_ms,
+        "a issued {first} at or below 0/0's mark {ahead_ms}"
+    );
+
+    // One other worker freed (it has no mark), then 0/0 taken over by
+    // another lease: a stops issuing as 0/0 and claims the free one, whose
+    // generator starts at the clock, a minute below a's last ID, unless
+    // the session carries its last millisecond over.
+    let next = filler.free_one().await;
+    let intruder = client.lease_grant(60, None).await.unwrap().id();
+    client
+        .put(
+            key("/floor", "identities", (0, 0)),
+            "someone else",
+            Some(etcd_client::PutOptions::new().with_lease(intruder)),
+        )
+        .await
+        .unwrap();
+    wait_until(
+        "a claims the free identity",
+        Duration::from_secs(4 * ttl),
+        || a.identity() == Some(next) && a.is_ready(),
+    )
+    .await;
+    wait_until(
+        "a issued as its new identity",
+        Duration::from_secs(10),
+        || issued_as(&log, "a", next).len() >= 200,
+    )
+    .await;
+    let m = a.minter.metrics();
+    assert_eq!(m.claims, 2, "{m:?}");
+    a.shutdown().await;
+    let before = issued_as(&log, "a", (0, 0));
+    let after = issued_as(&log, "a", next);
+    let last_before = *before.iter().max().unwrap();
+    let first_after = *after.iter().min().unwrap();
+    assert!(
+        first_after > last_before,
+        "after re-claiming as {next:?} a issued {first_after} (at {} ms), below {last_before} \
+         (at {} ms), which it had issued as 0/0: its IDs went back",
+        first_after.timestamp_ms(),
+        last_before.timestamp_ms()
+    );
+    check_log(&log, &["a"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_renewal_is_timed_from_the_grant_when_holding_starts_late() {
+    let Some(etcd) = EtcdServer::start() else {
+        return;
+    };
+    // TTL 10 s: the fence closes 8 s after the grant unless a renewal comes
+    // first, and renewals are 8/3 s apart. Building the generator takes
+    // 5.5 s here (a slow store, as a fault of the test), so holding starts
+    // 5.5 s after the grant. Timed from the grant, the first renewal is
+    // overdue then and goes out at once, with over 2 s to spare; timed from
+    // when holding started, it would go out 8.2 s after the grant, after
+    // the fence had closed.
+    let build_takes = Duration::from_millis(5_500);
+    let factory: GeneratorFactory = Arc::new(move |identity, store| {
+        std::thread::sleep(build_takes);
+        Generator::builder_for(identity).store(store).build()
+    });
+    let log = Log::default();
+    let started = Instant::now();
+    let a = Instance::start(
+        "a",
+        options(&etcd.url(), "/first-renewal", 10).generator(factory),
+        &log,
+    );
+    a.wait_ready(Duration::from_secs(30)).await;
+    assert!(started.elapsed() >= build_takes);
+    wait_until("two renewals", Duration::from_secs(20), || {
+        a.minter.metrics().renewals >= 2
+    })
+    .await;
+    let m = a.minter.metrics();
+    assert_eq!(
+        m.fenced, 0,
+        "the fence closed before the first renewal: holding started {build_takes:?} after the \
+         grant and the first renewal was timed from then, not from the grant: {m:?}"
+    );
+    assert_eq!((m.state, m.claims), (LeaseState::Held, 1), "{m:?}");
+    wait_minted(&log, "a", Instant::now()).await;
+    a.shutdown().await;
+    check_log(&log, &["a"]);
 }

@@ -22,9 +22,23 @@
 //!    (etcd issue 15247, in Debian's etcd 3.4.23) and that answer extended
 //!    the old holder's fence past its lease; renewals now count only once
 //!    confirmed by raft term. See docs/distributed.md.
+//!
+//! Stricter rules, for logs whose instances are known to be more than a
+//! chaos run's processes (a test's in-process minters: [`Recorder`]), are
+//! asked for by [`Rules`] and [`check_with`]: every instance minted
+//! ([`Violation::Silent`]); each instance, one minter that never restarted,
+//! issued strictly increasing IDs in real time across every identity it held
+//! (guarantee 2 across re-claims, [`Violation::MinterOutOfOrder`]); and each
+//! instance held each identity once, so holders of one identity issued one
+//! after the other in time ([`Violation::TenuresOverlap`]) and in ID order
+//! ([`Violation::TenuresOutOfOrder`]). A chaos run kills and restarts its
+//! processes (a restarted one is a new minter, which may issue below the
+//! last) and may hand an identity back to an instance that held it before,
+//! so [`check`] applies none of them.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
+use std::time::Instant;
 
 use super::history::Mint;
 
@@ -108,11 +122,67 @@ pub enum Violation {
         /// The position in its answer.
         position: usize,
     },
+    /// ([`Rules::every_instance_mints`]) Instance `instance` minted nothing:
+    /// every other rule would pass it unseen.
+    Silent {
+        /// The instance.
+        instance: usize,
+    },
+    /// ([`Rules::one_minter_each`]) Mint `earlier` of `instance` ended before
+    /// its mint `later` started, as another identity, yet an ID of `earlier`
+    /// is not below one of `later`: one minter's IDs went back across a
+    /// re-claim (guarantee 2). Inversions within one identity are
+    /// [`Violation::OutOfOrder`].
+    MinterOutOfOrder {
+        /// The instance.
+        instance: usize,
+        /// The mint that ended first.
+        earlier: usize,
+        /// Its largest ID.
+        earlier_max: u64,
+        /// The mint that started after it.
+        later: usize,
+        /// Its smallest ID.
+        later_min: u64,
+    },
+    /// ([`Rules::one_tenure_each`]) Instance `earlier_instance` began issuing
+    /// as `identity` first, yet its mint `earlier_last` of it started after
+    /// mint `later_first`, the first of `later_instance` as it, had ended:
+    /// the two held the identity at the same time.
+    TenuresOverlap {
+        /// The identity.
+        identity: (u8, u8),
+        /// The instance that began issuing as it first.
+        earlier_instance: usize,
+        /// Its last mint of the identity.
+        earlier_last: usize,
+        /// The instance that began issuing as it later.
+        later_instance: usize,
+        /// Its first mint of the identity.
+        later_first: usize,
+    },
+    /// ([`Rules::one_tenure_each`]) Instance `later_instance` began issuing as
+    /// `identity` after `earlier_instance` had, yet issued `later_min`, not
+    /// above the `earlier_max` of the earlier holder: a later holder must
+    /// issue above everything its predecessors issued.
+    TenuresOutOfOrder {
+        /// The identity.
+        identity: (u8, u8),
+        /// The instance that began issuing as it first.
+        earlier_instance: usize,
+        /// Its largest ID of the identity.
+        earlier_max: u64,
+        /// The instance that began issuing as it later.
+        later_instance: usize,
+        /// Its smallest ID of the identity.
+        later_min: u64,
+    },
 }
 
 impl Violation {
     /// The kind's name: `duplicate`, `out_of_order`, `interleaved`,
-    /// `holder_overlap` or `not_increasing`.
+    /// `holder_overlap` or `not_increasing`; under [`Rules`] also `silent`,
+    /// `minter_out_of_order`, `tenures_overlap` and `tenures_out_of_order`.
     pub fn kind(&self) -> &'static str {
         match self {
             Violation::Duplicate { .. } => "duplicate",
@@ -120,6 +190,10 @@ impl Violation {
             Violation::Interleaved { .. } => "interleaved",
             Violation::HolderOverlap { .. } => "holder_overlap",
             Violation::NotIncreasing { .. } => "not_increasing",
+            Violation::Silent { .. } => "silent",
+            Violation::MinterOutOfOrder { .. } => "minter_out_of_order",
+            Violation::TenuresOverlap { .. } => "tenures_overlap",
+            Violation::TenuresOutOfOrder { .. } => "tenures_out_of_order",
         }
     }
 }
@@ -170,6 +244,45 @@ impl fmt::Display for Violation {
                 f,
                 "not increasing: mint {mint}: the ID at position {position} is not above the one before"
             ),
+            Violation::Silent { instance } => {
+                write!(f, "silent: instance {instance} minted nothing")
+            }
+            Violation::MinterOutOfOrder {
+                instance,
+                earlier,
+                earlier_max,
+                later,
+                later_min,
+            } => write!(
+                f,
+                "minter out of order: instance {instance}: mint {earlier} ended before mint \
+                 {later} started (as another identity), but issued {earlier_max} >= {later_min} \
+                 (its IDs went back across a re-claim)"
+            ),
+            Violation::TenuresOverlap {
+                identity: (dc, worker),
+                earlier_instance,
+                earlier_last,
+                later_instance,
+                later_first,
+            } => write!(
+                f,
+                "tenures overlap: identity {dc}/{worker}: mint {earlier_last} of instance \
+                 {earlier_instance} started after mint {later_first}, the first of instance \
+                 {later_instance} as it, had ended (both held it at the same time)"
+            ),
+            Violation::TenuresOutOfOrder {
+                identity: (dc, worker),
+                earlier_instance,
+                earlier_max,
+                later_instance,
+                later_min,
+            } => write!(
+                f,
+                "tenures out of order: identity {dc}/{worker}: instance {later_instance} began \
+                 issuing as it after instance {earlier_instance}, but issued {later_min} <= \
+                 {earlier_max}"
+            ),
         }
     }
 }
@@ -215,6 +328,261 @@ pub fn check(mints: &[Mint]) -> Findings {
     check_real_time_order(mints, &mut findings);
     check_within_responses(mints, &mut findings);
     findings
+}
+
+/// The stricter rules [`check_with`] may apply on top of the five
+/// guarantees (see the module docs); none by default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rules {
+    /// Instances `0..every_instance_mints` each minted at least once.
+    pub every_instance_mints: usize,
+    /// Each instance is one minter that never restarted: its IDs strictly
+    /// increase in real time across every identity it held.
+    pub one_minter_each: bool,
+    /// Each instance held each identity at most once (never handed back to
+    /// it): the holders of one identity, taken in the order they began
+    /// issuing as it, issued one after the other (each one's last mint of it
+    /// started no later than the next one's first ended) and each above
+    /// everything the ones before issued as it.
+    pub one_tenure_each: bool,
+}
+
+/// [`check`], and the stricter `rules` (see the module docs).
+pub fn check_with(mints: &[Mint], rules: &Rules) -> Findings {
+    let mut findings = check(mints);
+    if rules.every_instance_mints > 0 {
+        check_every_instance_mints(mints, rules.every_instance_mints, &mut findings);
+    }
+    if rules.one_minter_each {
+        check_minters(mints, &mut findings);
+    }
+    if rules.one_tenure_each {
+        check_tenures(mints, &mut findings);
+    }
+    findings
+}
+
+fn check_every_instance_mints(mints: &[Mint], instances: usize, findings: &mut Findings) {
+    let minted: HashSet<usize> = mints
+        .iter()
+        .filter(|m| !m.ids.is_empty())
+        .map(|m| m.instance)
+        .collect();
+    for instance in (0..instances).filter(|i| !minted.contains(i)) {
+        findings.add(Violation::Silent { instance });
+    }
+}
+
+/// [`Rules::one_minter_each`]: per instance, whole mints in real time.
+fn check_minters(mints: &[Mint], findings: &mut Findings) {
+    let mut by_instance: BTreeMap<usize, Vec<Segment>> = BTreeMap::new();
+    for (index, mint) in mints.iter().enumerate() {
+        let (Some(&min), Some(&max)) = (mint.ids.iter().min(), mint.ids.iter().max()) else {
+            continue;
+        };
+        by_instance.entry(mint.instance).or_default().push(Segment {
+            mint: index,
+            instance: mint.instance,
+            start_us: mint.start_us,
+            end_us: mint.end_us,
+            min,
+            max,
+        });
+    }
+    for own in by_instance.into_values() {
+        for (a, b) in real_time_inversions(own) {
+            // Both IDs of one identity: an `out_of_order` already.
+            if identity(a.max) == identity(b.min) {
+                continue;
+            }
+            findings.add(Violation::MinterOutOfOrder {
+                instance: a.instance,
+                earlier: a.mint,
+                earlier_max: a.max,
+                later: b.mint,
+                later_min: b.min,
+            });
+        }
+    }
+}
+
+/// One instance's time issuing as one identity.
+#[derive(Debug, Clone, Copy)]
+struct Tenure {
+    instance: usize,
+    /// The mint that started first, and when it started and ended.
+    first: usize,
+    first_start_us: u64,
+    first_end_us: u64,
+    /// The mint that started last, and when.
+    last: usize,
+    last_start_us: u64,
+    min: u64,
+    max: u64,
+}
+
+/// [`Rules::one_tenure_each`].
+fn check_tenures(mints: &[Mint], findings: &mut Findings) {
+    let mut tenures: BTreeMap<(u8, u8), BTreeMap<usize, Tenure>> = BTreeMap::new();
+    for (index, mint) in mints.iter().enumerate() {
+        for &id in &mint.ids {
+            let t = tenures
+                .entry(identity(id))
+                .or_default()
+                .entry(mint.instance)
+                .or_insert(Tenure {
+                    instance: mint.instance,
+                    first: index,
+                    first_start_us: mint.start_us,
+                    first_end_us: mint.end_us,
+                    last: index,
+                    last_start_us: mint.start_us,
+                    min: id,
+                    max: id,
+                });
+            if mint.start_us < t.first_start_us {
+                (t.first, t.first_start_us, t.first_end_us) = (index, mint.start_us, mint.end_us);
+            }
+            if mint.start_us > t.last_start_us {
+                (t.last, t.last_start_us) = (index, mint.start_us);
+            }
+            t.min = t.min.min(id);
+            t.max = t.max.max(id);
+        }
+    }
+    for (who, holders) in tenures {
+        let mut holders: Vec<Tenure> = holders.into_values().collect();
+        holders.sort_by_key(|t| (t.first_start_us, t.instance));
+        for (i, earlier) in holders.iter().enumerate() {
+            for later in &holders[i + 1..] {
+                if earlier.last_start_us > later.first_end_us {
+                    findings.add(Violation::TenuresOverlap {
+                        identity: who,
+                        earlier_instance: earlier.instance,
+                        earlier_last: earlier.last,
+                        later_instance: later.instance,
+                        later_first: later.first,
+                    });
+                }
+                if earlier.max >= later.min {
+                    findings.add(Violation::TenuresOutOfOrder {
+                        identity: who,
+                        earlier_instance: earlier.instance,
+                        earlier_max: earlier.max,
+                        later_instance: later.instance,
+                        later_min: later.min,
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// A mint log kept by a test that mints in process, by instance name and
+/// [`Instant`]s, as the [`Mint`]s the checker reads: one checker for a
+/// chaos run's history and for every test's log of what it minted.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use snowmint_testkit::chaos::checker::{Recorder, Rules};
+///
+/// let start = Instant::now();
+/// let mut log = Recorder::since(start);
+/// log.record("a", start, start + Duration::from_millis(1), [10 << 22, 11 << 22]);
+/// log.record("b", start, start + Duration::from_millis(1), [11 << 22]);
+/// let rules = Rules { every_instance_mints: 2, ..Rules::default() };
+/// let verdict = log.verdict(&rules).unwrap_err();
+/// assert!(verdict.contains("duplicate"), "{verdict}");
+/// assert!(verdict.contains("instances: 0 = a, 1 = b"), "{verdict}");
+/// ```
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    epoch: Instant,
+    names: Vec<String>,
+    mints: Vec<Mint>,
+}
+
+impl Recorder {
+    /// An empty log whose times count from `epoch` (a time before the first
+    /// mint; earlier ones count as `epoch`).
+    pub fn since(epoch: Instant) -> Recorder {
+        Recorder {
+            epoch,
+            names: Vec::new(),
+            mints: Vec::new(),
+        }
+    }
+
+    /// The instance number of `name`, numbered in the order first seen.
+    pub fn instance(&mut self, name: &str) -> usize {
+        match self.names.iter().position(|n| n == name) {
+            Some(i) => i,
+            None => {
+                self.names.push(name.to_owned());
+                self.names.len() - 1
+            }
+        }
+    }
+
+    /// One mint of `name`: asked at `started`, answered by `ended`, `ids`
+    /// in the order answered.
+    pub fn record(
+        &mut self,
+        name: &str,
+        started: Instant,
+        ended: Instant,
+        ids: impl IntoIterator<Item = u64>,
+    ) {
+        let instance = self.instance(name);
+        let us = |t: Instant| {
+            u64::try_from(t.saturating_duration_since(self.epoch).as_micros()).unwrap_or(u64::MAX)
+        };
+        let ids: Vec<u64> = ids.into_iter().collect();
+        self.mints.push(Mint {
+            instance,
+            start_us: us(started),
+            end_us: us(ended),
+            count: u32::try_from(ids.len()).unwrap_or(u32::MAX),
+            ids,
+        });
+    }
+
+    /// The mints recorded, in the order recorded.
+    pub fn mints(&self) -> &[Mint] {
+        &self.mints
+    }
+
+    /// [`check_with`] over the mints recorded.
+    pub fn check(&self, rules: &Rules) -> Findings {
+        check_with(&self.mints, rules)
+    }
+
+    /// The IDs checked if every rule held; else every violation listed, and
+    /// which name each instance number stands for.
+    pub fn verdict(&self, rules: &Rules) -> Result<u64, String> {
+        let findings = self.check(rules);
+        if findings.passed() {
+            return Ok(findings.ids);
+        }
+        let mut out = format!(
+            "{} violations in {} IDs of {} mints: {:?}",
+            findings.counts.values().sum::<u64>(),
+            findings.ids,
+            self.mints.len(),
+            findings.counts
+        );
+        for v in &findings.violations {
+            out.push_str(&format!("\n  {v}"));
+        }
+        let names: Vec<String> = self
+            .names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| format!("{i} = {n}"))
+            .collect();
+        out.push_str(&format!("\n  instances: {}", names.join(", ")));
+        Err(out)
+    }
 }
 
 fn check_duplicates(mints: &[Mint], findings: &mut Findings) {
@@ -593,5 +961,165 @@ mod tests {
                 .count(),
             LISTED_PER_KIND
         );
+    }
+
+    /// Instance 0 holds 1/2, loses it and re-claims 3/4 above it; instance
+    /// 1 takes 1/2 over above instance 0's IDs: clean under every rule.
+    fn reclaimed() -> Vec<Mint> {
+        vec![
+            mint(0, 0, 10, vec![id(100, 1, 2, 0), id(100, 1, 2, 1)]),
+            mint(0, 20, 30, vec![id(101, 1, 2, 0)]),
+            mint(1, 40, 50, vec![id(2101, 1, 2, 0)]),
+            mint(0, 45, 55, vec![id(102, 3, 4, 0)]),
+            mint(1, 60, 70, vec![id(2102, 1, 2, 0)]),
+            mint(0, 60, 70, vec![id(102, 3, 4, 1)]),
+        ]
+    }
+
+    const ALL: Rules = Rules {
+        every_instance_mints: 2,
+        one_minter_each: true,
+        one_tenure_each: true,
+    };
+
+    #[test]
+    fn a_clean_reclaim_passes_every_rule() {
+        let findings = check_with(&reclaimed(), &ALL);
+        assert!(findings.passed(), "{findings:?}");
+        assert_eq!(findings.ids, 7);
+        assert_eq!(check_with(&clean(), &Rules::default()), check(&clean()));
+    }
+
+    #[test]
+    fn an_instance_that_minted_nothing_is_found() {
+        let rules = Rules {
+            every_instance_mints: 3,
+            ..Rules::default()
+        };
+        let mut mints = reclaimed();
+        // An empty answer is no mint.
+        mints.push(mint(2, 80, 90, vec![]));
+        let findings = check_with(&mints, &rules);
+        assert_eq!(findings.violations, vec![Violation::Silent { instance: 2 }]);
+        assert!(check(&mints).passed(), "not one of the five guarantees");
+    }
+
+    #[test]
+    fn a_minter_going_back_across_a_reclaim_is_found_only_under_its_rule() {
+        // Instance 0 re-claims 3/4 and issues below what it issued as 1/2
+        // (a restarted chaos process may: a new minter).
+        let mut mints = reclaimed();
+        mints.push(mint(0, 80, 90, vec![id(50, 5, 6, 0)]));
+        assert!(check(&mints).passed(), "{:?}", check(&mints));
+        let findings = check_with(&mints, &ALL);
+        assert_eq!(
+            findings.violations,
+            vec![Violation::MinterOutOfOrder {
+                instance: 0,
+                earlier: 5,
+                earlier_max: id(102, 3, 4, 1),
+                later: 6,
+                later_min: id(50, 5, 6, 0),
+            }]
+        );
+        assert!(
+            findings.violations[0]
+                .to_string()
+                .contains("went back across a re-claim")
+        );
+        // Within one identity it is an `out_of_order`, reported once.
+        let mut mints = reclaimed();
+        mints.push(mint(0, 80, 90, vec![id(50, 3, 4, 0)]));
+        let findings = check_with(&mints, &ALL);
+        assert_eq!(findings.counts.get("minter_out_of_order"), None);
+        assert_eq!(findings.counts["out_of_order"], 1);
+    }
+
+    #[test]
+    fn holders_of_one_identity_at_the_same_time_are_found_only_under_its_rule() {
+        // Instance 1 issues as 0/0 between two mints of instance 0, below
+        // them, its one mint beside instance 0's first: no two mints
+        // ordered in time are inverted and no range holds another's ID, so
+        // the five guarantees pass; yet both held 0/0 at once.
+        let mints = vec![
+            mint(0, 0, 10, vec![id(100, 0, 0, 0)]),
+            mint(1, 5, 20, vec![id(50, 0, 0, 0)]),
+            mint(0, 30, 40, vec![id(101, 0, 0, 0)]),
+        ];
+        assert!(check(&mints).passed(), "{:?}", check(&mints));
+        let rules = Rules {
+            one_tenure_each: true,
+            ..Rules::default()
+        };
+        let findings = check_with(&mints, &rules);
+        assert_eq!(
+            findings.violations,
+            vec![
+                Violation::TenuresOverlap {
+                    identity: (0, 0),
+                    earlier_instance: 0,
+                    earlier_last: 2,
+                    later_instance: 1,
+                    later_first: 1,
+                },
+                Violation::TenuresOutOfOrder {
+                    identity: (0, 0),
+                    earlier_instance: 0,
+                    earlier_max: id(101, 0, 0, 0),
+                    later_instance: 1,
+                    later_min: id(50, 0, 0, 0),
+                },
+            ]
+        );
+        // Beside each other once, the later holder below: out of order only.
+        let findings = check_with(&mints[..2], &rules);
+        assert_eq!(findings.counts.get("tenures_overlap"), None);
+        assert_eq!(findings.counts["tenures_out_of_order"], 1);
+        // One after the other, the later one above: clean.
+        let handed_over = vec![
+            mint(0, 0, 10, vec![id(100, 0, 0, 0)]),
+            mint(0, 11, 20, vec![id(101, 0, 0, 0)]),
+            mint(1, 15, 30, vec![id(150, 0, 0, 0)]),
+        ];
+        assert!(check_with(&handed_over, &rules).passed());
+    }
+
+    #[test]
+    fn an_identity_handed_back_fails_the_one_tenure_rule_only() {
+        // 0, then 1, then 0 again as 1/2, each above the last: a chaos run
+        // may do it; a test that names `one_tenure_each` does not.
+        let mints = vec![
+            mint(0, 0, 10, vec![id(100, 1, 2, 0)]),
+            mint(1, 20, 30, vec![id(200, 1, 2, 0)]),
+            mint(0, 40, 50, vec![id(300, 1, 2, 0)]),
+        ];
+        assert!(check(&mints).passed());
+        let findings = check_with(&mints, &ALL);
+        assert_eq!(findings.counts["tenures_overlap"], 1);
+        assert_eq!(findings.counts.get("minter_out_of_order"), None);
+    }
+
+    #[test]
+    fn a_recorder_numbers_instances_by_name_and_counts_from_its_epoch() {
+        let epoch = Instant::now();
+        let ms = std::time::Duration::from_millis;
+        let mut log = Recorder::since(epoch + ms(1));
+        log.record("b", epoch, epoch + ms(3), [id(100, 0, 0, 0)]);
+        log.record("a", epoch + ms(4), epoch + ms(5), [id(99, 0, 0, 0)]);
+        assert_eq!(log.instance("b"), 0);
+        assert_eq!(log.instance("c"), 2);
+        let m = log.mints();
+        assert_eq!((m[0].instance, m[0].start_us, m[0].end_us), (0, 0, 2_000));
+        assert_eq!((m[1].instance, m[1].start_us, m[1].count), (1, 3_000, 1));
+        let verdict = log.verdict(&ALL).unwrap_err();
+        assert!(verdict.contains("holder overlap"), "{verdict}");
+        assert!(verdict.contains("tenures out of order"), "{verdict}");
+        assert!(
+            verdict.contains("instances: 0 = b, 1 = a, 2 = c"),
+            "{verdict}"
+        );
+        let mut log = Recorder::since(epoch);
+        log.record("a", epoch, epoch + ms(1), [id(1, 0, 0, 0)]);
+        assert_eq!(log.verdict(&Rules::default()), Ok(1));
     }
 }
