@@ -396,29 +396,14 @@ mod tests {
         assert_eq!(holder.ready(), Err(MintError::Fenced));
     }
 
-    /// A store whose writes take `delay`.
-    struct SlowStore(Duration);
-
-    impl snowmint::ReservationStore for SlowStore {
-        fn load(&self) -> Result<Option<u64>, StoreError> {
-            Ok(None)
-        }
-
-        fn store(&self, _until_ms: u64) -> Result<(), StoreError> {
-            std::thread::sleep(self.0);
-            Ok(())
-        }
-    }
-
     #[test]
     fn ids_claimed_after_the_fence_closed_are_not_handed_over() {
         // The fence is open when the mint starts; the claim then waits
         // 300 ms for its reservation write, past the fence's deadline.
         for single in [false, true] {
-            let generator = Generator::builder(3, 4)
-                .store(SlowStore(Duration::from_millis(300)))
-                .build()
-                .unwrap();
+            let store = snowmint::FaultyStore::new();
+            store.writes().delay(Duration::from_millis(300));
+            let generator = Generator::builder(3, 4).store(store).build().unwrap();
             let holder = Holder::default();
             let fence = Arc::new(open_for(Duration::from_millis(100)));
             holder.install(Arc::new(generator), fence);

@@ -1949,25 +1949,23 @@ async fn serves_over_a_real_socket_and_persists_on_shutdown() {
     );
 }
 
-/// A reservation store whose disk is gone.
-struct BrokenStore;
-
-impl snowmint::ReservationStore for BrokenStore {
-    fn load(&self) -> Result<Option<u64>, snowmint::StoreError> {
-        Ok(None)
-    }
-
-    fn store(&self, _until_ms: u64) -> Result<(), snowmint::StoreError> {
-        Err(snowmint::StoreError::new(
-            snowmint::StoreErrorKind::Io,
-            "cannot write /secret/path/snowmint-7-7.reservation: No space left on device",
-        ))
-    }
+/// A reservation store whose disk is gone: it loads (no mark), and every
+/// write fails with an error naming a path the API must not show.
+fn broken_store() -> snowmint::FaultyStore {
+    let store = snowmint::FaultyStore::new();
+    store.writes().fail(
+        snowmint::StoreErrorKind::Io,
+        "cannot write /secret/path/snowmint-7-7.reservation: No space left on device",
+    );
+    store
 }
 
 #[tokio::test]
 async fn a_failing_reservation_answers_503_without_internals() {
-    let generator = Generator::builder(7, 7).store(BrokenStore).build().unwrap();
+    let generator = Generator::builder(7, 7)
+        .store(broken_store())
+        .build()
+        .unwrap();
     let state = AppState::new(Minter::from_generator(generator));
     // Not ready from the first probe on, before any mint has failed: no
     // write has succeeded, and the probe's own write fails.
@@ -2068,29 +2066,14 @@ async fn readiness_fails_while_the_store_fails_and_comes_back_by_itself() {
     );
 }
 
-/// A store whose writes take `delay` and say when one has begun.
-struct SlowStore {
-    delay: Duration,
-    began: Arc<tokio::sync::Notify>,
-}
-
-impl snowmint::ReservationStore for SlowStore {
-    fn load(&self) -> Result<Option<u64>, snowmint::StoreError> {
-        Ok(None)
-    }
-
-    fn store(&self, _until_ms: u64) -> Result<(), snowmint::StoreError> {
-        self.began.notify_one();
-        std::thread::sleep(self.delay);
-        Ok(())
-    }
-}
-
 /// A store that loads but never takes a write: served over a real socket,
 /// `/readyz` answers 503 from the start, without a mint having failed.
 #[tokio::test]
 async fn a_store_that_refuses_writes_from_the_start_is_never_ready() {
-    let generator = Generator::builder(7, 7).store(BrokenStore).build().unwrap();
+    let generator = Generator::builder(7, 7)
+        .store(broken_store())
+        .build()
+        .unwrap();
     let served = Served::start(AppState::new(Minter::from_generator(generator))).await;
     let client = reqwest::Client::new();
     let base = served.base();
@@ -2127,12 +2110,11 @@ async fn a_store_that_refuses_writes_from_the_start_is_never_ready() {
 /// must not hold it, or health would wait as long.
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_mint_waiting_for_its_reservation_does_not_hold_up_health() {
-    let began = Arc::new(tokio::sync::Notify::new());
+    let store = snowmint::FaultyStore::new();
+    let writes = store.writes();
+    writes.delay(Duration::from_secs(3));
     let generator = Generator::builder(7, 7)
-        .store(SlowStore {
-            delay: Duration::from_secs(3),
-            began: Arc::clone(&began),
-        })
+        .store(store)
         .store_timeout(Duration::from_secs(60))
         .build()
         .unwrap();
@@ -2154,7 +2136,9 @@ async fn a_mint_waiting_for_its_reservation_does_not_hold_up_health() {
     });
     // The mint's first mark write is under way (and takes 3 s): health,
     // readiness and the page answer while it still waits.
-    began.notified().await;
+    let began =
+        tokio::task::spawn_blocking(move || writes.wait_for_calls(1, Duration::from_secs(60)));
+    assert!(began.await.unwrap(), "no reservation write began");
     for path in ["/healthz", "/readyz", "/?id=4194439168"] {
         let response = client.get(format!("{base}{path}")).send().await.unwrap();
         // No write has succeeded yet, so readiness says 503; it answers.

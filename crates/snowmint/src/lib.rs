@@ -36,7 +36,8 @@
 //! - To mint IDs (feature `std`): [`Generator`], lock-free and shared by
 //!   `&self` across threads, with a [`Clock`] ([`SystemClock`], or
 //!   [`ManualClock`] in tests) and a [`ReservationStore`] ([`FileStore`]) for
-//!   crash-safe restarts.
+//!   crash-safe restarts ([`MemoryStore`] in tests, and [`FaultyStore`] to
+//!   test what a program does when its store is slow, hangs or fails).
 //!
 //! ```
 //! use snowmint::SnowflakeId;
@@ -125,7 +126,9 @@ pub use layout::{
 pub use parse::parse_in_range;
 pub use problem::LayoutProblem;
 #[cfg(feature = "std")]
-pub use reservation::{FileStore, MemoryStore, ReservationStore, StoreError, StoreErrorKind};
+pub use reservation::{
+    FaultyStore, FileStore, MemoryStore, ReservationStore, StoreError, StoreErrorKind, StoreFaults,
+};
 
 /// Parses a timestamp as people type it: `now` (the given `now_ms`), Unix
 /// milliseconds, or ISO-8601 / RFC 3339 text; then checks it against the

@@ -11,7 +11,9 @@
 //! [`FileStore`] keeps the mark in a small text file and holds an exclusive
 //! lock on the identity for as long as it lives, so two processes can never
 //! mint as one identity from one state directory; [`MemoryStore`] is for
-//! tests. The server implements the trait over etcd for leased identities.
+//! tests, and [`FaultyStore`] wraps a store to make it slow, hang or fail
+//! on request, for testing how a program copes with that. The server
+//! implements the trait over etcd for leased identities.
 
 use std::fmt;
 use std::fs;
@@ -23,6 +25,10 @@ use std::sync::{Arc, Mutex};
 use crate::error::echo;
 use crate::identity::Identity;
 use crate::layout::{MAX_TIMESTAMP_MS, MIN_TIMESTAMP_MS};
+
+mod faulty;
+
+pub use faulty::{FaultyStore, StoreFaults};
 
 /// Durable storage of one identity's "reserved until" mark (Unix ms).
 pub trait ReservationStore: Send + Sync + 'static {
@@ -422,7 +428,8 @@ impl ReservationStore for FileStore {
 }
 
 /// A store in memory, for tests: clones share one mark, and it can be told
-/// to fail.
+/// to fail. For a store that is slow, hangs, or fails with an error of a
+/// given kind, wrap it in a [`FaultyStore`].
 ///
 /// ```
 /// use snowmint::{MemoryStore, ReservationStore};

@@ -256,41 +256,17 @@ mod tests {
         assert!(!body.is_empty());
     }
 
-    /// A store whose writes park until released.
-    #[derive(Clone, Default)]
-    struct Parking(Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
-
-    impl Parking {
-        fn release(&self) {
-            *self.0.0.lock().unwrap() = false;
-            self.0.1.notify_all();
-        }
-    }
-
-    impl snowmint::ReservationStore for Parking {
-        fn load(&self) -> Result<Option<u64>, snowmint::StoreError> {
-            Ok(None)
-        }
-
-        fn store(&self, _until_ms: u64) -> Result<(), snowmint::StoreError> {
-            let mut parked = self.0.0.lock().unwrap();
-            while *parked {
-                parked = self.0.1.wait(parked).unwrap();
-            }
-            Ok(())
-        }
-    }
-
     /// A request that gives up (its timeout, a closed connection) while the
     /// generator waits for a store write must not give the lane back: the
     /// blocking thread is still parked, and the next request would park
     /// another one beside it.
     #[tokio::test]
     async fn the_lane_stays_taken_until_the_blocking_part_ends() {
-        let store = Parking::default();
-        *store.0.0.lock().unwrap() = true;
+        let store = snowmint::FaultyStore::new();
+        let writes = store.writes();
+        writes.park();
         let generator = snowmint::Generator::builder(0, 0)
-            .store(store.clone())
+            .store(store)
             .store_timeout(Duration::from_secs(600))
             .build()
             .unwrap();
@@ -315,7 +291,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.status(), StatusCode::SERVICE_UNAVAILABLE);
         // The store returns: the blocking part ends and gives both back.
-        store.release();
+        writes.release();
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         while admission.queued.load(Ordering::SeqCst) != 0 || admission.lane.try_lock().is_err() {
             assert!(std::time::Instant::now() < deadline, "never given back");

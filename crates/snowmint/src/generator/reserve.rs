@@ -221,7 +221,6 @@ impl Generator {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use std::sync::atomic::AtomicU64;
     use std::time::Duration;
 
     use super::*;
@@ -229,7 +228,7 @@ mod tests {
     use crate::generator::testing::*;
     use crate::identity::Identity;
     use crate::reservation::StoreErrorKind;
-    use crate::{FileStore, ManualClock, MemoryStore, SnowflakeId};
+    use crate::{FaultyStore, FileStore, ManualClock, MemoryStore, SnowflakeId};
 
     #[test]
     fn a_restart_never_issues_at_or_below_the_mark() {
@@ -365,34 +364,9 @@ mod tests {
         assert!(store.mark().unwrap() >= g.last_issued_ms() + 50);
     }
 
-    /// A store whose writes take `delay` of real time and then fail or
-    /// succeed; counts the writes it was asked for.
-    #[derive(Clone)]
-    struct SlowStore {
-        delay: Duration,
-        fail: bool,
-        attempts: std::sync::Arc<AtomicU64>,
-    }
-
-    impl ReservationStore for SlowStore {
-        fn load(&self) -> Result<Option<u64>, StoreError> {
-            Ok(None)
-        }
-
-        fn store(&self, _until_ms: u64) -> Result<(), StoreError> {
-            self.attempts.fetch_add(1, Ordering::SeqCst);
-            std::thread::sleep(self.delay);
-            if self.fail {
-                Err(StoreError::new(StoreErrorKind::Io, "slow store: disk gone"))
-            } else {
-                Ok(())
-            }
-        }
-    }
-
-    /// 8 threads mint at once through a store whose write takes `delay`:
+    /// 8 threads mint at once through `store` (whose writes are slow):
     /// how long each call took, and its outcome.
-    fn eight_callers(store: &SlowStore) -> Vec<(Duration, Result<SnowflakeId, GenerateError>)> {
+    fn eight_callers(store: &FaultyStore) -> Vec<(Duration, Result<SnowflakeId, GenerateError>)> {
         let clock = ManualClock::new(T);
         let g = std::sync::Arc::new(built_before(
             &clock,
@@ -416,11 +390,11 @@ mod tests {
     #[test]
     fn callers_share_one_failing_write_instead_of_queueing() {
         let delay = Duration::from_millis(300);
-        let store = SlowStore {
-            delay,
-            fail: true,
-            attempts: Default::default(),
-        };
+        let store = FaultyStore::new();
+        store.writes().delay(delay);
+        store
+            .writes()
+            .fail(StoreErrorKind::Io, "slow store: disk gone");
         let outcomes = eight_callers(&store);
         for (took, outcome) in &outcomes {
             // Queued one behind another, the n-th call took n writes.
@@ -431,70 +405,21 @@ mod tests {
                 "cannot reserve IDs ahead (no ID was issued): slow store: disk gone"
             );
         }
-        let attempts = store.attempts.load(Ordering::SeqCst);
+        let attempts = store.writes().calls();
         assert!(attempts < 8, "{attempts} writes for 8 callers");
     }
 
     #[test]
     fn callers_share_one_successful_write() {
-        let store = SlowStore {
-            delay: Duration::from_millis(100),
-            fail: false,
-            attempts: Default::default(),
-        };
+        let store = FaultyStore::new();
+        store.writes().delay(Duration::from_millis(100));
         let outcomes = eight_callers(&store);
         let mut ids: Vec<_> = outcomes.into_iter().map(|(_, o)| o.unwrap()).collect();
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), 8);
-        let attempts = store.attempts.load(Ordering::SeqCst);
+        let attempts = store.writes().calls();
         assert!(attempts < 8, "{attempts} writes for 8 callers");
-    }
-
-    /// A store whose writes park until the test lets them go, as a write to
-    /// a hung disk or a frozen filesystem does.
-    #[derive(Clone, Default)]
-    struct ParkingStore {
-        inner: std::sync::Arc<Parking>,
-    }
-
-    #[derive(Default)]
-    struct Parking {
-        /// (parked, calls that reached the store, mark of the last write
-        /// that returned)
-        state: std::sync::Mutex<(bool, u64, Option<u64>)>,
-        released: std::sync::Condvar,
-    }
-
-    impl ParkingStore {
-        fn park(&self, park: bool) {
-            self.inner.state.lock().unwrap().0 = park;
-            self.inner.released.notify_all();
-        }
-
-        fn calls(&self) -> u64 {
-            self.inner.state.lock().unwrap().1
-        }
-
-        fn mark(&self) -> Option<u64> {
-            self.inner.state.lock().unwrap().2
-        }
-    }
-
-    impl ReservationStore for ParkingStore {
-        fn load(&self) -> Result<Option<u64>, StoreError> {
-            Ok(None)
-        }
-
-        fn store(&self, until_ms: u64) -> Result<(), StoreError> {
-            let mut state = self.inner.state.lock().unwrap();
-            state.1 += 1;
-            while state.0 {
-                state = self.inner.released.wait(state).unwrap();
-            }
-            state.2 = Some(until_ms);
-            Ok(())
-        }
     }
 
     /// A store that never returns while parked: every caller gets a
@@ -504,7 +429,8 @@ mod tests {
     #[test]
     fn a_store_that_never_returns_holds_nobody_past_the_deadline() {
         let timeout = Duration::from_millis(50);
-        let store = ParkingStore::default();
+        let store = FaultyStore::new();
+        let writes = store.writes();
         let clock = ManualClock::new(T);
         let g = std::sync::Arc::new(built_before(
             &clock,
@@ -515,8 +441,8 @@ mod tests {
         g.renew_reservation().unwrap();
         assert_eq!(g.check_ready(), Ok(()));
         let mark = g.reserved_until_ms();
-        assert_eq!(store.calls(), 1);
-        store.park(true);
+        assert_eq!(writes.calls(), 1);
+        writes.park();
         clock.advance(DEFAULT_RESERVE_WINDOW_MS + 1);
 
         // The leader of the write: answered at its deadline, the write
@@ -533,7 +459,7 @@ mod tests {
                 .starts_with("the reservation store did not answer within 50 ms"),
             "{e}"
         );
-        assert_eq!(store.calls(), 2);
+        assert_eq!(writes.calls(), 2);
         // Not ready while the write is overdue.
         assert!(matches!(
             g.check_ready(),
@@ -557,13 +483,13 @@ mod tests {
         assert!(g.renew_reservation().is_err());
         let err = g.persist_last_issued().unwrap_err();
         assert_eq!(err.kind(), StoreErrorKind::Timeout);
-        assert_eq!(store.calls(), 2, "one write in flight, never two");
+        assert_eq!(writes.calls(), 2, "one write in flight, never two");
         assert_eq!(g.reserved_until_ms(), mark, "nothing published");
         assert_eq!(g.metrics().ids_issued, 0);
 
         // The store comes back: the late write is taken as a failure (it
         // is not published), and the next write is a fresh one.
-        store.park(false);
+        writes.release();
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         while g.flight_busy() {
             assert!(
@@ -578,9 +504,9 @@ mod tests {
             "the late write was not published"
         );
         let id = g.next_id().unwrap();
-        assert_eq!(store.calls(), 3);
+        assert_eq!(writes.calls(), 3);
         assert_eq!(
-            store.mark(),
+            store.inner().mark(),
             Some(id.timestamp_ms() + DEFAULT_RESERVE_WINDOW_MS)
         );
         assert_eq!(g.check_ready(), Ok(()));
@@ -592,7 +518,7 @@ mod tests {
     #[test]
     fn readiness_tells_a_write_in_flight_from_an_overdue_one() {
         let build = |timeout| {
-            let store = ParkingStore::default();
+            let store = FaultyStore::new();
             let clock = ManualClock::new(T);
             let g = std::sync::Arc::new(built_before(
                 &clock,
@@ -601,28 +527,29 @@ mod tests {
                     .store_timeout(timeout),
             ));
             g.renew_reservation().unwrap();
-            store.park(true);
+            store.writes().park();
             // A probe is due; the newest success is still within the window.
             clock.advance(DEFAULT_RESERVE_WINDOW_MS / 2);
-            (g, store)
+            (g, store.writes())
         };
 
         // In flight, far from its deadline: ready.
-        let (g, store) = build(Duration::from_secs(600));
+        let (g, writes) = build(Duration::from_secs(600));
         let probe = {
             let g = g.clone();
             std::thread::spawn(move || g.renew_reservation())
         };
-        while store.calls() < 2 {
-            std::thread::yield_now();
-        }
+        assert!(
+            writes.wait_for_parked(1, Duration::from_secs(60)),
+            "the probe's write never reached the store"
+        );
         assert_eq!(g.check_ready(), Ok(()));
-        store.park(false);
+        writes.release();
         probe.join().unwrap().unwrap();
         assert_eq!(g.check_ready(), Ok(()));
 
         // Past its deadline: not ready, and saying why.
-        let (g, store) = build(Duration::from_millis(50));
+        let (g, writes) = build(Duration::from_millis(50));
         let err = g.renew_reservation().unwrap_err();
         assert_eq!(err.kind(), StoreErrorKind::Timeout);
         let GenerateError::Reservation(e) = g.check_ready().unwrap_err() else {
@@ -635,7 +562,7 @@ mod tests {
         );
         // The store answers late: still not ready (a late success is taken
         // as a failure), until a write succeeds in time.
-        store.park(false);
+        writes.release();
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         while g.flight_busy() {
             assert!(
