@@ -442,7 +442,9 @@ fn a_deposed_leaders_keep_alive_moves_the_fence_only_without_the_term_check() {
             let response = tokio::time::timeout(T, responses.message())
                 .await
                 .expect("the deposed leader answers in time")
-                .unwrap()
+                .unwrap_or_else(|e| {
+                    panic!("the deposed leader answered with an error, not its stale table: {e:?}")
+                })
                 .expect("an answer");
             answers.push(KeepAlive {
                 sent,
