@@ -47,6 +47,10 @@ use snowmint_testkit::etcd::EtcdCluster;
 /// At most this many claim transactions per identity (issue 28's bound:
 /// claims from a random start, not all racing for the lowest free key).
 pub const MAX_CLAIM_TXNS_PER_IDENTITY: f64 = 1.5;
+/// Claim transactions allowed beyond that: a few random collisions cost a
+/// small fleet (16 identities) more than half a try each, whatever the
+/// order; at 1024 this is under 1 %.
+pub const CLAIM_TXNS_SLACK: f64 = 8.0;
 /// A waiter may cost etcd at most this many requests per second (the
 /// design's bound is one; this is its margin).
 pub const MAX_WAITER_REQUESTS_PER_S: f64 = 1.5;
@@ -459,10 +463,10 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
             config.claim_limit
         )),
     }
-    if claim_txns > MAX_CLAIM_TXNS_PER_IDENTITY * n as f64 {
+    if claim_txns > MAX_CLAIM_TXNS_PER_IDENTITY * n as f64 + CLAIM_TXNS_SLACK {
         failures.push(format!(
-            "{claim_txns} claim transactions for {n} identities (at most {} each)",
-            MAX_CLAIM_TXNS_PER_IDENTITY
+            "{claim_txns} claim transactions for {n} identities (at most {} each, and {} more)",
+            MAX_CLAIM_TXNS_PER_IDENTITY, CLAIM_TXNS_SLACK
         ));
     }
 

@@ -7,14 +7,13 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use tokio::process::{Child, Command};
 
 use crate::metrics::Scraper;
 use snowmint_testkit::etcd;
+use snowmint_testkit::serve::{self, Listen, Output, Served};
 
 /// The serve processes' key prefix: an identity space of their own, apart
 /// from the generators'.
@@ -33,12 +32,6 @@ pub struct IdleCost {
     pub requests_per_s: f64,
     /// etcd's `Txn` requests (mark writes) per second, per process.
     pub txns_per_s: f64,
-}
-
-/// One `serve` process; killed when dropped.
-pub struct Served {
-    addr: SocketAddr,
-    child: Child,
 }
 
 /// Starts `instances` `serve --etcd` processes of `binary` against `urls`
@@ -101,46 +94,29 @@ pub async fn spawn_ready(
     logs: &Path,
 ) -> anyhow::Result<Vec<Served>> {
     std::fs::create_dir_all(logs).with_context(|| format!("create {}", logs.display()))?;
-    let mut served = Vec::with_capacity(instances);
-    for i in 0..instances {
-        let ip = etcd::random_loopback();
-        let addr = SocketAddr::from((ip, etcd::free_port_on(ip)));
-        let log = std::fs::File::create(logs.join(format!("serve{i}.log")))?;
-        let child = Command::new(binary)
-            .args(["serve", "--listen", &addr.to_string()])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .kill_on_drop(true)
-            .spawn()
-            .with_context(|| format!("spawn {}", binary.display()))?;
-        served.push(Served { addr, child });
-    }
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(2))
-        .build()?;
-    let start = Instant::now();
-    for (i, s) in served.iter_mut().enumerate() {
-        loop {
-            if let Some(status) = s.child.try_wait()? {
-                bail!("serve{i} exited at start with {status}");
-            }
-            let ready = http
-                .get(format!("http://{}/readyz", s.addr))
-                .send()
-                .await
-                .is_ok_and(|r| r.status().is_success());
-            if ready {
-                break;
-            }
-            if start.elapsed() > READY_LIMIT {
-                bail!("serve{i} not ready after {READY_LIMIT:?}");
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+    let builders: Vec<serve::Builder> = (0..instances)
+        .map(|i| {
+            let ip = etcd::random_loopback();
+            serve::Builder::new(binary)
+                .name(format!("serve{i}"))
+                .listen(Listen::Fixed(SocketAddr::from((
+                    ip,
+                    etcd::free_port_on(ip),
+                ))))
+                .args(args)
+                .output(Output::File(logs.join(format!("serve{i}.log"))))
+                .start_limit(READY_LIMIT)
+        })
+        .collect();
+    tokio::task::spawn_blocking(move || {
+        let start = Instant::now();
+        let served = serve::start_all(builders)?;
+        for s in &served {
+            s.wait_ready(READY_LIMIT.saturating_sub(start.elapsed()))?;
         }
-    }
-    Ok(served)
+        Ok(served)
+    })
+    .await?
 }
 
 /// Fails if any of `served` has exited.
@@ -149,9 +125,9 @@ pub async fn spawn_ready(
 ///
 /// Naming the first that exited.
 pub fn still_running(served: &mut [Served]) -> anyhow::Result<()> {
-    for (i, s) in served.iter_mut().enumerate() {
-        if let Some(status) = s.child.try_wait()? {
-            bail!("serve{i} exited while idle with {status}");
+    for s in served.iter_mut() {
+        if let Some(status) = s.try_wait()? {
+            bail!("{} exited while idle with {status}", s.name());
         }
     }
     Ok(())

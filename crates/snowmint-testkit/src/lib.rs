@@ -22,6 +22,10 @@
 //! - [`prometheus::Prometheus`]: Debian's Prometheus scraping one target
 //!   with alerting rules loaded; [`prometheus::check_metrics`]: `promtool
 //!   check metrics` on an exposition.
+//! - [`serve::Builder`]: a `snowmint serve` child process for the CLI's
+//!   tests, the chaos run and the scale run alike: its address (learned or
+//!   fixed), its output (captured, piped, or in a log file), readiness, a
+//!   small HTTP/1.1 client, signals, log lines and a bounded exit.
 //! - [`chaos`]: the randomized fault test of distributed mode (`snowmint-chaos`,
 //!   run by `scripts/chaos`): load, nemesis, checker and report.
 //!
@@ -38,7 +42,8 @@
 //! - `db.rs`: PostgreSQL, MariaDB and SQLite for the SQL tests; `db/pgbouncer.rs`:
 //!   PgBouncer.
 //! - `prometheus.rs`: Prometheus and promtool.
-//! - `signal.rs`: SIGKILL/SIGSTOP/SIGCONT to a process by ID.
+//! - `signal.rs`: SIGKILL/SIGSTOP/SIGCONT to a process (or a group) by ID.
+//! - `serve.rs`: the `snowmint serve` harness.
 //! - `chaos/`: the harness (`schedule`, `history`, `checker`, `report`, `run`).
 
 #![warn(missing_docs)]
@@ -51,6 +56,7 @@ pub mod isolate;
 pub mod pki;
 pub mod prometheus;
 pub mod proxy;
+pub mod serve;
 pub mod signal;
 
 /// Whether a missing external program must fail the test instead of

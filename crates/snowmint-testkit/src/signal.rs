@@ -1,9 +1,11 @@
-//! Signals to a process by ID, and waiting until its threads obey them.
+//! Signals to a process (or a process group) by ID, and waiting until its
+//! threads obey them.
 
 use std::io;
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal, kill_process};
+pub use rustix::process::Signal;
+use rustix::process::{Pid, kill_process, kill_process_group};
 
 /// Sends `signal` to process `pid`.
 ///
@@ -11,9 +13,22 @@ use rustix::process::{Pid, Signal, kill_process};
 ///
 /// When there is no such process (it exited) or it may not be signalled.
 pub fn send(pid: u32, signal: Signal) -> io::Result<()> {
+    kill_process(to_pid(pid)?, signal).map_err(io::Error::from)
+}
+
+/// Sends `signal` to every process of process group `pgid` (a process
+/// started as the leader of a group of its own, and what it started).
+///
+/// # Errors
+///
+/// When there is no such group or it may not be signalled.
+pub fn send_group(pgid: u32, signal: Signal) -> io::Result<()> {
+    kill_process_group(to_pid(pgid)?, signal).map_err(io::Error::from)
+}
+
+fn to_pid(pid: u32) -> io::Result<Pid> {
     let raw = i32::try_from(pid).map_err(|_| io::Error::other(format!("pid {pid} too large")))?;
-    let pid = Pid::from_raw(raw).ok_or_else(|| io::Error::other("pid 0"))?;
-    kill_process(pid, signal).map_err(io::Error::from)
+    Pid::from_raw(raw).ok_or_else(|| io::Error::other("pid 0"))
 }
 
 /// The state letter of every thread of `pid` (`R`, `S`, `T` for stopped, ...),

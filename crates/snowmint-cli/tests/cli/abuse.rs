@@ -14,28 +14,18 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
 use crate::support::{
-    MINT_BOUND, NOT_HELD_UP, Response, Serve, command, header, ids_in, served_binary,
+    MINT_BOUND, NOT_HELD_UP, Response, Serve, Signal, header, ids_in, served_binary,
 };
 
 /// Starts `serve` with `args` on a free port, its state in `state_dir`,
 /// under an open-file limit of `nofile` if given.
 fn start(args: &[&str], state_dir: &Path, nofile: Option<u32>) -> Serve {
-    let mut command = match nofile {
-        Some(n) => {
-            let mut c = command(Path::new("sh"));
-            c.arg("-c")
-                .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
-                .arg(served_binary());
-            c
-        }
-        None => command(&served_binary()),
-    };
-    command
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .args(args)
-        .arg("--state-dir")
-        .arg(state_dir);
-    Serve::spawn(command)
+    let mut builder = Serve::builder_of(&served_binary());
+    if let Some(n) = nofile {
+        let limit = format!("ulimit -n {n} && exec \"$0\" \"$@\"");
+        builder = builder.via("sh", ["-c", &limit]);
+    }
+    Serve::spawn(builder.args(args).arg("--state-dir").arg(state_dir))
 }
 
 /// Sends one request on `stream` (kept alive) and reads the response.
@@ -410,7 +400,7 @@ async fn sigterm_with_slow_clients_exits_within_the_deadline_and_a_restart_issue
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     let stopping = Instant::now();
-    server.signal("-TERM");
+    server.signal(Signal::TERM);
     let status = tokio::task::spawn_blocking(move || {
         let status = server.wait_exit(Duration::from_secs(5));
         (status, server)

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use snowmint_testkit::etcd::EtcdServer;
 
-use crate::support::Serve;
+use crate::support::{Serve, Signal};
 
 /// `snowmint serve` with a 2 s lease of one of datacenter 0's workers from
 /// the etcd at `url`, under `prefix`.
@@ -46,7 +46,7 @@ fn leave_two_free(url: &str, prefix: &str) {
 }
 
 /// Sends `signal` and waits for the process to exit.
-fn stop(server: &mut Serve, signal: &str) {
+fn stop(server: &mut Serve, signal: Signal) {
     server.signal(signal);
     server.wait_exit(Duration::from_secs(30));
 }
@@ -131,7 +131,7 @@ fn serve_leases_frees_on_sigterm_and_is_taken_over_after_sigkill() {
     let b_mark: u64 = etcdctl_get(&url, &key("reserved", b_w)).parse().unwrap();
 
     // SIGTERM: graceful; the lease is revoked before the process exits.
-    stop(&mut b, "-TERM");
+    stop(&mut b, Signal::TERM);
     assert_eq!(
         etcdctl_get(&url, &key("identities", b_w)),
         "",
@@ -147,7 +147,7 @@ fn serve_leases_frees_on_sigterm_and_is_taken_over_after_sigkill() {
     );
 
     // SIGKILL: a's identity stays held until its lease expires.
-    stop(&mut a, "-KILL");
+    stop(&mut a, Signal::KILL);
     assert_ne!(
         etcdctl_get(&url, &key("identities", a_w)),
         "",

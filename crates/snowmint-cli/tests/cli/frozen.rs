@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use snowmint::{DEFAULT_MAX_WAIT, DEFAULT_RESERVE_WINDOW_MS, DEFAULT_STORE_TIMEOUT};
 
-use crate::support::{Serve, ids_in};
+use crate::support::{Serve, Signal, ids_in};
 
 /// `--shutdown-timeout` of the test.
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(3);
@@ -197,21 +197,21 @@ fn a_frozen_state_directory_bounds_mints_readiness_and_shutdown() {
     // saying why the mark was not saved. (The kernel keeps the one thread
     // stuck in the frozen filesystem, and so the exit status, until the
     // thaw: the process shows as exited, `Z`, meanwhile.)
-    let pid = serve.child.id();
+    let pid = serve.pid();
     let stopped_at = Instant::now();
-    serve.signal("-TERM");
+    serve.signal(Signal::TERM);
     let exit_bound = SHUTDOWN_TIMEOUT + Duration::from_secs(1);
     while proc_state(pid).is_some_and(|s| s != 'Z') {
         assert!(
             stopped_at.elapsed() < exit_bound * 2,
             "still running {:?} after SIGTERM (bound {exit_bound:?}); it said {:?}",
             stopped_at.elapsed(),
-            serve.said.lock().unwrap()
+            serve.said()
         );
         std::thread::sleep(Duration::from_millis(20));
     }
     serve.wait_said("cannot persist the reservation at shutdown: ");
-    let said = serve.said.lock().unwrap().join("\n");
+    let said = serve.said().join("\n");
     assert!(said.contains("did not answer within"), "{said}");
     drop(frozen);
     let status = serve.wait_exit(Duration::from_secs(30));

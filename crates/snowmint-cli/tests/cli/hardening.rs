@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::support::{Serve, bad, header, http, http_with, snowmint};
+use crate::support::{Serve, Signal, bad, header, http, http_with};
 
 fn write_token(path: &Path, token: &str) {
     std::fs::write(path, format!("{token}\n")).unwrap();
@@ -88,7 +88,7 @@ fn the_token_guards_minting_and_metrics_and_sighup_rotates_it() {
     // Rotation: the new token works once the signal is handled, and from
     // then on the old one is refused.
     write_token(&token, "second-token");
-    server.signal("-HUP");
+    server.signal(Signal::HUP);
     let start = std::time::Instant::now();
     while mint(Some("Bearer second-token")).0.status != 200 {
         assert!(
@@ -101,10 +101,10 @@ fn the_token_guards_minting_and_metrics_and_sighup_rotates_it() {
 
     // A re-read that fails keeps the token in force, and says why.
     std::fs::write(&token, "").unwrap();
-    server.signal("-HUP");
+    server.signal(Signal::HUP);
     server.wait_said("the API token in force is kept");
     assert_eq!(mint(Some("Bearer second-token")).0.status, 200);
-    let said = server.said.lock().unwrap().join("\n");
+    let said = server.said().join("\n");
     assert!(said.contains("is empty"), "{said}");
     assert!(
         !said.contains("second-token") && !said.contains("first-token"),
@@ -255,22 +255,20 @@ fn json_logs_parse_and_the_access_log_never_holds_the_token_or_query() {
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("token");
     write_token(&token, "log-secret-token");
-    let mut cmd = snowmint();
-    cmd.args([
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--log-format",
-        "json",
-        "--admin-listen",
-        "127.0.0.1:0",
-        "--api-token-file",
-    ])
-    .arg(&token)
-    .arg("--state-dir")
-    .arg(dir.path().join("state"))
-    .env("RUST_LOG", "info");
-    let mut server = Serve::spawn(cmd);
+    let mut server = Serve::spawn(
+        Serve::builder()
+            .args([
+                "--log-format",
+                "json",
+                "--admin-listen",
+                "127.0.0.1:0",
+                "--api-token-file",
+            ])
+            .arg(&token)
+            .arg("--state-dir")
+            .arg(dir.path().join("state"))
+            .env("RUST_LOG", "info"),
+    );
     let admin = server.admin.expect("the admin address, from its JSON line");
     let auth = [("Authorization", "Bearer log-secret-token")];
     assert_eq!(
@@ -361,11 +359,12 @@ fn json_logs_parse_and_the_access_log_never_holds_the_token_or_query() {
 fn text_logs_have_no_colour_codes_and_warn_keeps_the_access_log_quiet() {
     let dir = tempfile::tempdir().unwrap();
     for level in ["info", "warn"] {
-        let mut cmd = snowmint();
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
-            .arg(dir.path().join(level))
-            .env("RUST_LOG", level);
-        let mut server = Serve::spawn(cmd);
+        let mut server = Serve::spawn(
+            Serve::builder()
+                .arg("--state-dir")
+                .arg(dir.path().join(level))
+                .env("RUST_LOG", level),
+        );
         assert_eq!(server.http("GET", "/healthz").status, 200);
         let lines = server.stop_and_read();
         assert!(!lines.iter().any(|l| l.contains('\u{1b}')), "{lines:?}");

@@ -2,15 +2,15 @@
 //! Prometheus scraping it with the shipped alert rules, the log writer
 //! when stderr stalls, and errors as JSON lines under `--log-format json`.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use snowmint_testkit::clock::{FakeClock, libfaketime};
 use snowmint_testkit::prometheus::Prometheus;
+use snowmint_testkit::serve::Output;
 
-use crate::support::{Serve, http, snowmint};
+use crate::support::{Listen, Serve, Signal, http, snowmint};
 
 /// How often Prometheus scrapes and evaluates in the test: short, so the
 /// test is.
@@ -34,14 +34,16 @@ fn prometheus_fires_an_alert_when_the_clock_steps_behind_the_issued_ids() {
     };
     let dir = tempfile::tempdir().unwrap();
     let mut clock = FakeClock::new(library, dir.path().join("offset")).unwrap();
-    let start = |listen: &str, clock: &FakeClock| {
-        let mut cmd = snowmint();
-        cmd.args(["serve", "--listen", listen, "--state-dir"])
-            .arg(dir.path().join("state"));
-        clock.apply(&mut cmd);
-        Serve::spawn(cmd)
+    let start = |listen: Listen, clock: &FakeClock| {
+        Serve::spawn(
+            Serve::builder()
+                .listen(listen)
+                .arg("--state-dir")
+                .arg(dir.path().join("state"))
+                .envs(clock.env()),
+        )
     };
-    let mut server = start("127.0.0.1:0", &clock);
+    let mut server = start(Listen::Ephemeral, &clock);
     server.wait_ready();
     server.mint(100);
 
@@ -75,7 +77,7 @@ fn prometheus_fires_an_alert_when_the_clock_steps_behind_the_issued_ids() {
     // the clock an hour back.
     server.stop_and_read();
     clock.set_offset_ms(-3_600_000).unwrap();
-    let server = start(&server.addr.to_string(), &clock);
+    let server = start(Listen::Fixed(server.addr), &clock);
     let ready = http(server.addr, "GET", "/readyz");
     assert_eq!(ready.status, 503, "{}", ready.body);
     assert!(ready.body.contains("behind"), "{}", ready.body);
@@ -131,33 +133,19 @@ fn prometheus_fires_an_alert_when_the_clock_steps_behind_the_issued_ids() {
 #[test]
 fn a_stalled_stderr_costs_log_lines_not_requests() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = snowmint()
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--log-buffer-lines",
-            "50",
-        ])
-        .arg("--state-dir")
-        .arg(dir.path().join("state"))
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let addr = loop {
-        line.clear();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "no address");
-        if let Some(url) = line
-            .trim()
-            .strip_prefix("snowmint: serving the explorer on http://")
-        {
-            break url.split('/').next().unwrap().parse().unwrap();
-        }
-    };
+    // Its stderr is read up to the address line, then handed over.
+    let mut server = Serve::spawn(
+        Serve::builder()
+            .output(Output::Pipe)
+            .args(["--log-buffer-lines", "50"])
+            .arg("--state-dir")
+            .arg(dir.path().join("state"))
+            .env("RUST_LOG", "info"),
+    );
+    let addr = server.addr;
+    let mut stderr = server
+        .take_stderr()
+        .expect("stderr, after the address line");
     // From here on stderr is not read. Each request is one access-log line
     // (about 130 bytes): the pipe fills after some 500, the queue after 50
     // more, and the rest are dropped.
@@ -176,17 +164,13 @@ fn a_stalled_stderr_costs_log_lines_not_requests() {
     assert!((1..=requests + 10).contains(&dropped), "dropped {dropped}");
 
     // It still stops cleanly; what was queued is written once read.
-    let pid = child.id().to_string();
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    server.signal(Signal::TERM);
     let mut rest = String::new();
     stderr.read_to_string(&mut rest).unwrap();
-    assert!(child.wait().unwrap().success(), "{rest}");
+    assert!(
+        server.wait_exit(Duration::from_secs(30)).success(),
+        "{rest}"
+    );
     assert!(rest.contains("snowmint::access"), "{rest}");
 }
 

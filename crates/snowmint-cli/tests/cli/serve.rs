@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::{MINT_BOUND, NOT_HELD_UP, Serve, bad_serve, http, snowmint};
+use crate::support::{MINT_BOUND, NOT_HELD_UP, Serve, Signal, bad_serve, http, snowmint};
 
 #[test]
 fn bad_flags_exit_2_with_one_line() {
@@ -307,7 +307,7 @@ fn serves_and_persists_the_reservation_on_sigterm() {
     );
     let ids = server.mint(3);
 
-    server.signal("-TERM");
+    server.signal(Signal::TERM);
     let status = server.wait_exit(Duration::from_secs(20));
     assert!(status.success(), "graceful shutdown exits 0: {status}");
     let mark = std::fs::read_to_string(dir.path().join("snowmint-3-4.reservation")).unwrap();
@@ -384,7 +384,7 @@ fn a_clock_an_hour_behind_the_mark_fails_mints_fast_and_keeps_health_fast() {
     assert!(slowest < NOT_HELD_UP, "/healthz took {slowest:?}");
     assert_eq!(http(addr, "GET", "/readyz").status, 503);
 
-    server.signal("-TERM");
+    server.signal(Signal::TERM);
     assert!(server.wait_exit(Duration::from_secs(20)).success());
     // Nothing was issued, so the mark stays where it was.
     let kept = std::fs::read_to_string(dir.path().join("snowmint-0-0.reservation")).unwrap();

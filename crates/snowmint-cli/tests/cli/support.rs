@@ -1,16 +1,18 @@
 //! What the tests share: running the binary as a user does, a `snowmint
-//! serve` child process on a free loopback port, and plain HTTP/1.1.
+//! serve` child process on a free loopback port (the testkit's harness,
+//! [`snowmint_testkit::serve`], with panics for errors), and plain HTTP/1.1.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
+use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// How long a server may take to print its address (a cold start on a
-/// loaded machine, or an etcd claim).
-const START_LIMIT: Duration = Duration::from_secs(30);
+use snowmint_testkit::serve::{Builder, HTTP_TIMEOUT, Output, START_LIMIT, Served, banner};
+pub use snowmint_testkit::serve::{Listen, Response, header};
+pub use snowmint_testkit::signal::Signal;
 
 /// The longest a mint may take by design, with the defaults `serve` uses:
 /// waiting to enter the admission lane (`max_wait`), then for the clock
@@ -45,14 +47,7 @@ pub fn served_binary() -> PathBuf {
 /// `binary` as a command, without the `SNOWMINT_*` environment (which
 /// mirrors the flags) and the colour settings of the caller.
 pub fn command(binary: &Path) -> Command {
-    let mut cmd = Command::new(binary);
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("SNOWMINT_") {
-            cmd.env_remove(name);
-        }
-    }
-    cmd.env_remove("NO_COLOR").env_remove("TERM");
-    cmd
+    snowmint_testkit::serve::clean_command(binary)
 }
 
 /// What one run of the binary left behind.
@@ -145,12 +140,10 @@ pub fn bad(args: &[&str]) -> String {
 /// instead fails the test at its start-up line rather than running on.
 /// Returns the message after `error: `.
 pub fn bad_serve(args: &[&str], env: &[(&str, &str)]) -> String {
-    let mut cmd = snowmint();
-    cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd
+    let mut child = Serve::builder()
+        .args(args)
+        .envs(env.iter().copied())
+        .command()
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -174,7 +167,7 @@ pub fn bad_serve(args: &[&str], env: &[(&str, &str)]) -> String {
     let mut said = String::new();
     loop {
         match rx.recv_timeout(START_LIMIT.saturating_sub(start.elapsed())) {
-            Ok(line) if banner_text(&line).is_some() => {
+            Ok(line) if banner(&line).is_some() => {
                 let _ = child.kill();
                 let _ = child.wait();
                 panic!("serve {args:?} with {env:?} was not refused: {line}");
@@ -196,60 +189,9 @@ pub fn bad_serve(args: &[&str], env: &[(&str, &str)]) -> String {
     refusal(args, &run, 2)
 }
 
-/// One HTTP/1.1 response.
-#[derive(Debug)]
-pub struct Response {
-    pub status: u16,
-    pub body: String,
-    pub retry_after: Option<u64>,
-}
-
-impl Response {
-    /// The body as JSON.
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.body))
-    }
-
-    /// Parses a response read up to EOF (`Connection: close`).
-    pub fn parse(raw: &[u8]) -> Response {
-        let text = String::from_utf8_lossy(raw);
-        let (head, body) = text
-            .split_once("\r\n\r\n")
-            .unwrap_or_else(|| panic!("no response head in {text:?}"));
-        Response {
-            status: head
-                .get(9..12)
-                .and_then(|s| s.parse().ok())
-                .unwrap_or_else(|| panic!("no status in {head:?}")),
-            retry_after: header(head, "retry-after").and_then(|v| v.parse().ok()),
-            body: body.to_owned(),
-        }
-    }
-}
-
-/// The value of header `name` in a response head.
-pub fn header(head: &str, name: &str) -> Option<String> {
-    head.lines().find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        k.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
-    })
-}
-
 /// One request on a new blocking connection (`Connection: close`).
 pub fn http(addr: SocketAddr, method: &str, path: &str) -> Response {
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).expect("read the response");
-    Response::parse(&raw)
+    http_with(addr, method, path, &[]).0
 }
 
 /// One request with extra headers on a new blocking connection
@@ -260,23 +202,8 @@ pub fn http_with(
     path: &str,
     headers: &[(&str, &str)],
 ) -> (Response, String) {
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("Content-Length: 0\r\n\r\n");
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).expect("read the response");
-    let head = String::from_utf8_lossy(&raw)
-        .split_once("\r\n\r\n")
-        .map(|(head, _)| head.to_owned())
-        .unwrap_or_default();
-    (Response::parse(&raw), head)
+    snowmint_testkit::serve::request(addr, method, path, headers, HTTP_TIMEOUT)
+        .unwrap_or_else(|e| panic!("{method} {path} on {addr}: {e}"))
 }
 
 /// The IDs of a `{"ids":["1","2"]}` body (every run of digits between quotes).
@@ -284,129 +211,59 @@ pub fn ids_in(body: &str) -> impl Iterator<Item = u64> + '_ {
     body.split('"').filter_map(|s| s.parse().ok())
 }
 
-/// A running `snowmint serve`; killed when dropped.
-pub struct Serve {
-    pub child: Child,
-    pub addr: SocketAddr,
-    /// Whether it announced an `https://` URL (`--tls-cert`).
-    pub https: bool,
-    /// The admin listener's address, when it announced one.
-    pub admin: Option<SocketAddr>,
-    /// Every other line it wrote to stderr so far.
-    pub said: Arc<Mutex<Vec<String>>>,
-    /// Every line it wrote to stderr so far, the address lines included,
-    /// as written.
-    pub raw: Arc<Mutex<Vec<String>>>,
-    reader: Option<std::thread::JoinHandle<()>>,
+/// A running `snowmint serve`, killed when dropped: the testkit's
+/// [`Served`] (its `addr`, `https`, `admin`, `said()`, `lines()`, `pid()`
+/// through `Deref`), with the waits below failing the test instead of
+/// returning an error.
+pub struct Serve(Served);
+
+impl Deref for Serve {
+    type Target = Served;
+
+    fn deref(&self) -> &Served {
+        &self.0
+    }
 }
 
-/// A start-up line as `--log-format text` writes it (`snowmint: ...`),
-/// also when it was written as a JSON log event (target `snowmint::banner`).
-fn banner_text(line: &str) -> Option<String> {
-    if line.starts_with("snowmint: ") {
-        return Some(line.to_owned());
+impl DerefMut for Serve {
+    fn deref_mut(&mut self) -> &mut Served {
+        &mut self.0
     }
-    let v: serde_json::Value = serde_json::from_str(line).ok()?;
-    (v["target"] == "snowmint::banner")
-        .then(|| format!("snowmint: {}", v["message"].as_str().unwrap_or("")))
 }
 
 impl Serve {
+    /// `snowmint serve --listen 127.0.0.1:0` of `binary` as the tests start
+    /// it: without the caller's `SNOWMINT_*` and colour settings, stderr
+    /// read (and echoed into the test's output as `serve: ...`),
+    /// `RUST_LOG=warn` unless the caller's environment or the builder sets
+    /// it, 30 s to print its address.
+    pub fn builder_of(binary: &Path) -> Builder {
+        Builder::new(binary)
+            .clean_env()
+            .output(Output::Capture { echo: true })
+            .env_if_unset("RUST_LOG", "warn")
+            .start_limit(START_LIMIT)
+    }
+
+    /// [`Serve::builder_of`] the test build's binary.
+    pub fn builder() -> Builder {
+        Serve::builder_of(Path::new(env!("CARGO_BIN_EXE_snowmint")))
+    }
+
     /// `snowmint serve --listen 127.0.0.1:0 ARGS` of the test build, with
     /// its state in `state_dir` if given.
     pub fn start(args: &[&str], state_dir: Option<&Path>) -> Serve {
-        let mut cmd = snowmint();
-        cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(args);
+        let mut builder = Serve::builder().args(args);
         if let Some(dir) = state_dir {
-            cmd.arg("--state-dir").arg(dir);
+            builder = builder.arg("--state-dir").arg(dir);
         }
-        Serve::spawn(cmd)
+        Serve::spawn(builder)
     }
 
-    /// Spawns `command` (a `serve` on port 0) and waits for the address it
-    /// prints. Its other stderr lines are echoed into the test's output;
-    /// if it exits first, the test fails with what it said.
-    pub fn spawn(mut command: Command) -> Serve {
-        let set_by_caller = command.get_envs().any(|(name, _)| name == "RUST_LOG");
-        if std::env::var_os("RUST_LOG").is_none() && !set_by_caller {
-            command.env("RUST_LOG", "warn");
-        }
-        let mut child = command
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn snowmint serve");
-        let stderr = child.stderr.take().unwrap();
-        let said = Arc::new(Mutex::new(Vec::new()));
-        let raw = Arc::new(Mutex::new(Vec::new()));
-        let (tx, rx) = mpsc::channel();
-        let admin = Arc::new(Mutex::new(None));
-        let reader = {
-            let said = Arc::clone(&said);
-            let raw = Arc::clone(&raw);
-            let admin = Arc::clone(&admin);
-            std::thread::spawn(move || {
-                let mut tx = Some(tx);
-                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                    raw.lock().unwrap().push(line.clone());
-                    let banner = banner_text(&line);
-                    // Printed before the public line, so known by then.
-                    if let Some(addr) = banner
-                        .as_deref()
-                        .unwrap_or("")
-                        .strip_prefix("snowmint: admin (health, readiness, metrics) on ")
-                        .and_then(|url| {
-                            url.strip_prefix("http://")
-                                .or_else(|| url.strip_prefix("https://"))
-                        })
-                        .and_then(|rest| rest.split('/').next())
-                        .and_then(|a| a.parse::<SocketAddr>().ok())
-                    {
-                        *admin.lock().unwrap() = Some(addr);
-                        continue;
-                    }
-                    let url = banner
-                        .as_deref()
-                        .and_then(|b| b.strip_prefix("snowmint: serving the explorer on "));
-                    let addr = url.and_then(|url| {
-                        let https = url.starts_with("https://");
-                        let rest = url
-                            .strip_prefix("http://")
-                            .or_else(|| url.strip_prefix("https://"))?;
-                        Some((rest.split('/').next()?.parse::<SocketAddr>().ok()?, https))
-                    });
-                    match (addr, tx.take()) {
-                        (Some(addr), Some(tx)) => {
-                            let _ = tx.send(addr);
-                        }
-                        (_, tx_back) => {
-                            tx = tx_back;
-                            eprintln!("serve: {line}");
-                            said.lock().unwrap().push(line);
-                        }
-                    }
-                }
-            })
-        };
-        match rx.recv_timeout(START_LIMIT) {
-            Ok((addr, https)) => Serve {
-                child,
-                addr,
-                https,
-                admin: *admin.lock().unwrap(),
-                said,
-                raw,
-                reader: Some(reader),
-            },
-            Err(e) => {
-                let _ = child.kill();
-                let status = child.wait();
-                panic!(
-                    "snowmint serve printed no address ({e:?}, {status:?}); it said {:?}",
-                    said.lock().unwrap()
-                );
-            }
-        }
+    /// Starts `builder` and waits for the address it prints; if it exits
+    /// first, the test fails with what it said.
+    pub fn spawn(builder: Builder) -> Serve {
+        Serve(builder.start().unwrap_or_else(|e| panic!("{e:#}")))
     }
 
     /// One request on a new connection.
@@ -426,84 +283,43 @@ impl Serve {
     /// Waits (at most 30 s) until `/readyz` says 200; returns the
     /// (datacenter, worker) it names.
     pub fn wait_ready(&self) -> (u64, u64) {
-        let start = Instant::now();
-        loop {
-            let response = self.http("GET", "/readyz");
-            if response.status == 200 {
-                let v = response.json();
-                return (
-                    v["datacenter"].as_u64().unwrap(),
-                    v["worker"].as_u64().unwrap(),
-                );
-            }
-            assert!(
-                start.elapsed() < START_LIMIT,
-                "not ready: {} {}",
-                response.status,
-                response.body
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        self.0
+            .wait_ready(START_LIMIT)
+            .unwrap_or_else(|e| panic!("{e:#}"))
     }
 
-    /// Sends `signal` (`-TERM`, `-KILL`, ...) to the process.
-    pub fn signal(&self, signal: &str) {
-        let ok = Command::new("kill")
-            .args([signal, &self.child.id().to_string()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill {signal}");
+    /// Sends `signal` to the process.
+    pub fn signal(&self, signal: Signal) {
+        self.0
+            .signal(signal)
+            .unwrap_or_else(|e| panic!("{signal:?}: {e}"));
     }
 
     /// Waits (at most 30 s) until a stderr line contains `text`.
     pub fn wait_said(&self, text: &str) {
-        let start = Instant::now();
-        while !self.said.lock().unwrap().iter().any(|l| l.contains(text)) {
-            assert!(
-                start.elapsed() < START_LIMIT,
-                "never said {text:?}: {:?}",
-                self.said.lock().unwrap()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        self.0
+            .wait_line(text, START_LIMIT)
+            .unwrap_or_else(|e| panic!("{e:#}"));
     }
 
     /// Stops the process with SIGTERM and returns every line it wrote to
-    /// stderr (but the address line), complete.
+    /// stderr (but the address lines), complete.
     pub fn stop_and_read(&mut self) -> Vec<String> {
         self.stop_and_read_raw();
-        self.said.lock().unwrap().clone()
+        self.said()
     }
 
     /// Stops the process with SIGTERM and returns every line it wrote to
     /// stderr, the address lines included, complete.
     pub fn stop_and_read_raw(&mut self) -> Vec<String> {
-        self.signal("-TERM");
+        self.signal(Signal::TERM);
         let status = self.wait_exit(START_LIMIT);
         assert!(status.success(), "{status:?}");
-        if let Some(reader) = self.reader.take() {
-            reader.join().unwrap();
-        }
-        self.raw.lock().unwrap().clone()
+        self.lines()
     }
 
-    /// Waits for the process to exit, at most `limit`.
+    /// Waits for the process to exit (and its stderr to end), at most `limit`.
     pub fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(start.elapsed() < limit, "still running after {limit:?}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.0.wait_exit(limit).unwrap_or_else(|e| panic!("{e:#}"))
     }
 }

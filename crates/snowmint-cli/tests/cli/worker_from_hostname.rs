@@ -1,17 +1,18 @@
 //! `snowmint serve --worker-from-hostname`: a StatefulSet pod `NAME-N`
 //! serves as identity N; other hostnames are refused at start.
 
-use std::process::Command;
+use snowmint_testkit::serve::Builder;
 
-use crate::support::{Serve, snowmint};
+use crate::support::Serve;
 
-fn serve(hostname: &str, state_dir: &std::path::Path) -> Command {
-    let mut cmd = snowmint();
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--worker-from-hostname"])
+/// `serve --worker-from-hostname` as `hostname`: started with
+/// [`Serve::spawn`], or run to its refusal with `command().output()`.
+fn serve(hostname: &str, state_dir: &std::path::Path) -> Builder {
+    Serve::builder()
+        .arg("--worker-from-hostname")
         .arg("--state-dir")
         .arg(state_dir)
-        .env("HOSTNAME", hostname);
-    cmd
+        .env("HOSTNAME", hostname)
 }
 
 #[test]
@@ -43,7 +44,7 @@ fn hostnames_without_a_usable_ordinal_are_refused_with_exit_status_2() {
              (from hostname \"snowmint-1024\")",
         ),
     ] {
-        let out = serve(hostname, dir.path()).output().unwrap();
+        let out = serve(hostname, dir.path()).command().output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{hostname}");
         assert!(out.stdout.is_empty());
         assert_eq!(String::from_utf8(out.stderr).unwrap().trim_end(), message);
@@ -55,6 +56,7 @@ fn worker_from_hostname_conflicts_with_an_explicit_identity() {
     let dir = tempfile::tempdir().unwrap();
     let out = serve("snowmint-1", dir.path())
         .args(["--worker", "3"])
+        .command()
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -71,12 +73,13 @@ fn worker_from_hostname_conflicts_with_an_explicit_identity() {
 #[test]
 fn worker_from_hostname_false_in_the_environment_leaves_the_static_identity() {
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = snowmint();
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--datacenter", "3"])
-        .arg("--state-dir")
-        .arg(dir.path())
-        .env("SNOWMINT_WORKER_FROM_HOSTNAME", "false")
-        .env("HOSTNAME", "snowmint-33");
-    let server = Serve::spawn(cmd);
+    let server = Serve::spawn(
+        Serve::builder()
+            .args(["--datacenter", "3"])
+            .arg("--state-dir")
+            .arg(dir.path())
+            .env("SNOWMINT_WORKER_FROM_HOSTNAME", "false")
+            .env("HOSTNAME", "snowmint-33"),
+    );
     assert_eq!(server.wait_ready(), (3, 0));
 }

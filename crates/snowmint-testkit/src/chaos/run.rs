@@ -11,7 +11,6 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -19,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 use tokio::task::JoinHandle;
 
 use super::checker;
@@ -30,6 +29,7 @@ use super::schedule::{self, Coordinator, Fault, FaultKind, Plan};
 use crate::clock::{self, FakeClock};
 use crate::etcd::{self, EtcdCluster};
 use crate::proxy::Proxy;
+use crate::serve::{self, Listen, Output, Served};
 
 /// How long faults still under way when the load stops may take to heal.
 pub const GRACE: Duration = Duration::from_secs(60);
@@ -88,55 +88,31 @@ pub struct Outcome {
 struct Instance {
     name: String,
     addr: SocketAddr,
+    /// Its flags after `serve --listen ADDR`.
     args: Vec<String>,
     clock: FakeClock,
     log: PathBuf,
-    child: Option<Child>,
+    child: Option<Served>,
     /// One proxy per etcd member, or one to the database (empty in static
     /// mode): the instance's line to its coordinator.
     proxies: Vec<Proxy>,
 }
 
 impl Instance {
-    /// Starts the process and waits until it owns its listening socket.
+    /// Starts the process (on its address, under its clock, appending to
+    /// its log) and waits until it owns its listening socket.
     async fn spawn(&mut self, binary: &Path) -> anyhow::Result<()> {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .with_context(|| format!("open {}", self.log.display()))?;
-        let mut child = Command::new(binary)
+        let builder = serve::Builder::new(binary)
+            .name(&self.name)
+            .listen(Listen::Fixed(self.addr))
             .args(&self.args)
             .envs(self.clock.env())
             // Not one access-log line per mint: the tail shown on a failure
             // should be the lease and shutdown events.
             .env("RUST_LOG", "info,snowmint::access=warn")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .kill_on_drop(true)
-            .spawn()
-            .with_context(|| format!("spawn {}", binary.display()))?;
-        let pid = child.id().context("no pid")?;
-        let start = Instant::now();
-        loop {
-            if let Some(status) = child.try_wait()? {
-                bail!(
-                    "{} exited at start with {status}: {}",
-                    self.name,
-                    tail(&self.log)
-                );
-            }
-            match etcd::listener_owned_by(self.addr, pid) {
-                Ok(()) => break,
-                Err(e) if start.elapsed() > Duration::from_secs(20) => {
-                    let _ = child.start_kill();
-                    bail!("{} did not listen: {e}", self.name);
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            }
-        }
-        self.child = Some(child);
+            .output(Output::Append(self.log.clone()))
+            .start_limit(Duration::from_secs(20));
+        self.child = Some(tokio::task::spawn_blocking(move || builder.start()).await??);
         Ok(())
     }
 
@@ -144,7 +120,7 @@ impl Instance {
     fn pid(&mut self) -> Option<u32> {
         let child = self.child.as_mut()?;
         match child.try_wait() {
-            Ok(None) => child.id(),
+            Ok(None) => Some(child.pid()),
             _ => None,
         }
     }
@@ -153,7 +129,7 @@ impl Instance {
     async fn kill(&mut self) -> bool {
         let running = self.pid().is_some();
         if let Some(mut child) = self.child.take() {
-            let _ = child.kill().await;
+            let _ = tokio::task::spawn_blocking(move || child.kill()).await;
         }
         running
     }
@@ -259,7 +235,7 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
         };
         let ip = etcd::random_loopback();
         let addr = SocketAddr::from((ip, etcd::free_port_on(ip)));
-        let mut args = vec!["serve".to_owned(), "--listen".to_owned(), addr.to_string()];
+        let mut args = Vec::new();
         let mut proxies = Vec::new();
         if statik {
             let state = scratch.path().join("static-state");
@@ -439,30 +415,16 @@ async fn preflight_clock(binary: &Path, library: &Path, dir: &Path) -> anyhow::R
 
 /// Waits (at most 60 s) until every instance answers `/readyz` with 200.
 async fn wait_ready(world: &World) -> anyhow::Result<()> {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(1))
-        .build()?;
     for instance in &world.instances {
-        let (name, addr) = {
-            let i = instance.lock().await;
-            (i.name.clone(), i.addr)
-        };
-        let start = Instant::now();
-        loop {
-            let ok = client
-                .get(format!("http://{addr}/readyz"))
-                .send()
-                .await
-                .is_ok_and(|r| r.status() == 200);
-            if ok {
-                break;
-            }
-            anyhow::ensure!(
-                start.elapsed() < Duration::from_secs(60),
-                "{name} not ready after 60 s"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let instance = Arc::clone(instance).lock_owned().await;
+        tokio::task::spawn_blocking(move || {
+            let served = instance
+                .child
+                .as_ref()
+                .with_context(|| format!("{} is not running", instance.name))?;
+            served.wait_ready(Duration::from_secs(60)).map(drop)
+        })
+        .await??;
     }
     Ok(())
 }
@@ -653,7 +615,7 @@ async fn watchdog(world: Arc<World>) {
         tokio::time::sleep(Duration::from_millis(500)).await;
         for instance in &world.instances {
             let mut instance = instance.lock().await;
-            let exited = match instance.child.as_mut().map(Child::try_wait) {
+            let exited = match instance.child.as_mut().map(Served::try_wait) {
                 Some(Ok(Some(status))) => Some(status.to_string()),
                 Some(Err(e)) => Some(e.to_string()),
                 _ => None,
@@ -663,7 +625,7 @@ async fn watchdog(world: Arc<World>) {
                 world.incident(format!(
                     "{} exited on its own ({status}): {}",
                     instance.name,
-                    tail(&instance.log)
+                    serve::tail(&instance.log, 5)
                 ));
                 if let Err(e) = instance.spawn(&world.config.snowmint).await {
                     world.incident(format!("{} did not restart: {e:#}", instance.name));
@@ -1091,11 +1053,4 @@ fn unix_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
-}
-
-/// The last lines of a log, for messages.
-fn tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(5)..].join(" | ")
 }
