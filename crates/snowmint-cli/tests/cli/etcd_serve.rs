@@ -20,19 +20,7 @@ use crate::support::{Serve, Signal};
 /// `snowmint serve` with a 2 s lease of one of datacenter 0's workers from
 /// the etcd at `url`, under `prefix`.
 fn serve_etcd(url: &str, prefix: &str) -> Serve {
-    Serve::start(
-        &[
-            "--lease-ttl",
-            "2",
-            "--etcd",
-            url,
-            "--etcd-prefix",
-            prefix,
-            "--datacenter",
-            "0",
-        ],
-        None,
-    )
+    serve_scoped(url, prefix, "0")
 }
 
 /// Takes workers 2..=31 of datacenter 0 under `prefix` away: claims pick a
@@ -258,33 +246,43 @@ fn etcdctl(etcd: &str, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-#[test]
-fn serve_with_a_datacenter_leases_only_its_workers_and_says_when_they_are_all_held() {
-    let Some(etcd) = EtcdServer::start() else {
-        return;
-    };
+/// A single etcd for one test, if it and `etcdctl` are installed (else a
+/// printed skip, or a failure under SNOWMINT_REQUIRE_SERVICES=1).
+fn etcd_and_etcdctl() -> Option<EtcdServer> {
+    let etcd = EtcdServer::start()?;
     if Command::new("etcdctl").arg("version").output().is_err() {
-        snowmint_testkit::skip::<()>(
+        return snowmint_testkit::skip(
             "the `etcdctl` binary is not installed (apt-get install etcd-client)",
         );
-        return;
     }
-    let url = etcd.url();
-    let scoped = |dc: &str| {
-        Serve::start(
-            &[
-                "--lease-ttl",
-                "2",
-                "--etcd",
-                &url,
-                "--etcd-prefix",
-                "/dc",
-                "--datacenter",
-                dc,
-            ],
-            None,
-        )
+    Some(etcd)
+}
+
+/// `snowmint serve` with a 2 s lease of a worker of datacenter `dc` from
+/// the etcd at `url`, under `prefix`.
+fn serve_scoped(url: &str, prefix: &str, dc: &str) -> Serve {
+    Serve::start(
+        &[
+            "--lease-ttl",
+            "2",
+            "--etcd",
+            url,
+            "--etcd-prefix",
+            prefix,
+            "--datacenter",
+            dc,
+        ],
+        None,
+    )
+}
+
+#[test]
+fn serve_with_a_datacenter_leases_only_its_workers_and_says_when_they_are_all_held() {
+    let Some(etcd) = etcd_and_etcdctl() else {
+        return;
     };
+    let url = etcd.url();
+    let scoped = |dc: &str| serve_scoped(&url, "/dc", dc);
     let five = scoped("5");
     assert_eq!(five.wait_ready().0, 5, "leases a worker of datacenter 5");
     assert!(five.mint(100).iter().all(|id| (id >> 17) & 31 == 5));
@@ -336,31 +334,11 @@ fn serve_with_a_datacenter_leases_only_its_workers_and_says_when_they_are_all_he
 /// datacenter is free, and `/readyz` says why it cannot issue.
 #[test]
 fn an_identity_whose_mark_is_far_ahead_is_taken_last_and_readyz_says_why() {
-    let Some(etcd) = EtcdServer::start() else {
+    let Some(etcd) = etcd_and_etcdctl() else {
         return;
     };
-    if Command::new("etcdctl").arg("version").output().is_err() {
-        snowmint_testkit::skip::<()>(
-            "the `etcdctl` binary is not installed (apt-get install etcd-client)",
-        );
-        return;
-    }
     let url = etcd.url();
-    let scoped = || {
-        Serve::start(
-            &[
-                "--lease-ttl",
-                "2",
-                "--etcd",
-                &url,
-                "--etcd-prefix",
-                "/ahead",
-                "--datacenter",
-                "7",
-            ],
-            None,
-        )
-    };
+    let scoped = || serve_scoped(&url, "/ahead", "7");
     // Workers 0 and 1 of datacenter 7 free; worker 0's mark an hour ahead.
     snowmint_testkit::etcd::hold_keys(
         &url,
