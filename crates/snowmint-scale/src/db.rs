@@ -24,7 +24,7 @@ use anyhow::{Context, bail};
 use snowmint_db::{DbConfig, LeasedGenerator};
 
 use crate::run::{
-    CLAIM_TXNS_SLACK, Config, Fleet, Outcome, Runs, crash_first, finish_minting, raise_open_files,
+    Config, Fleet, Outcome, Runs, check_claim, crash_first, finish_minting, raise_open_files,
     rss_kib, start_lanes, wait_held,
 };
 use snowmint_testkit::db::{Mariadb, PgBouncer, Postgres, psql_url};
@@ -239,19 +239,14 @@ pub async fn run(config: Config, mysql: bool) -> anyhow::Result<Outcome> {
     let claim_all_s = wait_held(&fleet, n, since, config.claim_limit).await;
     let claimed = fleet.held().0;
     let claim_txns = fleet.claim_attempts() as f64;
-    match claim_all_s {
-        Some(s) => println!("scale: all {n} held after {s:.1} s, {claim_txns} claim statements"),
-        None => failures.push(format!(
-            "only {claimed} of {n} identities held within {:?}",
-            config.claim_limit
-        )),
-    }
-    if claim_txns > config.max_claims_per_identity * n as f64 + CLAIM_TXNS_SLACK {
-        failures.push(format!(
-            "{claim_txns} claim statements for {n} identities (at most {} each, and {} more)",
-            config.max_claims_per_identity, CLAIM_TXNS_SLACK
-        ));
-    }
+    check_claim(
+        &mut failures,
+        &config,
+        claim_all_s,
+        claimed,
+        claim_txns,
+        "statements",
+    );
 
     // 2. Steady state, minting.
     let stop = Arc::new(AtomicBool::new(false));

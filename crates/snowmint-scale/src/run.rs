@@ -52,6 +52,32 @@ pub const MAX_CLAIM_TXNS_PER_IDENTITY: f64 = 1.5;
 /// small fleet (16 identities) more than half a try each, whatever the
 /// order; at 1024 this is under 1 %.
 pub const CLAIM_TXNS_SLACK: f64 = 8.0;
+
+/// Reports the claim phase and adds its failures: not every identity held
+/// in time, or more claim `what` (transactions, statements) than the bound.
+pub(crate) fn check_claim(
+    failures: &mut Vec<String>,
+    config: &Config,
+    claim_all_s: Option<f64>,
+    claimed: usize,
+    claim_txns: f64,
+    what: &str,
+) {
+    let n = config.identities;
+    match claim_all_s {
+        Some(s) => println!("scale: all {n} held after {s:.1} s, {claim_txns} claim {what}"),
+        None => failures.push(format!(
+            "only {claimed} of {n} identities held within {:?}",
+            config.claim_limit
+        )),
+    }
+    if claim_txns > config.max_claims_per_identity * n as f64 + CLAIM_TXNS_SLACK {
+        failures.push(format!(
+            "{claim_txns} claim {what} for {n} identities (at most {} each, and {CLAIM_TXNS_SLACK} more)",
+            config.max_claims_per_identity
+        ));
+    }
+}
 /// A waiter may cost etcd at most this many requests per second (the
 /// design's bound is one; this is its margin).
 pub const MAX_WAITER_REQUESTS_PER_S: f64 = 1.5;
@@ -460,19 +486,14 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
         from: claim_start,
         to: since.elapsed().as_secs_f64(),
     });
-    match claim_all_s {
-        Some(s) => println!("scale: all {n} held after {s:.1} s, {claim_txns} claim transactions"),
-        None => failures.push(format!(
-            "only {claimed} of {n} identities held within {:?}",
-            config.claim_limit
-        )),
-    }
-    if claim_txns > config.max_claims_per_identity * n as f64 + CLAIM_TXNS_SLACK {
-        failures.push(format!(
-            "{claim_txns} claim transactions for {n} identities (at most {} each, and {} more)",
-            config.max_claims_per_identity, CLAIM_TXNS_SLACK
-        ));
-    }
+    check_claim(
+        &mut failures,
+        &config,
+        claim_all_s,
+        claimed,
+        claim_txns,
+        "transactions",
+    );
 
     // 2. Steady state, minting.
     let stop = Arc::new(AtomicBool::new(false));
