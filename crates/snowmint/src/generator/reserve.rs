@@ -46,10 +46,16 @@ impl Generator {
             .fetch_add(claim.count, Ordering::Relaxed);
     }
 
-    /// The write of the mark `max(delta_ms, the state's millisecond) +
-    /// window` (read once the caller leads), so that a write covers every
-    /// claim made before it started (the single-flight argument in
-    /// `flight.rs` rests on this).
+    /// The write of the mark a window ahead of `delta_ms` or of the state's
+    /// millisecond, whichever is later (read once the caller leads), so that
+    /// a write covers every claim made before it started (the single-flight
+    /// argument in `flight.rs` rests on this). A state further ahead of
+    /// `delta_ms` than IDs can be borrowed (one loaded from a mark that stood
+    /// ahead of this clock) is covered as it is, and the window counts from
+    /// the borrowing bound instead: issuing waits for the clock there anyway,
+    /// and a window added on top at every start would push the mark of an
+    /// identity that is claimed again and again before its clock catches up
+    /// further ahead each time, out of the clock's reach.
     fn mark_write<'a>(
         &'a self,
         store: &'a Arc<dyn ReservationStore>,
@@ -61,13 +67,29 @@ impl Generator {
             prepare: move || {
                 let claimed = self.hot.state.load(Ordering::SeqCst).ms();
                 let mark = delta_ms
-                    .max(claimed)
+                    .max(self.renewal_base(claimed, delta_ms))
                     .saturating_add(self.window_ms)
+                    .max(claimed)
                     .min(MAX_DELTA_MS);
                 mark + TWITTER_EPOCH_MS
             },
             publish: |mark, outcome| self.publish_mark(mark, outcome),
         }
+    }
+
+    /// The millisecond a renewal keeps a window ahead of: the state's
+    /// (`last`), or, when that stands further ahead of the clock's
+    /// (`now_delta`) than IDs may be borrowed, the borrowing bound.
+    fn renewal_base(&self, last: u64, now_delta: u64) -> u64 {
+        last.min(now_delta.saturating_add(self.max_borrow_ms))
+    }
+
+    /// The clock's millisecond since the epoch, within the format.
+    fn now_delta(&self) -> u64 {
+        self.clock
+            .now_ms()
+            .saturating_sub(TWITTER_EPOCH_MS)
+            .min(MAX_DELTA_MS)
     }
 
     /// Records the outcome of storing `mark` (Unix ms): on success it is
@@ -130,7 +152,10 @@ impl Generator {
             return false;
         }
         let last = self.hot.state.load(Ordering::Acquire).ms();
-        (last + self.renew_ahead_ms > self.hot.reserved_until.load(Ordering::SeqCst)
+        let reserved = self.hot.reserved_until.load(Ordering::SeqCst);
+        // The clock is read only when the mark is close to the state.
+        (last + self.renew_ahead_ms > reserved
+            && self.renewal_base(last, self.now_delta()) + self.renew_ahead_ms > reserved
             || self.store_failing.load(Ordering::Relaxed)
             || self.probe_due())
             && !self.renewal_asked.load(Ordering::Relaxed)
@@ -138,7 +163,8 @@ impl Generator {
     }
 
     /// Writes a new mark a window ahead of the last issued millisecond or
-    /// of the clock, whichever is later, unless a mark far enough ahead is
+    /// of the clock, whichever is later (but never more than a window past
+    /// the borrowing bound of the clock: see the mark write), unless a mark far enough ahead is
     /// durable, the last write succeeded and it is younger than half the
     /// [`max_proof_age_ms`](super::GeneratorBuilder::max_proof_age_ms). Shares a write in flight like [`next_id`](Generator::next_id)
     /// does, and waits at most [`store_timeout`](super::GeneratorBuilder::store_timeout)
@@ -159,16 +185,13 @@ impl Generator {
             self.renewal_asked.store(false, Ordering::Release);
             return Ok(());
         }
-        let now_delta = self
-            .clock
-            .now_ms()
-            .saturating_sub(TWITTER_EPOCH_MS)
-            .min(MAX_DELTA_MS);
+        let now_delta = self.now_delta();
         let covered = |last_ok: bool| {
             let last = self.hot.state.load(Ordering::Acquire).ms();
             last_ok
                 && !self.probe_due()
-                && last + self.renew_ahead_ms <= self.hot.reserved_until.load(Ordering::SeqCst)
+                && self.renewal_base(last, now_delta) + self.renew_ahead_ms
+                    <= self.hot.reserved_until.load(Ordering::SeqCst)
         };
         let outcome = self
             .flight
@@ -224,8 +247,9 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::generator::DEFAULT_RESERVE_WINDOW_MS;
+    use crate::clock::Clock;
     use crate::generator::testing::*;
+    use crate::generator::{DEFAULT_MAX_BORROW_MS, DEFAULT_RESERVE_WINDOW_MS};
     use crate::identity::Identity;
     use crate::reservation::StoreErrorKind;
     use crate::{FaultyStore, FileStore, ManualClock, MemoryStore, SnowflakeId};
@@ -274,6 +298,40 @@ mod tests {
                 .unwrap(),
             Some(T + 4001)
         );
+    }
+
+    /// An identity claimed again and again while its mark stands ahead of
+    /// the clock (a lease lost and won back, a crash loop): each start
+    /// proves the store with a write, which must not add a window to a mark
+    /// nothing was issued under, or the mark runs away from the clock.
+    #[test]
+    fn restarts_behind_the_mark_do_not_push_it_further_ahead() {
+        let store = MemoryStore::new();
+        let clock = ManualClock::new(T);
+        let ahead = T + 40_000;
+        store.store(ahead).unwrap();
+        for _ in 0..30 {
+            let g = stored(&clock, &store);
+            g.renew_reservation().unwrap();
+            assert_eq!(
+                g.check_ready(),
+                Err(GenerateError::ClockBehind {
+                    behind_ms: ahead - clock.now_ms(),
+                    waited_ms: 0,
+                })
+            );
+            assert!(!g.renewal_due(), "a renewal while nothing can be issued");
+            clock.advance(1_000);
+        }
+        assert_eq!(store.mark(), Some(ahead));
+        // Once the clock is within the borrowing bound, it issues above the
+        // mark, and the mark is a window ahead of that bound.
+        clock.set(ahead - DEFAULT_MAX_BORROW_MS);
+        let g = stored(&clock, &store);
+        g.renew_reservation().unwrap();
+        assert_eq!(store.mark(), Some(ahead + DEFAULT_RESERVE_WINDOW_MS));
+        assert_eq!(parts(g.next_id().unwrap()), (ahead + 1, 0));
+        assert_eq!(g.metrics().reservation_writes, 1);
     }
 
     #[test]
