@@ -1,22 +1,57 @@
 //! The router: both listeners' routes, and the layers every request
 //! passes on its way in.
 
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use axum::Router;
+use axum::extract::Request;
 use axum::http::StatusCode;
+use axum::response::Response;
 use axum::routing::{MethodRouter, get, post};
+use tower::{Layer, Service};
 
-use crate::guard::check::CheckLayer;
-use crate::guard::edge::EdgeLayer;
+use crate::guard::check::{Check, CheckLayer};
+use crate::guard::edge::{Edge, EdgeLayer};
 use crate::guard::origin::RefuseCrossSite;
 use crate::guard::token::RequireToken;
 use crate::routes::state::AppState;
-use crate::routes::{api, page};
+use crate::routes::{ADMIN_ROUTES, PUBLIC_ROUTES_WITHOUT_METRICS, ROUTES, api, page};
 
-/// The whole service as a router: the public listener's routes, with
-/// `/metrics` unless the state says an admin listener serves it.
-pub fn app(state: AppState) -> Router {
+/// One listener's whole service: the edge (see `guard::edge`), the
+/// cross-site refusal on the public listener, then the router. A
+/// `tower::Service` of requests; tests drive it with
+/// `tower::ServiceExt::oneshot`, no socket.
+///
+/// The edge and the cross-site check wrap the router from outside, rather
+/// than being layered onto every route with `Router::layer`: each layer the
+/// router nests costs every request a clone of the boxed routes below it,
+/// a `Oneshot` and a mapping of its answer. Both see every request the
+/// routes and the fallbacks (404, 405) see, as before; the edge names the
+/// route from the path itself (`routes::route_label`).
+#[derive(Debug, Clone)]
+pub struct App(Edge<Check<Router, Option<RefuseCrossSite>>>);
+
+impl Service<Request> for App {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        self.0.call(request)
+    }
+}
+
+/// The public listener's service: its routes, with `/metrics` unless the
+/// state says an admin listener serves it.
+pub fn app(state: AppState) -> App {
     let mint = with_token(&state, post(api::mint));
     let mut router = Router::new()
         .route("/", get(page::index))
@@ -32,20 +67,23 @@ pub fn app(state: AppState) -> Router {
         .route("/api/v1/openapi.json", with_cors(&state, get(api::openapi)))
         .route("/healthz", get(api::healthz))
         .route("/readyz", get(api::readyz));
-    if state.metrics_on_public() {
+    let routes = if state.metrics_on_public() {
         router = router.route("/metrics", metrics_route(&state));
-    }
-    let router = router.layer(CheckLayer(RefuseCrossSite(Arc::clone(&state.origins))));
-    common_layers(router, state)
+        ROUTES
+    } else {
+        PUBLIC_ROUTES_WITHOUT_METRICS
+    };
+    let cross_site = RefuseCrossSite(Arc::clone(&state.origins));
+    outer_layers(router, state, Some(cross_site), routes)
 }
 
-/// The admin listener's router: `/healthz`, `/readyz` and `/metrics`.
-pub fn admin_app(state: AppState) -> Router {
+/// The admin listener's service: `/healthz`, `/readyz` and `/metrics`.
+pub fn admin_app(state: AppState) -> App {
     let router = Router::new()
         .route("/healthz", get(api::healthz))
         .route("/readyz", get(api::readyz))
         .route("/metrics", metrics_route(&state));
-    common_layers(router, state)
+    outer_layers(router, state, None, ADMIN_ROUTES)
 }
 
 /// `GET /metrics`, behind the token when one is configured.
@@ -74,14 +112,21 @@ fn with_cors(state: &AppState, route: MethodRouter<AppState>) -> MethodRouter<Ap
     }
 }
 
-/// What both listeners' routers share: JSON 404 and 405, and around every
-/// answer the edge (head and body limits, the request timeout, panics as
-/// JSON 500, security headers, the error shape, request metrics, debug
-/// spans and the access log), one layer for all of it.
-fn common_layers(router: Router<AppState>, state: AppState) -> Router {
-    router
+/// What both listeners share: JSON 404 and 405, the cross-site refusal
+/// (public listener only), and around every answer the edge (head and body
+/// limits, the request timeout, panics as JSON 500, security headers, the
+/// error shape, request metrics, debug spans and the access log), one
+/// layer for all of it, labelling requests by the patterns `routes`.
+fn outer_layers(
+    router: Router<AppState>,
+    state: AppState,
+    cross_site: Option<RefuseCrossSite>,
+    routes: &'static [&'static str],
+) -> App {
+    let metrics = Arc::clone(&state.metrics);
+    let router = router
         .fallback(api::not_found)
         .method_not_allowed_fallback(api::method_not_allowed)
-        .layer(EdgeLayer::new(Arc::clone(&state.metrics)))
-        .with_state(state)
+        .with_state(state);
+    App(EdgeLayer::new(metrics, routes).layer(CheckLayer(cross_site).layer(router)))
 }

@@ -13,9 +13,9 @@
 //!   identity source (the reservation saved, an etcd lease revoked);
 //!   [`run`] and [`run_with`] serve a ready [`AppState`]. SIGHUP re-reads
 //!   the token.
-//! - `app`: [`app`] and [`admin_app`] build the axum
-//!   [`Router`](axum::Router) and the layers every request passes (tests
-//!   drive it with `tower::ServiceExt::oneshot`, no socket).
+//! - `app`: [`app`] and [`admin_app`] build each listener's [`App`]: the
+//!   axum router inside the layers every request passes (tests drive it
+//!   with `tower::ServiceExt::oneshot`, no socket).
 //! - `net`: the accept loop: connection limit, header and idle timeouts,
 //!   the shutdown deadline ([`Limits`]), the TLS handshake ([`TlsFiles`]).
 //! - `guard`: what a request passes before a route: the edge (head limits
@@ -52,7 +52,7 @@ mod net;
 mod routes;
 mod serve;
 
-pub use app::{admin_app, app};
+pub use app::{App, admin_app, app};
 pub use config::{
     Config, DEFAULT_DB_TABLE, DEFAULT_ETCD_PREFIX, DEFAULT_LEASE_TTL, DEFAULT_LISTEN, DbKind,
     DbSettings, EtcdSettings, IdentitySource, StartError, default_state_dir,

@@ -24,6 +24,13 @@ pub(crate) trait Rule: Clone + Send + Sync + 'static {
     fn refuse(&self, request: &Request) -> Option<Response>;
 }
 
+/// No rule (`None`) lets every request through.
+impl<R: Rule> Rule for Option<R> {
+    fn refuse(&self, request: &Request) -> Option<Response> {
+        self.as_ref().and_then(|rule| rule.refuse(request))
+    }
+}
+
 /// Wraps routes in [`Check`] with `rule`.
 #[derive(Debug, Clone)]
 pub(crate) struct CheckLayer<R>(pub(crate) R);

@@ -80,11 +80,14 @@ const MAX_TEXT_ERROR_BYTES: usize = 1024;
 #[derive(Debug, Clone)]
 pub(crate) struct EdgeLayer {
     metrics: Arc<Metrics>,
+    routes: &'static [&'static str],
 }
 
 impl EdgeLayer {
-    pub(crate) fn new(metrics: Arc<Metrics>) -> EdgeLayer {
-        EdgeLayer { metrics }
+    /// The edge of a router whose route patterns are `routes` (the labels
+    /// of its metrics and access log).
+    pub(crate) fn new(metrics: Arc<Metrics>, routes: &'static [&'static str]) -> EdgeLayer {
+        EdgeLayer { metrics, routes }
     }
 }
 
@@ -95,15 +98,17 @@ impl<S> Layer<S> for EdgeLayer {
         Edge {
             inner,
             metrics: Arc::clone(&self.metrics),
+            routes: self.routes,
         }
     }
 }
 
-/// The service [`EdgeLayer`] wraps the routes in.
+/// The service [`EdgeLayer`] wraps the router in.
 #[derive(Debug, Clone)]
 pub(crate) struct Edge<S> {
     inner: S,
     metrics: Arc<Metrics>,
+    routes: &'static [&'static str],
 }
 
 impl<S> Service<Request> for Edge<S>
@@ -121,7 +126,7 @@ where
 
     fn call(&mut self, request: Request) -> Self::Future {
         let started = Instant::now();
-        let route = route_label(&request);
+        let route = route_label(request.uri().path(), self.routes);
         let method = method_label(request.method());
         // `Span::none()` unless debug is on for this target: then nothing
         // below formats the URI.

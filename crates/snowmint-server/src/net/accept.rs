@@ -40,7 +40,6 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use axum::Router;
 use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -51,6 +50,7 @@ use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
+use crate::app::App;
 use crate::routes::error::Throttle;
 use crate::routes::metrics::{ConnEvent, Metrics};
 
@@ -346,7 +346,7 @@ impl AsyncWrite for Tracked {
 /// connection is closed.
 pub(crate) async fn serve(
     listener: TcpListener,
-    router: Router,
+    router: App,
     limits: Limits,
     tls: Option<TlsAcceptor>,
     metrics: Arc<Metrics>,
@@ -445,7 +445,7 @@ async fn serve_connection(
     stream: TcpStream,
     peer: SocketAddr,
     conn: Arc<Conn>,
-    router: Router,
+    router: App,
     builder: Arc<hyper_util::server::conn::auto::Builder<TokioExecutor>>,
     limits: Limits,
     tls: Option<TlsAcceptor>,
@@ -540,7 +540,7 @@ async fn serve_http<I>(
     io: I,
     peer: SocketAddr,
     conn: Arc<Conn>,
-    router: Router,
+    router: App,
     builder: Arc<hyper_util::server::conn::auto::Builder<TokioExecutor>>,
     limits: Limits,
     metrics: Arc<Metrics>,
