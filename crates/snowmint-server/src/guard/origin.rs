@@ -169,7 +169,7 @@ impl Rule for RefuseCrossSite {
             ApiError::new(
                 StatusCode::FORBIDDEN,
                 None,
-                "cross-site requests may not mint: this origin is not allowed (see --cors-origin)",
+                "cross-site requests may only GET, HEAD or OPTIONS: this origin is not allowed (see --cors-origin)",
             )
             .into_response(),
         )
