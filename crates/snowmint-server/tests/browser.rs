@@ -12,6 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -294,17 +295,44 @@ impl Session {
         el.attr("id").await.unwrap().unwrap_or_default()
     }
 
-    /// Presses Tab until the element `id` has focus.
+    /// Presses Tab until the element `id` has focus. The key goes to
+    /// whatever has focus, as a user's would (WebDriver key actions), not
+    /// through "send keys to an element", which first runs its own focusing
+    /// steps on the element it is given. A failure names every stop it made.
     async fn tab_to(&self, id: &str) {
+        let tab = || {
+            KeyActions::new("keyboard".to_owned())
+                .then(KeyAction::Down {
+                    value: Key::Tab.into(),
+                })
+                .then(KeyAction::Up {
+                    value: Key::Tab.into(),
+                })
+        };
+        let mut stops = Vec::new();
         // The page has many stops (a date picker is several), so allow many.
         for _ in 0..80 {
-            if self.active_id().await == id {
+            let here: String = self
+                .client
+                .execute(
+                    "const e = document.activeElement; \
+                     return e ? e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') : 'none'",
+                    vec![],
+                )
+                .await
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            if here.split_once('#').map(|(_, found)| found) == Some(id) {
                 return;
             }
-            let active = self.client.active_element().await.unwrap();
-            active.send_keys(&Key::Tab.to_string()).await.unwrap();
+            stops.push(here);
+            self.client.perform_actions(tab()).await.unwrap();
         }
-        panic!("Tab never reached #{id}");
+        panic!(
+            "Tab never reached #{id}; the focus went {}",
+            stops.join(" > ")
+        );
     }
 
     /// Presses `key` on the focused element.
