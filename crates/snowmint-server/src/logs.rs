@@ -25,7 +25,10 @@
 //! and a panic's message (target `snowmint::panic`) instead of the plain
 //! text Rust writes by default.
 
+mod access;
 mod text;
+
+pub(crate) use access::access;
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -136,7 +139,10 @@ pub fn init_logs(options: &LogOptions) -> Result<LogGuard, LogError> {
     let filter = filter(&options.filter)?;
     let (writer, guard) = writer(options.buffered_lines, BATCH_WINDOW, std::io::stderr())?;
     let queue = Arc::clone(&writer.queue);
-    tracing::subscriber::set_global_default(subscriber(options.format, filter, writer))
+    // Colour codes only on a terminal: not in files, journald or container
+    // logs.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing::subscriber::set_global_default(subscriber(options.format, ansi, filter, writer))
         .map_err(|_| LogError::AlreadyInstalled)?;
     let _ = INSTALLED.set(queue);
     if options.format == LogFormat::Json {
@@ -306,9 +312,14 @@ impl Queue {
 }
 
 /// What tracing's formatter writes through: each event goes to the queue.
+/// The access line finds it through the dispatcher and, where `direct`
+/// says how, writes to the queue itself ([`access`]).
 #[derive(Debug, Clone)]
 struct QueueWriter {
     queue: Arc<Queue>,
+    /// How the subscriber formats an access line, when `access` may write
+    /// it the same way without tracing; set by [`subscriber`].
+    direct: Option<access::Direct>,
 }
 
 impl Write for QueueWriter {
@@ -381,6 +392,7 @@ fn writer<W: Write + Send + 'static>(
     Ok((
         QueueWriter {
             queue: Arc::clone(&queue),
+            direct: None,
         },
         WriterGuard {
             queue,
@@ -390,20 +402,25 @@ fn writer<W: Write + Send + 'static>(
     ))
 }
 
-/// The subscriber [`init_logs`] installs, writing through `writer`.
+/// The subscriber [`init_logs`] installs, writing through `writer`, with
+/// colour codes if `ansi`.
 fn subscriber(
     format: LogFormat,
+    ansi: bool,
     filter: EnvFilter,
-    writer: QueueWriter,
+    mut writer: QueueWriter,
 ) -> Box<dyn tracing::Subscriber + Send + Sync> {
+    writer.direct = match format {
+        LogFormat::Text if ansi => None,
+        LogFormat::Text => Some(access::Direct::Text),
+        LogFormat::Json => Some(access::Direct::Json),
+    };
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(writer);
     match format {
-        // Colour codes only on a terminal: not in files, journald or
-        // container logs.
         LogFormat::Text => Box::new(
-            logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            logs.with_ansi(ansi)
                 .event_format(text::TextFormat::new())
                 .finish(),
         ),
@@ -487,7 +504,7 @@ mod tests {
         let gate = Gate::default();
         let (writer, guard) = writer(4, BATCH_WINDOW, gate.clone()).unwrap();
         let queue = Arc::clone(&writer.queue);
-        let subscriber = subscriber(LogFormat::Json, filter("info").unwrap(), writer);
+        let subscriber = subscriber(LogFormat::Json, false, filter("info").unwrap(), writer);
         tracing::subscriber::with_default(subscriber, || {
             for i in 0..100 {
                 tracing::info!(target: "snowmint::access", i, "request");
@@ -517,7 +534,7 @@ mod tests {
         let gate = Gate::default();
         let (writer, guard) = writer(10_000, BATCH_WINDOW, gate.clone()).unwrap();
         let queue = Arc::clone(&writer.queue);
-        let subscriber = subscriber(LogFormat::Json, filter("info").unwrap(), writer);
+        let subscriber = subscriber(LogFormat::Json, false, filter("info").unwrap(), writer);
         tracing::subscriber::with_default(subscriber, || {
             for i in 0..1000 {
                 tracing::info!(target: "snowmint::access", i, "request");
@@ -546,7 +563,7 @@ mod tests {
         let gate = Gate::default();
         gate.open();
         let (writer, guard) = writer(10, BATCH_WINDOW, gate.clone()).unwrap();
-        let subscriber = subscriber(LogFormat::Text, filter("info").unwrap(), writer);
+        let subscriber = subscriber(LogFormat::Text, false, filter("info").unwrap(), writer);
         tracing::subscriber::with_default(subscriber, || {
             tracing::info!(target: "snowmint::access", "first");
         });
@@ -576,7 +593,7 @@ mod tests {
         gate.open();
         let (writer, guard) = writer(120, Duration::from_secs(3600), gate.clone()).unwrap();
         let queue = Arc::clone(&writer.queue);
-        let subscriber = subscriber(LogFormat::Json, filter("info").unwrap(), writer);
+        let subscriber = subscriber(LogFormat::Json, false, filter("info").unwrap(), writer);
         tracing::subscriber::with_default(subscriber, || {
             for burst in 1..=10 {
                 for i in 0..60 {
@@ -605,7 +622,7 @@ mod tests {
         gate.open();
         let (writer, guard) = writer(10, BATCH_WINDOW, gate.clone()).unwrap();
         let queue = Arc::clone(&writer.queue);
-        let subscriber = subscriber(LogFormat::Text, filter("info").unwrap(), writer);
+        let subscriber = subscriber(LogFormat::Text, false, filter("info").unwrap(), writer);
         tracing::subscriber::with_default(subscriber, || {
             tracing::info!(target: "snowmint::access", "before");
             drop(guard);

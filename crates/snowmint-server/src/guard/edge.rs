@@ -190,14 +190,8 @@ where
                     status = status.as_u16(),
                     "finished processing request"
                 );
-                tracing::info!(
-                    target: "snowmint::access",
-                    %method,
-                    %route,
-                    status = status.as_u16(),
-                    latency_us,
-                    "request"
-                );
+                crate::logs::access(method, route, status.as_u16(), latency_us);
+
                 Ok(response)
             }
             .instrument(span),

@@ -56,9 +56,18 @@ impl FormatTime for Rfc3339Micros {
 
 /// Writes `secs` (since the Unix epoch) and `micros` as RFC 3339 UTC.
 fn write_stamp(w: &mut impl fmt::Write, secs: u64, micros: u32) -> fmt::Result {
+    let out = stamp(secs, micros).ok_or(fmt::Error)?;
+    // ASCII digits and separators only.
+    w.write_str(std::str::from_utf8(&out).map_err(|_| fmt::Error)?)
+}
+
+/// `secs` (since the Unix epoch) and `micros` as RFC 3339 UTC
+/// (`2026-12-02T02:16:05.122030Z`), the date and time of the second kept
+/// per thread; `None` past the year 9999.
+pub(super) fn stamp(secs: u64, micros: u32) -> Option<[u8; 27]> {
     let (cached, mut text) = SECOND.get();
     if cached != secs {
-        text = date_time(secs).ok_or(fmt::Error)?;
+        text = date_time(secs)?;
         SECOND.set((secs, text));
     }
     let mut out = [0u8; 27];
@@ -70,8 +79,7 @@ fn write_stamp(w: &mut impl fmt::Write, secs: u64, micros: u32) -> fmt::Result {
         m /= 10;
     }
     out[26] = b'Z';
-    // ASCII digits and separators only.
-    w.write_str(std::str::from_utf8(&out).map_err(|_| fmt::Error)?)
+    Some(out)
 }
 
 /// `YYYY-MM-DDTHH:MM:SS` of `secs` since the Unix epoch (UTC), for years

@@ -52,15 +52,19 @@ pub(crate) fn route_label(path: &str, routes: &[&'static str]) -> &'static str {
 }
 
 fn matches_pattern(path: &str, pattern: &str) -> bool {
-    match pattern.split_once('{') {
-        None => path == pattern,
-        Some((prefix, rest)) => {
-            // One parameter, at the end (as every pattern here has it).
-            debug_assert!(rest.ends_with('}') && !rest.contains('{'));
-            path.strip_prefix(prefix)
-                .is_some_and(|segment| !segment.is_empty() && !segment.contains('/'))
-        }
+    // A literal pattern is compared as it is (most are, and most fail on
+    // their length): no search of the pattern for a parameter per request.
+    if !pattern.ends_with('}') {
+        return path == pattern;
     }
+    // One parameter, at the end (as every pattern here has it).
+    let Some(open) = pattern.rfind('{') else {
+        return false;
+    };
+    let prefix = &pattern[..open];
+    debug_assert!(!prefix.contains(['{', '}']));
+    path.strip_prefix(prefix)
+        .is_some_and(|segment| !segment.is_empty() && !segment.contains('/'))
 }
 
 /// The method as a `&'static str` label.
