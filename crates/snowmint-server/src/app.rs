@@ -45,6 +45,20 @@ impl Service<Request> for App {
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
+        self.answer(request)
+    }
+}
+
+impl App {
+    /// The answer to `request`: [`Service::call`] without the
+    /// `poll_ready` before it, which every layer here answers ready at
+    /// once (the edge and the check ask the router, and an axum router is
+    /// always ready). The accept loop calls this for each request on its
+    /// connection's own `App`.
+    pub(crate) fn answer(
+        &mut self,
+        request: Request,
+    ) -> Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>> {
         self.0.call(request)
     }
 }

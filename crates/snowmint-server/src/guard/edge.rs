@@ -148,54 +148,56 @@ where
             None => Answer::Called(catch_unwind(AssertUnwindSafe(|| self.inner.call(request)))),
         };
         let metrics = Arc::clone(&self.metrics);
-        Box::pin(
-            async move {
-                tracing::debug!("started processing request");
-                let mut response = match answer {
-                    Answer::Refused(refusal) => refusal.into_response(),
-                    Answer::Called(Ok(future)) => within_timeout(future, started).await,
-                    Answer::Called(Err(_panic)) => panicked(),
-                    Answer::ReadFirst(request, mut inner) => {
-                        let deadline = tokio::time::Instant::from_std(started) + REQUEST_TIMEOUT;
-                        match tokio::time::timeout_at(deadline, bounded_body(request)).await {
-                            Err(_elapsed) => timed_out(),
-                            Ok(Err(refusal)) => refusal.into_response(),
-                            Ok(Ok(request)) => {
-                                match catch_unwind(AssertUnwindSafe(|| inner.call(request))) {
-                                    Ok(future) => within_timeout(future, started).await,
-                                    Err(_panic) => panicked(),
-                                }
+        let answered = async move {
+            tracing::debug!("started processing request");
+            let mut response = match answer {
+                Answer::Refused(refusal) => refusal.into_response(),
+                Answer::Called(Ok(future)) => within_timeout(future, started).await,
+                Answer::Called(Err(_panic)) => panicked(),
+                Answer::ReadFirst(request, mut inner) => {
+                    let deadline = tokio::time::Instant::from_std(started) + REQUEST_TIMEOUT;
+                    match tokio::time::timeout_at(deadline, bounded_body(request)).await {
+                        Err(_elapsed) => timed_out(),
+                        Ok(Err(refusal)) => refusal.into_response(),
+                        Ok(Ok(request)) => {
+                            match catch_unwind(AssertUnwindSafe(|| inner.call(request))) {
+                                Ok(future) => within_timeout(future, started).await,
+                                Err(_panic) => panicked(),
                             }
                         }
                     }
-                };
-                let status = response.status();
-                if (status.is_client_error() || status.is_server_error()) && !is_shaped(&response) {
-                    response = as_error_shape(response).await;
                 }
-                let headers = response.headers_mut();
-                headers.insert(
-                    header::X_CONTENT_TYPE_OPTIONS,
-                    HeaderValue::from_static("nosniff"),
-                );
-                headers.insert(
-                    header::REFERRER_POLICY,
-                    HeaderValue::from_static("no-referrer"),
-                );
-                let elapsed = started.elapsed();
-                metrics.observe_request(route, method, status.as_u16(), elapsed);
-                let latency_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
-                tracing::debug!(
-                    latency_us,
-                    status = status.as_u16(),
-                    "finished processing request"
-                );
-                crate::logs::access(method, route, status.as_u16(), latency_us);
-
-                Ok(response)
+            };
+            let status = response.status();
+            if (status.is_client_error() || status.is_server_error()) && !is_shaped(&response) {
+                response = as_error_shape(response).await;
             }
-            .instrument(span),
-        )
+            let headers = response.headers_mut();
+            headers.insert(
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            );
+            headers.insert(
+                header::REFERRER_POLICY,
+                HeaderValue::from_static("no-referrer"),
+            );
+            let elapsed = started.elapsed();
+            metrics.observe_request(route, method, status.as_u16(), elapsed);
+            let latency_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+            tracing::debug!(
+                latency_us,
+                status = status.as_u16(),
+                "finished processing request"
+            );
+            crate::logs::access(method, route, status.as_u16(), latency_us);
+            Ok(response)
+        };
+        // The span (debug level) wraps the answer only when it is on.
+        if span.is_disabled() {
+            Box::pin(answered)
+        } else {
+            Box::pin(answered.instrument(span))
+        }
     }
 }
 
