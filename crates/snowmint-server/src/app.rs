@@ -11,6 +11,7 @@ use axum::Router;
 use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::response::Response;
+use axum::routing::future::RouteFuture;
 use axum::routing::{MethodRouter, get, post};
 use tower::{Layer, Service};
 
@@ -33,7 +34,7 @@ use crate::routes::{ADMIN_ROUTES, PUBLIC_ROUTES_WITHOUT_METRICS, ROUTES, api, pa
 /// routes and the fallbacks (404, 405) see, as before; the edge names the
 /// route from the path itself (`routes::route_label`).
 #[derive(Debug, Clone)]
-pub struct App(Edge<Check<Router, Option<RefuseCrossSite>>>);
+pub struct App(Edge<Check<Dispatch, Option<RefuseCrossSite>>>);
 
 impl Service<Request> for App {
     type Response = Response;
@@ -67,7 +68,7 @@ impl App {
 /// state says an admin listener serves it.
 pub fn app(state: AppState) -> App {
     let mint = with_token(&state, post(api::mint));
-    let mut router = Router::new()
+    let mut router = Table::default()
         .route("/", get(page::index))
         .route("/assets/{file}", get(page::asset))
         .route("/favicon.ico", get(page::favicon))
@@ -93,7 +94,7 @@ pub fn app(state: AppState) -> App {
 
 /// The admin listener's service: `/healthz`, `/readyz` and `/metrics`.
 pub fn admin_app(state: AppState) -> App {
-    let router = Router::new()
+    let router = Table::default()
         .route("/healthz", get(api::healthz))
         .route("/readyz", get(api::readyz))
         .route("/metrics", metrics_route(&state));
@@ -132,15 +133,92 @@ fn with_cors(state: &AppState, route: MethodRouter<AppState>) -> MethodRouter<Ap
 /// error shape, request metrics, debug spans and the access log), one
 /// layer for all of it, labelling requests by the patterns `routes`.
 fn outer_layers(
-    router: Router<AppState>,
+    table: Table,
     state: AppState,
     cross_site: Option<RefuseCrossSite>,
     routes: &'static [&'static str],
 ) -> App {
     let metrics = Arc::clone(&state.metrics);
-    let router = router
+    let exact = table
+        .exact
+        .into_iter()
+        .map(|(path, route)| {
+            let route = route
+                .fallback(api::method_not_allowed)
+                .with_state(state.clone());
+            (path, route)
+        })
+        .collect();
+    let router = table
+        .router
         .fallback(api::not_found)
         .method_not_allowed_fallback(api::method_not_allowed)
         .with_state(state);
-    App(EdgeLayer::new(metrics, routes).layer(CheckLayer(cross_site).layer(router)))
+    let dispatch = Dispatch { exact, router };
+    App(EdgeLayer::new(metrics, routes).layer(CheckLayer(cross_site).layer(dispatch)))
+}
+
+/// A listener's routes as they are set up: those whose pattern has no
+/// parameter apart, the others in axum's router.
+#[derive(Default)]
+struct Table {
+    exact: Vec<(&'static str, MethodRouter<AppState>)>,
+    router: Router<AppState>,
+}
+
+impl Table {
+    fn route(mut self, path: &'static str, route: MethodRouter<AppState>) -> Table {
+        if path.contains('{') {
+            self.router = self.router.route(path, route);
+        } else {
+            debug_assert!(self.exact.iter().all(|(p, _)| *p != path), "{path} twice");
+            self.exact.push((path, route));
+        }
+        self
+    }
+}
+
+/// A listener's routes as they answer: a route whose pattern has no
+/// parameter is found by comparing the path with each such pattern (there
+/// are a dozen) and called directly; any other path goes to axum's router,
+/// which holds the routes with a parameter and answers 404. A route
+/// answers as it would from the router (its method routing, its layers,
+/// the same 405 with `Allow`), without the router's work per request: the
+/// path's match in its tree, the path parameters put into the request's
+/// extensions (an allocation each time, even for none), the request taken
+/// apart and put together again.
+#[derive(Clone)]
+pub(crate) struct Dispatch {
+    exact: Vec<(&'static str, MethodRouter)>,
+    router: Router,
+}
+
+impl std::fmt::Debug for Dispatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dispatch")
+            .field(
+                "exact",
+                &self.exact.iter().map(|(p, _)| p).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl Service<Request> for Dispatch {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = RouteFuture<Infallible>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        // Both an axum router and a method router are always ready.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> RouteFuture<Infallible> {
+        let path = request.uri().path();
+        match self.exact.iter_mut().find(|(pattern, _)| *pattern == path) {
+            Some((_, route)) => route.call(request),
+            None => self.router.call(request),
+        }
+    }
 }
