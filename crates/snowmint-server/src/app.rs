@@ -34,7 +34,13 @@ use crate::routes::{ADMIN_ROUTES, PUBLIC_ROUTES_WITHOUT_METRICS, ROUTES, api, pa
 /// routes and the fallbacks (404, 405) see, as before; the edge names the
 /// route from the path itself (`routes::route_label`).
 #[derive(Debug, Clone)]
-pub struct App(Edge<Check<Dispatch, Option<RefuseCrossSite>>>);
+pub struct App {
+    service: Edge<Check<Dispatch, Option<RefuseCrossSite>>>,
+    /// Whether a route reads the client's address (`ConnectInfo`): only a
+    /// mint, against a client quota. Without one, the accept loop leaves
+    /// the request's extensions empty, which spares it two allocations.
+    needs_peer: bool,
+}
 
 impl Service<Request> for App {
     type Response = Response;
@@ -42,7 +48,7 @@ impl Service<Request> for App {
     type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.0.poll_ready(cx)
+        self.service.poll_ready(cx)
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
@@ -60,7 +66,13 @@ impl App {
         &mut self,
         request: Request,
     ) -> Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>> {
-        self.0.call(request)
+        self.service.call(request)
+    }
+
+    /// Whether requests need the client's address in their extensions
+    /// (`ConnectInfo`); see [`App::needs_peer`](App#structfield.needs_peer).
+    pub(crate) fn needs_peer(&self) -> bool {
+        self.needs_peer
     }
 }
 
@@ -139,6 +151,7 @@ fn outer_layers(
     routes: &'static [&'static str],
 ) -> App {
     let metrics = Arc::clone(&state.metrics);
+    let needs_peer = state.admission.has_client_quota();
     let exact = table
         .exact
         .into_iter()
@@ -155,7 +168,10 @@ fn outer_layers(
         .method_not_allowed_fallback(api::method_not_allowed)
         .with_state(state);
     let dispatch = Dispatch { exact, router };
-    App(EdgeLayer::new(metrics, routes).layer(CheckLayer(cross_site).layer(dispatch)))
+    App {
+        service: EdgeLayer::new(metrics, routes).layer(CheckLayer(cross_site).layer(dispatch)),
+        needs_peer,
+    }
 }
 
 /// A listener's routes as they are set up: those whose pattern has no

@@ -77,6 +77,12 @@ impl Admission {
         self
     }
 
+    /// Whether clients have quotas, for which a mint needs to know its
+    /// client's address.
+    pub(crate) fn has_client_quota(&self) -> bool {
+        self.quota.is_some()
+    }
+
     /// Takes `n` IDs from `client`'s quota, or answers 429 with
     /// `Retry-After`; a count more than the whole quota, which no wait
     /// lets pass, is a 400 naming `count` and the quota. Without a quota,

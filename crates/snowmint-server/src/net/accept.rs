@@ -570,11 +570,11 @@ async fn serve_http<I>(
         hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
             conn.request_started();
             let in_flight = InFlight(Arc::clone(&conn));
-            request.extensions_mut().insert(ConnectInfo(peer));
-            let answer = router
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .answer(request.map(axum::body::Body::new));
+            let mut router = router.lock().unwrap_or_else(PoisonError::into_inner);
+            if router.needs_peer() {
+                request.extensions_mut().insert(ConnectInfo(peer));
+            }
+            let answer = router.answer(request.map(axum::body::Body::new));
             async move {
                 let response = answer
                     .await
