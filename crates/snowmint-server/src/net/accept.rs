@@ -49,7 +49,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
@@ -139,11 +139,24 @@ fn raise_open_file_limit() -> u64 {
     1024
 }
 
-/// Milliseconds since the process's first connection (0 is never a time).
+/// Milliseconds on a monotonic clock (0 is never a time), for the header
+/// and idle deadlines, which are seconds long: read twice a request, so on
+/// Linux the coarse clock (the kernel's last tick, a few ms old, read
+/// without asking the time source), elsewhere `Instant`.
 fn now_ms() -> u64 {
-    static ORIGIN: OnceLock<Instant> = OnceLock::new();
-    let origin = *ORIGIN.get_or_init(Instant::now);
-    u64::try_from(origin.elapsed().as_millis()).unwrap_or(u64::MAX) + 1
+    #[cfg(target_os = "linux")]
+    {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
+        let ms = u64::try_from(t.tv_sec).unwrap_or(0) * 1000
+            + u64::try_from(t.tv_nsec).unwrap_or(0) / 1_000_000;
+        ms + 1
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        static ORIGIN: OnceLock<std::time::Instant> = OnceLock::new();
+        let origin = *ORIGIN.get_or_init(std::time::Instant::now);
+        u64::try_from(origin.elapsed().as_millis()).unwrap_or(u64::MAX) + 1
+    }
 }
 
 /// Why a connection is asked to close.
