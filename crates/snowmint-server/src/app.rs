@@ -238,3 +238,46 @@ impl Service<Request> for Dispatch {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mint::minter::Minter;
+
+    /// The paths a listener's table answers, sorted.
+    fn table(app: &App) -> Vec<&'static str> {
+        let dispatch = app.service.inner().inner();
+        let mut paths: Vec<_> = dispatch.exact.iter().map(|(path, _)| *path).collect();
+        paths.sort_unstable();
+        paths
+    }
+
+    fn without_parameters(routes: &[&'static str]) -> Vec<&'static str> {
+        let mut paths: Vec<_> = routes
+            .iter()
+            .copied()
+            .filter(|p| !p.contains('{'))
+            .collect();
+        paths.sort_unstable();
+        paths
+    }
+
+    /// Every route without a parameter is answered from the table (the
+    /// router is left the two with one), on both listeners, with and
+    /// without `/metrics` on the public one.
+    #[test]
+    fn every_route_without_a_parameter_is_in_the_table() {
+        let state = AppState::new(Minter::empty());
+        assert_eq!(table(&app(state.clone())), without_parameters(ROUTES));
+        assert_eq!(
+            table(&admin_app(state.clone())),
+            without_parameters(ADMIN_ROUTES)
+        );
+        let public = app(state.with_admin_listener(true));
+        assert_eq!(
+            table(&public),
+            without_parameters(PUBLIC_ROUTES_WITHOUT_METRICS)
+        );
+        assert_eq!(ROUTES.len() - without_parameters(ROUTES).len(), 2);
+    }
+}

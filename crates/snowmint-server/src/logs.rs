@@ -26,6 +26,8 @@
 //! text Rust writes by default.
 
 mod access;
+#[cfg(test)]
+mod testing;
 mod text;
 
 pub(crate) use access::access;

@@ -2272,6 +2272,53 @@ async fn a_client_quota_answers_400_for_a_count_it_never_allows_and_429_with_ret
     served.stop().await;
 }
 
+/// A client that sends its request and then shuts its sending side down
+/// (a half-close, as a shell's `printf ... | nc -N` does) still gets its
+/// answer, even when the answer has to wait: the end of the request stream
+/// is not taken for the client's leaving (hyper's `half_close`; without it
+/// hyper looks at the connection while the request waits, finds the end
+/// and drops the request unanswered). Here the mint waits for its first
+/// reservation write, parked until the client has half-closed.
+#[tokio::test]
+async fn a_client_that_half_closes_after_its_request_gets_its_answer() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let store = snowmint::FaultyStore::new();
+    let writes = store.writes();
+    writes.park();
+    let generator = Generator::builder(7, 7)
+        .store(store)
+        .store_timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let served = Served::start(AppState::new(Minter::from_generator(generator))).await;
+    let mut stream = tokio::net::TcpStream::connect(served.addr).await.unwrap();
+    let request = "POST /api/v1/ids?count=2 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n";
+    stream.write_all(request.as_bytes()).await.unwrap();
+    // The mint waits for its reservation write; the client half-closes.
+    let parked = {
+        let writes = writes.clone();
+        tokio::task::spawn_blocking(move || writes.wait_for_parked(1, Duration::from_secs(60)))
+    };
+    assert!(
+        parked.await.unwrap(),
+        "the mint's reservation write never began"
+    );
+    stream.shutdown().await.unwrap();
+    // Time for the server to see the end of the stream while it waits.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    writes.release();
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(20), stream.read_to_string(&mut answer))
+        .await
+        .expect("the server closes the connection after its answer")
+        .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer:?}");
+    let body = &answer[answer.find("\r\n\r\n").unwrap() + 4..];
+    let ids: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(ids["ids"].as_array().map(Vec::len), Some(2), "{body}");
+    served.stop().await;
+}
+
 /// HTTP/2 with prior knowledge (h2c) over plain TCP, for internal callers.
 #[tokio::test]
 async fn serves_http2_with_prior_knowledge() {

@@ -53,6 +53,14 @@ pub(crate) struct Check<S, R> {
     rule: R,
 }
 
+#[cfg(test)]
+impl<S, R> Check<S, R> {
+    /// What it guards.
+    pub(crate) fn inner(&self) -> &S {
+        &self.inner
+    }
+}
+
 impl<S, R> Service<Request> for Check<S, R>
 where
     S: Service<Request, Response = Response, Error = Infallible>,

@@ -111,6 +111,14 @@ pub(crate) struct Edge<S> {
     routes: &'static [&'static str],
 }
 
+#[cfg(test)]
+impl<S> Edge<S> {
+    /// What it wraps.
+    pub(crate) fn inner(&self) -> &S {
+        &self.inner
+    }
+}
+
 impl<S> Service<Request> for Edge<S>
 where
     S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,

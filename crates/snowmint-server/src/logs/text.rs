@@ -228,38 +228,7 @@ impl Visit for Fields<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::{Arc, Mutex};
-    use tracing_subscriber::fmt::MakeWriter;
-
-    #[derive(Clone, Default)]
-    struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Buffer {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl<'a> MakeWriter<'a> for Buffer {
-        type Writer = Buffer;
-        fn make_writer(&'a self) -> Buffer {
-            self.clone()
-        }
-    }
-
-    /// A timer that writes the same instant every time.
-    #[derive(Clone, Copy)]
-    struct Fixed;
-
-    impl FormatTime for Fixed {
-        fn format_time(&self, w: &mut Writer<'_>) -> fmt::Result {
-            write_stamp(w, 1_796_177_769, 7_440)
-        }
-    }
+    use crate::logs::testing::{Buffer, Fixed};
 
     /// The events `serve` logs, in and out of a span, through `logs`.
     fn events(logs: impl Subscriber + Send + Sync) {
@@ -288,7 +257,7 @@ mod tests {
         } else {
             events(builder.with_timer(Fixed).finish());
         }
-        String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
+        out.text()
     }
 
     #[test]
