@@ -8,11 +8,15 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::Router;
+use axum::body::HttpBody;
 use axum::extract::Request;
+use axum::handler::Handler;
 use axum::http::StatusCode;
+use axum::http::{HeaderValue, Method, header};
 use axum::response::Response;
 use axum::routing::future::RouteFuture;
-use axum::routing::{MethodRouter, get, post};
+use axum::routing::{MethodFilter, MethodRouter, on};
+use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
 use crate::guard::check::{Check, CheckLayer};
@@ -114,28 +118,91 @@ pub fn admin_app(state: AppState) -> App {
 }
 
 /// `GET /metrics`, behind the token when one is configured.
-fn metrics_route(state: &AppState) -> MethodRouter<AppState> {
+fn metrics_route(state: &AppState) -> Endpoint {
     with_token(state, get(api::metrics))
 }
 
 /// A route behind the token (a route layer, so 404 and 405 never depend on
 /// credentials) when one is configured; without one, as it is.
-fn with_token(state: &AppState, route: MethodRouter<AppState>) -> MethodRouter<AppState> {
+fn with_token(state: &AppState, endpoint: Endpoint) -> Endpoint {
     match &state.token {
-        Some(token) => route.route_layer(CheckLayer(RequireToken(token.clone()))),
-        None => route,
+        Some(token) => Endpoint {
+            route: endpoint
+                .route
+                .route_layer(CheckLayer(RequireToken(token.clone()))),
+            direct: None,
+        },
+        None => endpoint,
     }
 }
 
 /// An API route, with CORS for the allowed origins (when there are any).
-fn with_cors(state: &AppState, route: MethodRouter<AppState>) -> MethodRouter<AppState> {
+fn with_cors(state: &AppState, endpoint: Endpoint) -> Endpoint {
     match state.origins.cors_layer() {
         // The layer answers every OPTIONS request itself (the preflight);
         // the route needs one, or the router's 405 would come first.
-        Some(cors) => route
-            .options(|| async { StatusCode::NO_CONTENT })
-            .layer(cors),
-        None => route,
+        Some(cors) => Endpoint {
+            route: endpoint
+                .route
+                .options(|| async { StatusCode::NO_CONTENT })
+                .layer(cors),
+            direct: None,
+        },
+        None => endpoint,
+    }
+}
+
+/// What axum's function handlers answer with.
+type Answered = Pin<Box<dyn Future<Output = Response> + Send>>;
+
+/// A route's handler, called for requests of its one method without the
+/// method router around it (see [`Dispatch`]).
+#[derive(Clone)]
+struct Direct {
+    method: Method,
+    call: Arc<dyn Fn(Request, AppState) -> Answered + Send + Sync>,
+}
+
+/// A route as it is set up: its method router, and its handler to call
+/// directly while nothing is layered onto the route (the token and CORS
+/// layers drop it: a request of a guarded route always goes through them).
+struct Endpoint {
+    route: MethodRouter<AppState>,
+    direct: Option<Direct>,
+}
+
+/// The route that answers GET (and HEAD) with `handler`.
+fn get<H, T>(handler: H) -> Endpoint
+where
+    H: Handler<T, AppState, Future = Answered>,
+    T: 'static,
+{
+    endpoint(Method::GET, handler)
+}
+
+/// The route that answers POST with `handler`.
+fn post<H, T>(handler: H) -> Endpoint
+where
+    H: Handler<T, AppState, Future = Answered>,
+    T: 'static,
+{
+    endpoint(Method::POST, handler)
+}
+
+/// The route that answers `method` with `handler` (and HEAD too, for GET).
+fn endpoint<H, T>(method: Method, handler: H) -> Endpoint
+where
+    H: Handler<T, AppState, Future = Answered>,
+    T: 'static,
+{
+    let filter = MethodFilter::try_from(method.clone()).expect("a method axum routes");
+    let direct = handler.clone();
+    Endpoint {
+        route: on(filter, handler),
+        direct: Some(Direct {
+            method,
+            call: Arc::new(move |request, state| direct.clone().call(request, state)),
+        }),
     }
 }
 
@@ -155,19 +222,25 @@ fn outer_layers(
     let exact = table
         .exact
         .into_iter()
-        .map(|(path, route)| {
-            let route = route
+        .map(|(path, endpoint)| {
+            let route = endpoint
+                .route
                 .fallback(api::method_not_allowed)
                 .with_state(state.clone());
-            (path, route)
+            (path, route, endpoint.direct)
         })
         .collect();
+    let state_for_direct = state.clone();
     let router = table
         .router
         .fallback(api::not_found)
         .method_not_allowed_fallback(api::method_not_allowed)
         .with_state(state);
-    let dispatch = Dispatch { exact, router };
+    let dispatch = Dispatch {
+        exact,
+        router,
+        state: state_for_direct,
+    };
     App {
         service: EdgeLayer::new(metrics, routes).layer(CheckLayer(cross_site).layer(dispatch)),
         needs_peer,
@@ -178,35 +251,42 @@ fn outer_layers(
 /// parameter apart, the others in axum's router.
 #[derive(Default)]
 struct Table {
-    exact: Vec<(&'static str, MethodRouter<AppState>)>,
+    exact: Vec<(&'static str, Endpoint)>,
     router: Router<AppState>,
 }
 
 impl Table {
-    fn route(mut self, path: &'static str, route: MethodRouter<AppState>) -> Table {
+    fn route(mut self, path: &'static str, endpoint: Endpoint) -> Table {
         if path.contains('{') {
-            self.router = self.router.route(path, route);
+            // Its handler reads the parameter the router puts in: never
+            // called directly.
+            self.router = self.router.route(path, endpoint.route);
         } else {
             debug_assert!(self.exact.iter().all(|(p, _)| *p != path), "{path} twice");
-            self.exact.push((path, route));
+            self.exact.push((path, endpoint));
         }
         self
     }
 }
 
-/// A listener's routes as they answer: a route whose pattern has no
+/// A listener's routes as they answer. A route whose pattern has no
 /// parameter is found by comparing the path with each such pattern (there
-/// are a dozen) and called directly; any other path goes to axum's router,
-/// which holds the routes with a parameter and answers 404. A route
-/// answers as it would from the router (its method routing, its layers,
-/// the same 405 with `Allow`), without the router's work per request: the
-/// path's match in its tree, the path parameters put into the request's
+/// are a dozen); a request of the method its handler answers is handed to
+/// the handler directly (when no layer stands between them), any other
+/// (HEAD, OPTIONS, a method it does not take: 405 with `Allow`) to its
+/// method router. Any other path goes to axum's router, which holds the
+/// routes with a parameter and answers 404. A request answers as it would
+/// from the router, without the router's work per request: the path's
+/// match in its tree, the path parameters put into the request's
 /// extensions (an allocation each time, even for none), the request taken
-/// apart and put together again.
+/// apart and put together again, and for a direct call the method
+/// router's clone of the boxed handler and its futures around the
+/// handler's.
 #[derive(Clone)]
 pub(crate) struct Dispatch {
-    exact: Vec<(&'static str, MethodRouter)>,
+    exact: Vec<(&'static str, MethodRouter, Option<Direct>)>,
     router: Router,
+    state: AppState,
 }
 
 impl std::fmt::Debug for Dispatch {
@@ -214,7 +294,7 @@ impl std::fmt::Debug for Dispatch {
         f.debug_struct("Dispatch")
             .field(
                 "exact",
-                &self.exact.iter().map(|(p, _)| p).collect::<Vec<_>>(),
+                &self.exact.iter().map(|(p, ..)| p).collect::<Vec<_>>(),
             )
             .finish_non_exhaustive()
     }
@@ -223,18 +303,60 @@ impl std::fmt::Debug for Dispatch {
 impl Service<Request> for Dispatch {
     type Response = Response;
     type Error = Infallible;
-    type Future = RouteFuture<Infallible>;
+    type Future = Dispatched;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         // Both an axum router and a method router are always ready.
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: Request) -> RouteFuture<Infallible> {
+    fn call(&mut self, request: Request) -> Dispatched {
         let path = request.uri().path();
-        match self.exact.iter_mut().find(|(pattern, _)| *pattern == path) {
-            Some((_, route)) => route.call(request),
-            None => self.router.call(request),
+        match self.exact.iter_mut().find(|(pattern, ..)| *pattern == path) {
+            Some((_, _, Some(direct))) if *request.method() == direct.method => {
+                Dispatched::Direct {
+                    answer: (direct.call)(request, self.state.clone()),
+                }
+            }
+            Some((_, route, _)) => Dispatched::Routed {
+                future: route.call(request),
+            },
+            None => Dispatched::Routed {
+                future: self.router.call(request),
+            },
+        }
+    }
+}
+
+pin_project! {
+    /// The future of a [`Dispatch`]: a method router's or the router's, or
+    /// a handler's called directly.
+    #[project = DispatchedProj]
+    pub(crate) enum Dispatched {
+        Routed { #[pin] future: RouteFuture<Infallible> },
+        Direct { answer: Answered },
+    }
+}
+
+impl Future for Dispatched {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            DispatchedProj::Routed { future } => future.poll(cx),
+            DispatchedProj::Direct { answer } => {
+                let mut response = std::task::ready!(answer.as_mut().poll(cx));
+                // What axum's route future adds to every answer of a GET or
+                // a POST: the body's length, when it is known.
+                if !response.headers().contains_key(header::CONTENT_LENGTH)
+                    && let Some(length) = response.body().size_hint().exact()
+                {
+                    response
+                        .headers_mut()
+                        .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+                }
+                Poll::Ready(Ok(response))
+            }
         }
     }
 }
@@ -247,7 +369,7 @@ mod tests {
     /// The paths a listener's table answers, sorted.
     fn table(app: &App) -> Vec<&'static str> {
         let dispatch = app.service.inner().inner();
-        let mut paths: Vec<_> = dispatch.exact.iter().map(|(path, _)| *path).collect();
+        let mut paths: Vec<_> = dispatch.exact.iter().map(|(path, ..)| *path).collect();
         paths.sort_unstable();
         paths
     }
@@ -279,5 +401,97 @@ mod tests {
             without_parameters(PUBLIC_ROUTES_WITHOUT_METRICS)
         );
         assert_eq!(ROUTES.len() - without_parameters(ROUTES).len(), 2);
+    }
+
+    /// The table's routes whose handler is called directly, by path.
+    fn direct(app: &App) -> Vec<(&'static str, Method)> {
+        let dispatch = app.service.inner().inner();
+        dispatch
+            .exact
+            .iter()
+            .filter_map(|(path, _, direct)| direct.as_ref().map(|d| (*path, d.method.clone())))
+            .collect()
+    }
+
+    /// Without a token or CORS, every route of the table has its handler
+    /// called directly; the token takes it from the mint and `/metrics`,
+    /// CORS from the API routes, so that their requests pass those layers.
+    #[test]
+    fn a_layer_on_a_route_takes_its_direct_call_away() {
+        let state = AppState::new(Minter::empty());
+        assert_eq!(
+            direct(&app(state.clone())).len(),
+            without_parameters(ROUTES).len()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "s3cret-token-value-0123456789abcdef\n").unwrap();
+        let token = crate::guard::token::ApiToken::load(file).unwrap();
+        let guarded: Vec<_> = direct(&app(state.clone().with_token(token)))
+            .into_iter()
+            .map(|(path, _)| path)
+            .collect();
+        assert!(
+            !guarded.contains(&"/api/v1/ids") && !guarded.contains(&"/metrics"),
+            "{guarded:?}"
+        );
+        assert!(
+            guarded.contains(&"/healthz") && guarded.contains(&"/api/v1/compose"),
+            "{guarded:?}"
+        );
+        let origins = crate::guard::origin::Origins::new(["https://app.example.com"]).unwrap();
+        let cors: Vec<_> = direct(&app(state.with_origins(origins)))
+            .into_iter()
+            .map(|(path, _)| path)
+            .collect();
+        assert!(
+            cors.iter().all(|p| !p.starts_with("/api/")) && cors.contains(&"/healthz"),
+            "{cors:?}"
+        );
+        assert!(cors.contains(&"/"), "{cors:?}");
+    }
+
+    /// A handler called directly answers as its method router does: the
+    /// same status, headers (`Content-Length` included) and body, for every
+    /// route of the table but the mint (whose IDs differ each time; its
+    /// status and headers are compared).
+    #[tokio::test]
+    async fn a_direct_call_answers_as_the_method_router() {
+        use tower::ServiceExt;
+        let state = crate::routes::state::AppState::new(Minter::empty())
+            .with_now(Arc::new(|| 1_288_834_975_657));
+        let app = app(state);
+        let dispatch = app.service.inner().inner().clone();
+        for (path, route, direct) in dispatch.exact {
+            let direct = direct.expect("no layers here");
+            let request = || {
+                Request::builder()
+                    .method(direct.method.clone())
+                    .uri(path)
+                    .body(axum::body::Body::empty())
+                    .unwrap()
+            };
+            let through_router = route.oneshot(request()).await.unwrap();
+            let mut called = Dispatched::Direct {
+                answer: (direct.call)(request(), dispatch.state.clone()),
+            };
+            let called = std::future::poll_fn(|cx| Pin::new(&mut called).poll(cx))
+                .await
+                .unwrap();
+            assert_eq!(called.status(), through_router.status(), "{path}");
+            assert_eq!(called.headers(), through_router.headers(), "{path}");
+            assert!(
+                called.headers().contains_key(header::CONTENT_LENGTH),
+                "{path}"
+            );
+            let body = |r: Response| axum::body::to_bytes(r.into_body(), 1 << 20);
+            let (a, b) = (
+                body(called).await.unwrap(),
+                body(through_router).await.unwrap(),
+            );
+            if path != "/api/v1/ids" {
+                assert_eq!(a, b, "{path}");
+            }
+        }
     }
 }
