@@ -575,7 +575,8 @@ async fn serve_http<I>(
     let io = TokioIo::new(super::head_errors::JsonHeadErrors::new(io));
     // This connection's own router (a clone per connection, not per
     // request), called under a lock no one else takes: hyper calls the
-    // service of one connection from its own task, one request at a time.
+    // service of one connection from that connection's task, one call at a
+    // time (HTTP/2's streams too; their futures then run apart).
     let router = Mutex::new(router);
     let service = {
         let conn = Arc::clone(&conn);
