@@ -73,6 +73,19 @@ impl App {
         self.service.call(request)
     }
 
+    /// This listener's service for one connection: the same routes and
+    /// state, with the handles its requests clone (the state, the metrics)
+    /// counted apart from other connections' (see
+    /// [`AppState::for_connection`]). The accept loop makes one for each
+    /// connection it serves.
+    pub(crate) fn for_connection(&self) -> App {
+        let mut app = self.clone();
+        app.service = app.service.for_connection();
+        let dispatch = app.service.inner_mut().inner_mut();
+        dispatch.state = dispatch.state.for_connection();
+        app
+    }
+
     /// Whether requests need the client's address in their extensions
     /// (`ConnectInfo`); see [`App::needs_peer`](App#structfield.needs_peer).
     pub(crate) fn needs_peer(&self) -> bool {
@@ -401,6 +414,24 @@ mod tests {
             without_parameters(PUBLIC_ROUTES_WITHOUT_METRICS)
         );
         assert_eq!(ROUTES.len() - without_parameters(ROUTES).len(), 2);
+    }
+
+    /// Each connection's service holds a state and a recorder of its own
+    /// (the counts its requests clone), over the same minter, metrics and
+    /// guards as the listener's.
+    #[test]
+    fn each_connection_counts_its_handles_apart() {
+        let app = app(AppState::new(Minter::empty()));
+        let (one, two) = (app.for_connection(), app.for_connection());
+        let state = |app: &App| app.service.inner().inner().state.clone();
+        let (a, b) = (state(&one), state(&two));
+        assert!(!std::ptr::eq(&*a, &*b));
+        assert!(!std::ptr::eq(&*a, &*state(&app)));
+        assert!(Arc::ptr_eq(&a.minter, &b.minter) && Arc::ptr_eq(&a.metrics, &b.metrics));
+        assert!(Arc::ptr_eq(&a.admission, &b.admission) && Arc::ptr_eq(&a.origins, &b.origins));
+        let (x, y) = (one.service.recorder(), two.service.recorder());
+        assert!(!Arc::ptr_eq(x, y) && !Arc::ptr_eq(x, app.service.recorder()));
+        assert!(Arc::ptr_eq(x.metrics(), y.metrics()) && Arc::ptr_eq(x.metrics(), &a.metrics));
     }
 
     /// The table's routes whose handler is called directly, by path.

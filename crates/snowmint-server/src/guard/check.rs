@@ -53,11 +53,16 @@ pub(crate) struct Check<S, R> {
     rule: R,
 }
 
-#[cfg(test)]
 impl<S, R> Check<S, R> {
     /// What it guards.
+    #[cfg(test)]
     pub(crate) fn inner(&self) -> &S {
         &self.inner
+    }
+
+    /// What it guards, to change.
+    pub(crate) fn inner_mut(&mut self) -> &mut S {
+        &mut self.inner
     }
 }
 

@@ -55,7 +55,7 @@ use tower::{Layer, Service};
 use tracing::Instrument;
 
 use crate::routes::error::ApiError;
-use crate::routes::metrics::Metrics;
+use crate::routes::metrics::{Metrics, RequestRecorder};
 use crate::routes::{method_label, route_label};
 
 /// Longest request target (path and query) answered; longer is 414.
@@ -97,7 +97,7 @@ impl<S> Layer<S> for EdgeLayer {
     fn layer(&self, inner: S) -> Edge<S> {
         Edge {
             inner,
-            metrics: Arc::clone(&self.metrics),
+            recorder: Arc::new(RequestRecorder::new(Arc::clone(&self.metrics))),
             routes: self.routes,
         }
     }
@@ -107,15 +107,40 @@ impl<S> Layer<S> for EdgeLayer {
 #[derive(Debug, Clone)]
 pub(crate) struct Edge<S> {
     inner: S,
-    metrics: Arc<Metrics>,
+    /// Where the answers are counted: one recorder for each connection
+    /// ([`Edge::for_connection`]), whose count each request's future
+    /// clones, rather than a count every worker's requests share (which
+    /// would move between the cores at each clone).
+    recorder: Arc<RequestRecorder>,
     routes: &'static [&'static str],
 }
 
-#[cfg(test)]
 impl<S> Edge<S> {
     /// What it wraps.
+    #[cfg(test)]
     pub(crate) fn inner(&self) -> &S {
         &self.inner
+    }
+
+    /// Where it counts the answers.
+    #[cfg(test)]
+    pub(crate) fn recorder(&self) -> &Arc<RequestRecorder> {
+        &self.recorder
+    }
+
+    /// What it wraps, to change.
+    pub(crate) fn inner_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The same edge with a recorder of its own, for one connection's
+    /// requests.
+    pub(crate) fn for_connection(self) -> Edge<S> {
+        let metrics = Arc::clone(self.recorder.metrics());
+        Edge {
+            recorder: Arc::new(RequestRecorder::new(metrics)),
+            ..self
+        }
     }
 }
 
@@ -150,19 +175,23 @@ where
             // service that was polled ready goes with it, a clone stays.
             None if undeclared_body(&request) => {
                 let ready = self.inner.clone();
-                Answer::ReadFirst(request, std::mem::replace(&mut self.inner, ready))
+                Answer::ReadFirst(Box::new((
+                    request,
+                    std::mem::replace(&mut self.inner, ready),
+                )))
             }
             // A panic in the call itself, as in its future, is a 500.
             None => Answer::Called(catch_unwind(AssertUnwindSafe(|| self.inner.call(request)))),
         };
-        let metrics = Arc::clone(&self.metrics);
+        let recorder = Arc::clone(&self.recorder);
         let answered = async move {
             tracing::debug!("started processing request");
             let mut response = match answer {
                 Answer::Refused(refusal) => refusal.into_response(),
                 Answer::Called(Ok(future)) => within_timeout(future, started).await,
                 Answer::Called(Err(_panic)) => panicked(),
-                Answer::ReadFirst(request, mut inner) => {
+                Answer::ReadFirst(waiting) => {
+                    let (request, mut inner) = *waiting;
                     let deadline = tokio::time::Instant::from_std(started) + REQUEST_TIMEOUT;
                     match tokio::time::timeout_at(deadline, bounded_body(request)).await {
                         Err(_elapsed) => timed_out(),
@@ -190,7 +219,7 @@ where
                 HeaderValue::from_static("no-referrer"),
             );
             let elapsed = started.elapsed();
-            metrics.observe_request(route, method, status.as_u16(), elapsed);
+            recorder.observe(route, method, status.as_u16(), elapsed);
             let latency_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
             tracing::debug!(
                 latency_us,
@@ -215,8 +244,10 @@ enum Answer<S: Service<Request>> {
     Refused(ApiError),
     /// The routes' future (or the panic of the call).
     Called(std::thread::Result<S::Future>),
-    /// A body of undeclared length, read before the call.
-    ReadFirst(Request, S),
+    /// A body of undeclared length, read before the call; boxed, as it is
+    /// rare and large (the request and the routes below), and every
+    /// request's future would otherwise be as large and copied as often.
+    ReadFirst(Box<(Request, S)>),
 }
 
 /// Whether the request has a body of undeclared length (chunked, or

@@ -424,7 +424,7 @@ pub(crate) async fn serve(
             stream,
             peer,
             Arc::clone(&conn),
-            router.clone(),
+            router.for_connection(),
             Arc::clone(&builder),
             limits,
             tls.clone(),

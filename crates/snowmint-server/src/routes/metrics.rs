@@ -13,7 +13,7 @@
 mod family;
 pub(crate) mod lease;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use prometheus_client::collector::Collector;
@@ -131,6 +131,78 @@ pub struct Metrics {
     mints_rejected: Family<ReasonLabels, Counter>,
 }
 
+/// How many of its latest series a [`RequestRecorder`] keeps.
+const RECENT_SERIES: usize = 8;
+
+/// One request series (route, method, status) with its handles.
+#[derive(Debug)]
+struct Series {
+    route: &'static str,
+    method: &'static str,
+    status: u16,
+    count: Counter,
+    latency: Histogram,
+}
+
+/// Counts the answered requests of one connection (the edge makes one for
+/// each, see `Edge::for_connection`): the request counter by route, method
+/// and status and the route's latency histogram.
+///
+/// A family finds a series by hashing its labels under a read lock that
+/// every worker shares, twice a request. The recorder keeps the handles
+/// of the last [`RECENT_SERIES`] series its connection answered, under a
+/// lock no other connection takes, so a connection that asks the same
+/// route again (a client's usual way) finds them by comparing the labels.
+/// The counts are the families' own: `/metrics` sees every request at once.
+#[derive(Debug)]
+pub(crate) struct RequestRecorder {
+    metrics: Arc<Metrics>,
+    recent: Mutex<Vec<Series>>,
+}
+
+impl RequestRecorder {
+    /// A recorder into `metrics`, with no series yet.
+    pub(crate) fn new(metrics: Arc<Metrics>) -> RequestRecorder {
+        RequestRecorder {
+            metrics,
+            recent: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The metrics it counts into.
+    pub(crate) fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// Counts one answered request and its time.
+    pub(crate) fn observe(
+        &self,
+        route: &'static str,
+        method: &'static str,
+        status: u16,
+        elapsed: Duration,
+    ) {
+        // A panic under the lock leaves a list of handles, fine to go on with.
+        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+        let found = recent
+            .iter()
+            .position(|s| s.status == status && s.route == route && s.method == method);
+        let at = match found {
+            Some(at) => at,
+            None => {
+                if recent.len() == RECENT_SERIES {
+                    recent.remove(0);
+                }
+                recent.push(self.metrics.request_series(route, method, status));
+                recent.len() - 1
+            }
+        };
+        let series = &recent[at];
+        series.count.inc();
+        series.latency.observe(elapsed.as_secs_f64());
+    }
+}
+
 fn latency_histogram() -> Histogram {
     // 25 µs .. ~0.8 s.
     Histogram::new(exponential_buckets(0.000_025, 2.0, 16))
@@ -190,24 +262,23 @@ impl Metrics {
         }
     }
 
-    /// Counts one answered request.
-    pub fn observe_request(
-        &self,
-        route: &'static str,
-        method: &'static str,
-        status: u16,
-        elapsed: Duration,
-    ) {
-        self.requests
-            .get_or_create(&RequestLabels {
-                route,
-                method,
-                status,
-            })
-            .inc();
-        self.latency
-            .get_or_create(&RouteLabels { route })
-            .observe(elapsed.as_secs_f64());
+    /// The series of one answered request: its counter and its route's
+    /// latency histogram (handles on the families' own).
+    fn request_series(&self, route: &'static str, method: &'static str, status: u16) -> Series {
+        Series {
+            route,
+            method,
+            status,
+            count: self
+                .requests
+                .get_or_create(&RequestLabels {
+                    route,
+                    method,
+                    status,
+                })
+                .clone(),
+            latency: self.latency.get_or_create(&RouteLabels { route }).clone(),
+        }
     }
 
     /// Counts a connection event.
@@ -506,5 +577,64 @@ mod tests {
              # HELP build_info Build.\n# TYPE build_info gauge\nbuild_info{v=\"1\"} 1\n\
              # HELP odd Odd.\n# TYPE odd untyped\nodd 2\n"
         );
+    }
+}
+
+#[cfg(test)]
+mod recorder_tests {
+    use super::*;
+
+    /// The value of the sample `name{labels}` in the text format.
+    fn sample(text: &str, name_and_labels: &str) -> Option<f64> {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name_and_labels)?.strip_prefix(' '))
+            .and_then(|value| value.parse().ok())
+    }
+
+    /// Two connections' recorders count into the same families, each
+    /// request once, also for series a recorder no longer keeps (more
+    /// than [`RECENT_SERIES`] of them, asked in turn) and for one it keeps.
+    #[test]
+    fn recorders_count_every_request_into_the_families() {
+        let metrics = Arc::new(Metrics::new(Minter::empty()));
+        let (a, b) = (
+            RequestRecorder::new(Arc::clone(&metrics)),
+            RequestRecorder::new(Arc::clone(&metrics)),
+        );
+        let statuses: Vec<u16> = (0..2 * RECENT_SERIES as u16).map(|i| 400 + i).collect();
+        for round in 0..3 {
+            for &status in &statuses {
+                a.observe("/healthz", "GET", status, Duration::from_micros(30));
+            }
+            b.observe("/api/v1/ids", "POST", 200, Duration::from_millis(2));
+            b.observe("/healthz", "GET", 400, Duration::from_micros(30));
+            assert!(
+                a.recent.lock().unwrap().len() <= RECENT_SERIES,
+                "round {round}"
+            );
+        }
+        let text = metrics.render(Format::Text);
+        for &status in &statuses {
+            let expected = if status == 400 { 6.0 } else { 3.0 };
+            let series = format!(
+                "snowmint_http_requests_total{{route=\"/healthz\",method=\"GET\",status=\"{status}\"}}"
+            );
+            assert_eq!(sample(&text, &series), Some(expected), "{series}\n{text}");
+        }
+        let mints =
+            "snowmint_http_requests_total{route=\"/api/v1/ids\",method=\"POST\",status=\"200\"}";
+        assert_eq!(sample(&text, mints), Some(3.0), "{text}");
+        let count = |route: &str| {
+            sample(
+                &text,
+                &format!("snowmint_http_request_duration_seconds_count{{route=\"{route}\"}}"),
+            )
+        };
+        assert_eq!(count("/healthz"), Some(3.0 * statuses.len() as f64 + 3.0));
+        assert_eq!(count("/api/v1/ids"), Some(3.0));
+        // The 2 ms answers fall above the 1.6 ms bucket's bound, the 30 µs ones below it.
+        let bucket =
+            "snowmint_http_request_duration_seconds_bucket{le=\"0.0016\",route=\"/api/v1/ids\"}";
+        assert_eq!(sample(&text, bucket), Some(0.0), "{text}");
     }
 }

@@ -73,6 +73,14 @@ impl AppState {
         }))
     }
 
+    /// The same state behind a count of its own, for one connection: its
+    /// requests each clone the state (a handler takes it by value), and a
+    /// count that every worker's requests share moves between the cores at
+    /// each clone. This copies the handles once, when the connection opens.
+    pub(crate) fn for_connection(&self) -> AppState {
+        AppState(Arc::new(Shared::clone(&self.0)))
+    }
+
     /// The state to change (copied first if another clone shares it).
     fn edit(&mut self) -> &mut Shared {
         Arc::make_mut(&mut self.0)
