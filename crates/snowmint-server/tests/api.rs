@@ -2319,6 +2319,67 @@ async fn a_client_that_half_closes_after_its_request_gets_its_answer() {
     served.stop().await;
 }
 
+/// Every answer of a known length carries `Content-Length` on the wire,
+/// over HTTP/1.1 and HTTP/2: a route whose handler is called directly
+/// leaves the header to hyper, one routed through axum sets it itself.
+#[tokio::test]
+async fn answers_of_known_length_carry_content_length_over_http1_and_http2() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::default();
+    config.identity_source = IdentitySource::Static {
+        identity: snowmint::Identity::default(),
+        state_dir: dir.path().to_owned(),
+    };
+    let served = Served::start(static_state(&config).unwrap()).await;
+    let requests = [
+        ("GET", "/healthz"),
+        ("GET", "/readyz"),
+        ("POST", "/api/v1/ids?count=3"),
+        ("GET", "/api/v1/openapi.json"),
+        (
+            "GET",
+            "/api/v1/compose?timestamp=1288834975657&datacenter=1&worker=1&sequence=0",
+        ),
+        ("GET", "/"),
+        ("GET", "/api/v1/decode/4194439168"),
+        ("GET", "/nope"),
+        ("DELETE", "/healthz"),
+    ];
+    for http2 in [false, true] {
+        let client =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .http2_only(http2)
+                .build_http::<Body>();
+        for (method, path) in requests {
+            let request = Request::builder()
+                .method(method)
+                .uri(format!("{}{path}", served.base()))
+                .body(Body::empty())
+                .unwrap();
+            let response = client.request(request).await.unwrap();
+            let context = format!("{method} {path} (HTTP/2: {http2})");
+            let length = response
+                .headers()
+                .get(header::CONTENT_LENGTH)
+                .unwrap_or_else(|| panic!("{context}: no Content-Length"))
+                .to_str()
+                .unwrap()
+                .parse::<usize>()
+                .unwrap();
+            assert!(
+                !response.headers().contains_key(header::TRANSFER_ENCODING),
+                "{context}"
+            );
+            let bytes = axum::body::to_bytes(Body::new(response.into_body()), usize::MAX)
+                .await
+                .unwrap();
+            assert!(!bytes.is_empty(), "{context}");
+            assert_eq!(bytes.len(), length, "{context}");
+        }
+    }
+    served.stop().await;
+}
+
 /// HTTP/2 with prior knowledge (h2c) over plain TCP, for internal callers.
 #[tokio::test]
 async fn serves_http2_with_prior_knowledge() {

@@ -190,24 +190,14 @@ where
                 Answer::Refused(refusal) => refusal.into_response(),
                 Answer::Called(Ok(future)) => within_timeout(future, started).await,
                 Answer::Called(Err(_panic)) => panicked(),
-                Answer::ReadFirst(waiting) => {
-                    let (request, mut inner) = *waiting;
-                    let deadline = tokio::time::Instant::from_std(started) + REQUEST_TIMEOUT;
-                    match tokio::time::timeout_at(deadline, bounded_body(request)).await {
-                        Err(_elapsed) => timed_out(),
-                        Ok(Err(refusal)) => refusal.into_response(),
-                        Ok(Ok(request)) => {
-                            match catch_unwind(AssertUnwindSafe(|| inner.call(request))) {
-                                Ok(future) => within_timeout(future, started).await,
-                                Err(_panic) => panicked(),
-                            }
-                        }
-                    }
-                }
+                // The rare ways are boxed where they are taken: their
+                // futures would make every request's as large (it was
+                // 1,856 bytes, allocated and copied for each request).
+                Answer::ReadFirst(waiting) => Box::pin(read_first(*waiting, started)).await,
             };
             let status = response.status();
             if (status.is_client_error() || status.is_server_error()) && !is_shaped(&response) {
-                response = as_error_shape(response).await;
+                response = Box::pin(as_error_shape(response)).await;
             }
             let headers = response.headers_mut();
             headers.insert(
@@ -248,6 +238,23 @@ enum Answer<S: Service<Request>> {
     /// rare and large (the request and the routes below), and every
     /// request's future would otherwise be as large and copied as often.
     ReadFirst(Box<(Request, S)>),
+}
+
+/// The answer to a request whose body of undeclared length is read (up to
+/// the limit, within the request timeout) before `inner` is called.
+async fn read_first<S>((request, mut inner): (Request, S), started: Instant) -> Response
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
+    let deadline = tokio::time::Instant::from_std(started) + REQUEST_TIMEOUT;
+    match tokio::time::timeout_at(deadline, bounded_body(request)).await {
+        Err(_elapsed) => timed_out(),
+        Ok(Err(refusal)) => refusal.into_response(),
+        Ok(Ok(request)) => match catch_unwind(AssertUnwindSafe(|| inner.call(request))) {
+            Ok(future) => within_timeout(future, started).await,
+            Err(_panic) => panicked(),
+        },
+    }
 }
 
 /// Whether the request has a body of undeclared length (chunked, or

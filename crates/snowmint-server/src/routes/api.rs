@@ -56,6 +56,24 @@ fn param_names<T: IntoParams>() -> Vec<String> {
         .collect()
 }
 
+/// A body that is JSON already, answered 200 with `Content-Type:
+/// application/json`. (`([(CONTENT_TYPE, ..)], body)` answers the same,
+/// but sets the body's own type first, `text/plain` or
+/// `application/octet-stream`, and then replaces it: two header writes a
+/// request where one will do.)
+pub(crate) struct JsonText<B>(pub B);
+
+impl<B: Into<axum::body::Body>> IntoResponse for JsonText<B> {
+    fn into_response(self) -> Response {
+        let mut response = Response::new(self.0.into());
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response
+    }
+}
+
 /// The query's pairs as sent, for a route whose parameters depend on
 /// another's value (compose's layout fields); the route checks the names
 /// with [`known_params`].
@@ -671,14 +689,7 @@ pub(crate) async fn mint(
     }
     body.extend_from_slice(b"]}");
     state.metrics.add_ids_issued(n as u64);
-    Ok((
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        body,
-    )
-        .into_response())
+    Ok(JsonText(body).into_response())
 }
 
 /// Writes `"id",` for each ID of a run of consecutive IDs: formats the first
@@ -731,13 +742,7 @@ fn increment(digits: &mut [u8]) -> bool {
     (status = 400, description = "A query parameter was sent (`field` names it): this route takes none", body = ErrorBody),
 ))]
 pub(crate) async fn healthz(_: ApiQuery<NoQuery>) -> impl IntoResponse {
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        "{\"status\":\"ok\"}",
-    )
+    JsonText("{\"status\":\"ok\"}")
 }
 
 /// Readiness: a mint would succeed now.
@@ -802,13 +807,7 @@ pub(crate) async fn metrics(
 
 /// The OpenAPI document.
 pub(crate) async fn openapi(_: ApiQuery<NoQuery>) -> impl IntoResponse {
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        super::openapi::document(),
-    )
+    JsonText(super::openapi::document())
 }
 
 /// Unknown paths.
