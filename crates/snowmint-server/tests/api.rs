@@ -17,6 +17,17 @@ struct Harness {
     _dir: tempfile::TempDir,
 }
 
+/// The configuration of `serve` with the default static identity and its
+/// state in `state_dir`.
+fn static_config(state_dir: std::path::PathBuf) -> Config {
+    let mut config = Config::default();
+    config.identity_source = IdentitySource::Static {
+        identity: snowmint::Identity::default(),
+        state_dir,
+    };
+    config
+}
+
 /// The static identity (datacenter 1, worker 2) with "now" fixed at the
 /// reference time.
 fn harness() -> Harness {
@@ -1900,11 +1911,7 @@ async fn no_input_yields_a_server_error() {
 #[tokio::test]
 async fn serves_over_a_real_socket_and_persists_on_shutdown() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = Config::default();
-    config.identity_source = IdentitySource::Static {
-        identity: snowmint::Identity::default(),
-        state_dir: dir.path().join("state"),
-    };
+    let config = static_config(dir.path().join("state"));
     let served = Served::start(static_state(&config).unwrap()).await;
     let client = reqwest::Client::new();
     let base = served.base();
@@ -2237,11 +2244,7 @@ impl hyper::body::Body for Undeclared {
 #[tokio::test]
 async fn a_client_quota_answers_400_for_a_count_it_never_allows_and_429_with_retry_after() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = Config::default();
-    config.identity_source = IdentitySource::Static {
-        identity: snowmint::Identity::default(),
-        state_dir: dir.path().to_owned(),
-    };
+    let mut config = static_config(dir.path().to_owned());
     config.client_quota = std::num::NonZeroU32::new(10);
     let served = Served::start(static_state(&config).unwrap()).await;
     let client = reqwest::Client::new();
@@ -2325,11 +2328,7 @@ async fn a_client_that_half_closes_after_its_request_gets_its_answer() {
 #[tokio::test]
 async fn answers_of_known_length_carry_content_length_over_http1_and_http2() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = Config::default();
-    config.identity_source = IdentitySource::Static {
-        identity: snowmint::Identity::default(),
-        state_dir: dir.path().to_owned(),
-    };
+    let config = static_config(dir.path().to_owned());
     let served = Served::start(static_state(&config).unwrap()).await;
     let requests = [
         ("GET", "/healthz"),
@@ -2384,11 +2383,7 @@ async fn answers_of_known_length_carry_content_length_over_http1_and_http2() {
 #[tokio::test]
 async fn serves_http2_with_prior_knowledge() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = Config::default();
-    config.identity_source = IdentitySource::Static {
-        identity: snowmint::Identity::default(),
-        state_dir: dir.path().to_owned(),
-    };
+    let config = static_config(dir.path().to_owned());
     let served = Served::start(static_state(&config).unwrap()).await;
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .http2_only(true)
@@ -2741,11 +2736,7 @@ async fn raw_request(addr: std::net::SocketAddr, request: &str) -> (u16, String,
 #[tokio::test]
 async fn over_limit_heads_and_bodies_answer_414_431_413_in_the_error_shape() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = Config::default();
-    config.identity_source = IdentitySource::Static {
-        identity: snowmint::Identity::default(),
-        state_dir: dir.path().to_owned(),
-    };
+    let config = static_config(dir.path().to_owned());
     let served = Served::start(static_state(&config).unwrap()).await;
     let long_path = format!(
         "/api/v1/decode/{}",
@@ -2808,11 +2799,7 @@ async fn over_limit_heads_and_bodies_answer_414_431_413_in_the_error_shape() {
 #[tokio::test]
 async fn an_admin_listener_takes_health_readiness_and_metrics() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = Config::default();
-    config.identity_source = IdentitySource::Static {
-        identity: snowmint::Identity::default(),
-        state_dir: dir.path().to_owned(),
-    };
+    let config = static_config(dir.path().to_owned());
     let public = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let (public_addr, admin_addr) = (public.local_addr().unwrap(), admin.local_addr().unwrap());
@@ -2890,11 +2877,7 @@ const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,\
 #[tokio::test]
 async fn metrics_follow_accept_and_pass_promtool() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = Config::default();
-    config.identity_source = IdentitySource::Static {
-        identity: snowmint::Identity::default(),
-        state_dir: dir.path().to_owned(),
-    };
+    let mut config = static_config(dir.path().to_owned());
     config.client_quota = std::num::NonZeroU32::new(5);
     let state = static_state(&config).unwrap();
     let served = Served::start(state).await;

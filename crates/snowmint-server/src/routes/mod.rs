@@ -57,15 +57,15 @@ pub(crate) fn route_label(path: &str, routes: &[&'static str]) -> &'static str {
     routes
         .iter()
         .copied()
-        .find(|pattern| matches_pattern(path, pattern))
+        .find(|pattern| fills_parameter(path, pattern))
         .unwrap_or("unmatched")
 }
 
-fn matches_pattern(path: &str, pattern: &str) -> bool {
-    // A literal pattern is compared as it is (most are, and most fail on
-    // their length): no search of the pattern for a parameter per request.
+/// Whether `path` is `pattern` with its parameter filled in; false for a
+/// pattern without one (those were compared as they are).
+fn fills_parameter(path: &str, pattern: &str) -> bool {
     if !pattern.ends_with('}') {
-        return path == pattern;
+        return false;
     }
     // One parameter, at the end (as every pattern here has it).
     let Some(open) = pattern.rfind('{') else {
