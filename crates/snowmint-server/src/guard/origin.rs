@@ -20,7 +20,7 @@
 use std::sync::Arc;
 
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
@@ -121,16 +121,26 @@ fn split_host_port(authority: &[u8], default_port: u16) -> Option<(&[u8], u16)> 
     (!host.is_empty()).then_some((host, port))
 }
 
+/// `Sec-Fetch-Site`, which `http` has no constant for: a name looked up by
+/// a string is parsed and lowercased for each lookup.
+const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
+
 /// Whether a request that is not safe may go on; see the [module docs](self).
-fn permitted(headers: &HeaderMap, host: Option<&[u8]>, allowed: &Origins) -> bool {
+/// `host` is the request's host, looked up only when an `Origin` without
+/// `Sec-Fetch-Site` needs it.
+fn permitted<'a>(
+    headers: &HeaderMap,
+    host: impl FnOnce() -> Option<&'a [u8]>,
+    allowed: &Origins,
+) -> bool {
     let origin = headers.get(header::ORIGIN);
-    if let Some(site) = headers.get("sec-fetch-site") {
+    if let Some(site) = headers.get(SEC_FETCH_SITE) {
         return matches!(site.as_bytes(), b"same-origin" | b"none") || allowed.allows(origin);
     }
     let Some(origin) = origin else {
         return true;
     };
-    let same = match (parse(origin.as_bytes()), host) {
+    let same = match (parse(origin.as_bytes()), host()) {
         (Some((_, o_host, o_port)), Some(host)) => split_host_port(host, o_port)
             .is_some_and(|(h, p)| h.eq_ignore_ascii_case(o_host) && p == o_port),
         _ => false,
@@ -152,16 +162,18 @@ impl Rule for RefuseCrossSite {
             return None;
         }
         // HTTP/2 carries the host in the URI (`:authority`), HTTP/1.1 in `Host`.
-        let host = request
-            .uri()
-            .authority()
-            .map(|a| a.as_str().as_bytes())
-            .or_else(|| {
-                request
-                    .headers()
-                    .get(header::HOST)
-                    .map(HeaderValue::as_bytes)
-            });
+        let host = || {
+            request
+                .uri()
+                .authority()
+                .map(|a| a.as_str().as_bytes())
+                .or_else(|| {
+                    request
+                        .headers()
+                        .get(header::HOST)
+                        .map(HeaderValue::as_bytes)
+                })
+        };
         if permitted(request.headers(), host, &self.0) {
             return None;
         }
@@ -224,19 +236,19 @@ mod tests {
         let allowed = Origins::new(["https://app.example.com"]).unwrap();
         let host = Some(&b"127.0.0.1:8080"[..]);
         // Not a browser.
-        assert!(permitted(&headers(&[]), host, &none));
+        assert!(permitted(&headers(&[]), || host, &none));
         // Sec-Fetch-Site decides when present.
         assert!(permitted(
             &headers(&[
                 ("sec-fetch-site", "same-origin"),
                 ("origin", "https://proxy.example")
             ]),
-            host,
+            || host,
             &none
         ));
         assert!(permitted(
             &headers(&[("sec-fetch-site", "none")]),
-            host,
+            || host,
             &none
         ));
         for site in ["cross-site", "same-site"] {
@@ -244,49 +256,49 @@ mod tests {
                 ("sec-fetch-site", site),
                 ("origin", "https://app.example.com"),
             ];
-            assert!(!permitted(&headers(&h), host, &none), "{site}");
-            assert!(permitted(&headers(&h), host, &allowed), "{site}");
+            assert!(!permitted(&headers(&h), || host, &none), "{site}");
+            assert!(permitted(&headers(&h), || host, &allowed), "{site}");
         }
         assert!(!permitted(
             &headers(&[("sec-fetch-site", "cross-site")]),
-            host,
+            || host,
             &allowed
         ));
         // Without it, Origin against Host (default ports filled in).
         assert!(permitted(
             &headers(&[("origin", "http://127.0.0.1:8080")]),
-            host,
+            || host,
             &none
         ));
         assert!(permitted(
             &headers(&[("origin", "http://snow.example")]),
-            Some(b"snow.example"),
+            || Some(b"snow.example"),
             &none
         ));
         assert!(permitted(
             &headers(&[("origin", "https://SNOW.example")]),
-            Some(b"snow.example:443"),
+            || Some(b"snow.example:443"),
             &none
         ));
         assert!(!permitted(
             &headers(&[("origin", "http://127.0.0.1:8081")]),
-            host,
+            || host,
             &none
         ));
         assert!(!permitted(
             &headers(&[("origin", "https://evil.example")]),
-            host,
+            || host,
             &none
         ));
-        assert!(!permitted(&headers(&[("origin", "null")]), host, &none));
+        assert!(!permitted(&headers(&[("origin", "null")]), || host, &none));
         assert!(!permitted(
             &headers(&[("origin", "http://127.0.0.1:8080")]),
-            None,
+            || None,
             &none
         ));
         assert!(permitted(
             &headers(&[("origin", "https://app.example.com")]),
-            host,
+            || host,
             &allowed
         ));
     }
