@@ -749,16 +749,14 @@ fn write_range(out: &mut Vec<u8>, range: IdRange) {
 }
 
 /// Writes `v` right-aligned into `buf`; returns where the digits start.
-fn format_u64(mut v: u64, buf: &mut [u8; 20]) -> usize {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            return i;
-        }
-    }
+fn format_u64(v: u64, buf: &mut [u8; 20]) -> usize {
+    // itoa takes two digits a step: for an ID's 19 digits, about a third
+    // of the work of one division a digit.
+    let mut text = itoa::Buffer::new();
+    let digits = text.format(v).as_bytes();
+    let start = buf.len() - digits.len();
+    buf[start..].copy_from_slice(digits);
+    start
 }
 
 /// Adds one to ASCII decimal digits in place; false if it carried out of them.
