@@ -705,8 +705,7 @@ pub(crate) async fn mint(
 ) -> Result<Response, ApiError> {
     let client = peer.map(|Extension(ConnectInfo(addr))| addr.ip());
     state.admission.check_quota(client, n, &state.metrics)?;
-    // `"9223372036854775807",` is 22 bytes.
-    let mut body = Vec::with_capacity(10 + 22 * n);
+    let mut body = Vec::with_capacity(body_capacity(n));
     body.extend_from_slice(b"{\"ids\":[");
     // What can be issued without waiting is issued here; a wait (the
     // millisecond's IDs used up, the clock behind, a mark to write) moves
@@ -728,6 +727,18 @@ pub(crate) async fn mint(
     body.extend_from_slice(b"]}");
     state.metrics.add_ids_issued(n as u64);
     Ok(JsonText(body).into_response())
+}
+
+/// The length of a mint's body of `n` IDs of 19 digits (every ID from
+/// 2016 to the end of the format's time, 2079): `{"ids":[`, then
+/// `"4194439168000000000",` for each ID, the last comma replaced by `]}`.
+///
+/// The body is allocated at exactly this size: `Bytes` takes a `Vec` whose
+/// length is its capacity as it is, and any other with one more allocation
+/// (the shared count it frees the buffer by). A body of shorter IDs (a
+/// clock set before 2016) is only shorter than its capacity.
+fn body_capacity(n: usize) -> usize {
+    b"{\"ids\":[".len() + n * b"\"4194439168000000000\",".len() - 1 + b"]}".len()
 }
 
 /// Writes `"id",` for each ID of a run of consecutive IDs: formats the first
@@ -952,6 +963,28 @@ mod tests {
         #[test]
         fn a_plain_count_reads_as_serde_reads_it(query in queries()) {
             prop_assert_eq!(read(&format!("/api/v1/ids?{query}")), through_serde(&query));
+        }
+    }
+
+    /// A body of IDs of 19 digits fills its capacity to the byte, and one
+    /// of shorter IDs stays within it.
+    #[test]
+    fn a_mint_body_is_allocated_at_its_length() {
+        for (first, digits) in [(4_194_439_168_000_000_000u64, 19), (4_194_439_168, 10)] {
+            for n in [1usize, 2, 4096] {
+                let mut body = Vec::with_capacity(body_capacity(n));
+                body.extend_from_slice(b"{\"ids\":[");
+                for i in 0..n as u64 {
+                    body.extend_from_slice(format!("\"{}\",", first + i).as_bytes());
+                }
+                body.pop();
+                body.extend_from_slice(b"]}");
+                assert!(body.len() <= body_capacity(n), "{n} of {digits} digits");
+                if digits == 19 {
+                    assert_eq!(body.len(), body_capacity(n), "{n}");
+                    assert_eq!(body.capacity(), body.len(), "{n}");
+                }
+            }
         }
     }
 
