@@ -358,11 +358,16 @@ fn json_logs_parse_and_the_access_log_never_holds_the_token_or_query() {
 #[test]
 fn text_logs_have_no_colour_codes_and_warn_keeps_the_access_log_quiet() {
     let dir = tempfile::tempdir().unwrap();
-    for level in ["info", "warn"] {
+    // The last turns off the access log alone: the level lets info through,
+    // the access line's own callsite interest must not.
+    for (i, level) in ["info", "warn", "info,snowmint::access=warn"]
+        .into_iter()
+        .enumerate()
+    {
         let mut server = Serve::spawn(
             Serve::builder()
                 .arg("--state-dir")
-                .arg(dir.path().join(level))
+                .arg(dir.path().join(i.to_string()))
                 .env("RUST_LOG", level),
         );
         assert_eq!(server.http("GET", "/healthz").status, 200);
