@@ -125,6 +125,22 @@ fn split_host_port(authority: &[u8], default_port: u16) -> Option<(&[u8], u16)> 
 /// a string is parsed and lowercased for each lookup.
 const SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
 
+/// `Origin` and `Sec-Fetch-Site`, the first value of each as
+/// `HeaderMap::get` finds it, in one pass over the request's headers (a
+/// handful) rather than two hashed lookups (about 200 instructions a
+/// mint); hyper lets a request have 100 at most.
+fn origin_and_site(headers: &HeaderMap) -> (Option<&HeaderValue>, Option<&HeaderValue>) {
+    let (mut origin, mut site) = (None, None);
+    for (name, value) in headers {
+        if *name == header::ORIGIN {
+            origin = origin.or(Some(value));
+        } else if *name == SEC_FETCH_SITE {
+            site = site.or(Some(value));
+        }
+    }
+    (origin, site)
+}
+
 /// Whether a request that is not safe may go on; see the [module docs](self).
 /// `host` is the request's host, looked up only when an `Origin` without
 /// `Sec-Fetch-Site` needs it.
@@ -133,8 +149,8 @@ fn permitted<'a>(
     host: impl FnOnce() -> Option<&'a [u8]>,
     allowed: &Origins,
 ) -> bool {
-    let origin = headers.get(header::ORIGIN);
-    if let Some(site) = headers.get(SEC_FETCH_SITE) {
+    let (origin, site) = origin_and_site(headers);
+    if let Some(site) = site {
         return matches!(site.as_bytes(), b"same-origin" | b"none") || allowed.allows(origin);
     }
     let Some(origin) = origin else {
@@ -227,6 +243,25 @@ mod tests {
             let e = Origins::new([bad]).unwrap_err().to_string();
             assert!(e.starts_with("cors-origin must be an origin"), "{e}");
             assert!(e.ends_with(&format!("got {bad:?}")), "{e}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The one pass finds what two lookups find, with either header
+        /// missing, repeated, or among others.
+        #[test]
+        fn one_pass_finds_the_first_origin_and_site(
+            pairs in proptest::collection::vec((0..4usize, "[a-z]{0,3}"), 0..12),
+        ) {
+            let mut headers = HeaderMap::new();
+            for (name, value) in &pairs {
+                let name = [header::ORIGIN, SEC_FETCH_SITE, header::HOST, HeaderName::from_static("x-a")][*name].clone();
+                headers.append(name, HeaderValue::from_str(value).unwrap());
+            }
+            proptest::prop_assert_eq!(
+                origin_and_site(&headers),
+                (headers.get(header::ORIGIN), headers.get(SEC_FETCH_SITE))
+            );
         }
     }
 
