@@ -169,11 +169,12 @@ where
             uri = %request.uri(),
             version = ?request.version(),
         );
-        let answer = match refusal(&request) {
+        let head = Head::of(request.headers());
+        let answer = match refusal(&request, &head) {
             Some(refusal) => Answer::Refused(refusal),
             // The body must be read (up to the limit) before the call: the
             // service that was polled ready goes with it, a clone stays.
-            None if undeclared_body(&request) => {
+            None if undeclared_body(&request, &head) => {
                 let ready = self.inner.clone();
                 Answer::ReadFirst(Box::new((
                     request,
@@ -257,14 +258,39 @@ where
     }
 }
 
+/// What the edge reads of a request's headers, found in one pass over
+/// them (a handful; at most 100): rather than that pass for their size
+/// and two hashed lookups of `Content-Length`.
+#[derive(Debug, PartialEq)]
+struct Head<'a> {
+    /// Names, values and 4 bytes a line for `: ` and CRLF.
+    bytes: usize,
+    /// The first `Content-Length`, as `HeaderMap::get` finds it.
+    content_length: Option<&'a HeaderValue>,
+}
+
+impl<'a> Head<'a> {
+    fn of(headers: &'a axum::http::HeaderMap) -> Head<'a> {
+        let mut head = Head {
+            bytes: 0,
+            content_length: None,
+        };
+        for (name, value) in headers {
+            head.bytes += name.as_str().len() + value.len() + 4;
+            if head.content_length.is_none() && *name == header::CONTENT_LENGTH {
+                head.content_length = Some(value);
+            }
+        }
+        head
+    }
+}
+
 /// Whether the request has a body of undeclared length (chunked, or
 /// HTTP/2 without `Content-Length`), which only reading it can measure.
-fn undeclared_body(request: &Request) -> bool {
+fn undeclared_body(request: &Request, head: &Head<'_>) -> bool {
     use axum::body::HttpBody;
     let body = request.body();
-    !request.headers().contains_key(header::CONTENT_LENGTH)
-        && !body.is_end_stream()
-        && body.size_hint().exact() != Some(0)
+    head.content_length.is_none() && !body.is_end_stream() && body.size_hint().exact() != Some(0)
 }
 
 /// The request with its body read, or 413 once more than
@@ -327,7 +353,7 @@ where
 }
 
 /// 414, 431 or 413 for a request over this server's limits.
-fn refusal(request: &Request) -> Option<ApiError> {
+fn refusal(request: &Request, head: &Head<'_>) -> Option<ApiError> {
     let target = request
         .uri()
         .path_and_query()
@@ -339,11 +365,7 @@ fn refusal(request: &Request) -> Option<ApiError> {
             format!("the request target is {target} bytes; at most {MAX_URI_BYTES} are accepted"),
         ));
     }
-    let headers: usize = request
-        .headers()
-        .iter()
-        .map(|(name, value)| name.as_str().len() + value.len() + 4)
-        .sum();
+    let headers = head.bytes;
     if headers > MAX_HEADER_BYTES {
         return Some(ApiError::new(
             StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
@@ -353,21 +375,15 @@ fn refusal(request: &Request) -> Option<ApiError> {
             ),
         ));
     }
-    match body_length(request) {
+    match body_length(head) {
         Some(n) if n > MAX_BODY_BYTES => Some(too_large(n)),
         _ => None,
     }
 }
 
 /// The declared `Content-Length`, if any.
-fn body_length(request: &Request) -> Option<u64> {
-    request
-        .headers()
-        .get(header::CONTENT_LENGTH)?
-        .to_str()
-        .ok()?
-        .parse()
-        .ok()
+fn body_length(head: &Head<'_>) -> Option<u64> {
+    head.content_length?.to_str().ok()?.parse().ok()
 }
 
 fn timed_out() -> Response {
@@ -421,4 +437,45 @@ async fn as_error_shape(response: Response) -> Response {
         parts.headers.insert(name, value.clone());
     }
     Response::from_parts(parts, Body::new(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{HeaderMap, HeaderName};
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// The one pass measures the headers and finds `Content-Length` as
+        /// a sum over them and a lookup do, with it missing, repeated, or
+        /// among others.
+        #[test]
+        fn one_pass_reads_the_head_as_lookups_do(
+            pairs in prop::collection::vec((0..4usize, "[0-9a-z]{0,4}"), 0..12),
+        ) {
+            let mut headers = HeaderMap::new();
+            for (name, value) in &pairs {
+                let name = [
+                    header::CONTENT_LENGTH,
+                    header::HOST,
+                    header::TRANSFER_ENCODING,
+                    HeaderName::from_static("x-content-length"),
+                ][*name]
+                    .clone();
+                headers.append(name, HeaderValue::from_str(value).unwrap());
+            }
+            let bytes = headers
+                .iter()
+                .map(|(name, value)| name.as_str().len() + value.len() + 4)
+                .sum();
+            prop_assert_eq!(
+                Head::of(&headers),
+                Head {
+                    bytes,
+                    content_length: headers.get(header::CONTENT_LENGTH),
+                }
+            );
+        }
+    }
 }
