@@ -259,8 +259,8 @@ where
 }
 
 /// What the edge reads of a request's headers, found in one pass over
-/// them (a handful; at most 100): rather than that pass for their size
-/// and two hashed lookups of `Content-Length`.
+/// them (a handful, usually): rather than that pass for their size and
+/// two hashed lookups of `Content-Length`.
 #[derive(Debug, PartialEq)]
 struct Head<'a> {
     /// Names, values and 4 bytes a line for `: ` and CRLF.

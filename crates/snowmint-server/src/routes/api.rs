@@ -730,13 +730,13 @@ pub(crate) async fn mint(
 }
 
 /// The length of a mint's body of `n` IDs of 19 digits (every ID from
-/// 2016 to the end of the format's time, 2079): `{"ids":[`, then
+/// May 2018 to the end of the format's time in 2080): `{"ids":[`, then
 /// `"4194439168000000000",` for each ID, the last comma replaced by `]}`.
 ///
 /// The body is allocated at exactly this size: `Bytes` takes a `Vec` whose
 /// length is its capacity as it is, and any other with one more allocation
 /// (the shared count it frees the buffer by). A body of shorter IDs (a
-/// clock set before 2016) is only shorter than its capacity.
+/// clock set before 2018) is only shorter than its capacity.
 fn body_capacity(n: usize) -> usize {
     b"{\"ids\":[".len() + n * b"\"4194439168000000000\",".len() - 1 + b"]}".len()
 }
