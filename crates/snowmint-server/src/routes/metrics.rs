@@ -13,15 +13,19 @@
 mod family;
 pub(crate) mod lease;
 
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
-use prometheus_client::metrics::counter::Counter;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::histogram::exponential_buckets;
 use prometheus_client::registry::Registry;
 
 use self::family::{counter, gauge, seconds_gauge};
@@ -117,56 +121,249 @@ impl Rejection {
     }
 }
 
-type HistogramFamily = Family<RouteLabels, Histogram, fn() -> Histogram>;
-
 /// The server's metrics; `Metrics::new` registers them.
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
-    requests: Family<RequestLabels, Counter>,
-    latency: HistogramFamily,
+    requests: Arc<RequestTallies>,
     ids_issued: Counter,
     connections_open: Gauge,
     connection_events: Family<EventLabels, Counter>,
     mints_rejected: Family<ReasonLabels, Counter>,
 }
 
-/// How many of its latest series a [`RequestRecorder`] keeps.
-const RECENT_SERIES: usize = 8;
+/// The upper bounds of the request latency histogram's buckets, in
+/// seconds: 25 µs to about 0.8 s, doubling (and `+Inf` after them).
+fn latency_bounds() -> [f64; LATENCY_BOUNDS] {
+    let mut bounds = [0.0; LATENCY_BOUNDS];
+    for (bound, value) in
+        bounds
+            .iter_mut()
+            .zip(exponential_buckets(0.000_025, 2.0, LATENCY_BOUNDS as u16))
+    {
+        *bound = value;
+    }
+    bounds
+}
 
-/// One request series (route, method, status) with its handles.
+/// How many finite bounds the latency histogram has.
+const LATENCY_BOUNDS: usize = 16;
+
+/// How many shards [`RequestTallies`] has: more than the threads that
+/// answer requests (a runtime's workers, one a core), so that no two of
+/// them share one, on any machine this runs on.
+const SHARDS: usize = 64;
+
+/// The answered requests (`http_requests_total` by route, method and
+/// status, and `http_request_duration_seconds` by route), counted apart
+/// for each thread that answers them and added up when `/metrics` is
+/// asked.
+///
+/// A count that every worker writes (an atomic, a histogram under its
+/// lock) moves between the cores at each request: about 100 ns when the
+/// other core wrote it last, as it usually has while both are busy. Here
+/// each thread writes only its own shard, under a lock no other thread
+/// takes but a scrape's, and finds its series there by the one it
+/// counted last, else by a hash of the labels. A scrape locks each shard
+/// in turn: every request answered before it began is counted.
 #[derive(Debug)]
-struct Series {
-    route: &'static str,
-    method: &'static str,
-    status: u16,
-    count: Counter,
-    latency: Histogram,
+struct RequestTallies {
+    bounds: [f64; LATENCY_BOUNDS],
+    shards: Box<[Shard]>,
+}
+
+/// One thread's series (shared with another only past [`SHARDS`]
+/// threads), on cache lines of its own.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Shard(Mutex<ShardSeries>);
+
+#[derive(Debug, Default)]
+struct ShardSeries {
+    tallies: Vec<Tally>,
+    /// Where each series is in `tallies`.
+    index: HashMap<RequestLabels, usize>,
+    /// The series counted last.
+    last: usize,
+}
+
+/// One series' count and latencies, on one shard.
+#[derive(Debug)]
+struct Tally {
+    labels: RequestLabels,
+    count: u64,
+    /// Seconds, added up.
+    sum: f64,
+    /// Answers in each bucket (not cumulative); the last is `+Inf`.
+    buckets: [u64; LATENCY_BOUNDS + 1],
+}
+
+impl Tally {
+    fn new(labels: RequestLabels) -> Tally {
+        Tally {
+            labels,
+            count: 0,
+            sum: 0.0,
+            buckets: [0; LATENCY_BOUNDS + 1],
+        }
+    }
+
+    fn add(&mut self, other: &Tally) {
+        self.count += other.count;
+        self.sum += other.sum;
+        for (mine, theirs) in self.buckets.iter_mut().zip(other.buckets) {
+            *mine += theirs;
+        }
+    }
+}
+
+/// Whether two labels are the same, by where they are first (route and
+/// method labels come from fixed tables, so the same one is at the same
+/// address), else by their text.
+fn same(a: &'static str, b: &'static str) -> bool {
+    std::ptr::eq(a, b) || a == b
+}
+
+impl RequestTallies {
+    fn new() -> RequestTallies {
+        RequestTallies {
+            bounds: latency_bounds(),
+            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+        }
+    }
+
+    /// The calling thread's shard.
+    fn shard(&self) -> &Shard {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        thread_local! {
+            static SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
+        }
+        let at = SHARD.with(|shard| {
+            if shard.get() == usize::MAX {
+                shard.set(NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS);
+            }
+            shard.get()
+        });
+        &self.shards[at % self.shards.len()]
+    }
+
+    /// Counts one answer of `labels` that took `elapsed`.
+    fn observe(&self, labels: RequestLabels, elapsed: Duration) {
+        let seconds = elapsed.as_secs_f64();
+        let bucket = self
+            .bounds
+            .iter()
+            .position(|bound| *bound >= seconds)
+            .unwrap_or(LATENCY_BOUNDS);
+        // A panic under the lock leaves counts, fine to go on with.
+        let mut shard = self
+            .shard()
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let ShardSeries {
+            tallies,
+            index,
+            last,
+        } = &mut *shard;
+        let at = match tallies.get(*last) {
+            Some(t)
+                if t.labels.status == labels.status
+                    && same(t.labels.route, labels.route)
+                    && same(t.labels.method, labels.method) =>
+            {
+                *last
+            }
+            _ => *index.entry(labels.clone()).or_insert_with(|| {
+                tallies.push(Tally::new(labels));
+                tallies.len() - 1
+            }),
+        };
+        *last = at;
+        let tally = &mut tallies[at];
+        tally.count += 1;
+        tally.sum += seconds;
+        tally.buckets[bucket] += 1;
+    }
+
+    /// Every series, added up over the shards, in label order.
+    fn totals(&self) -> BTreeMap<(&'static str, &'static str, u16), Tally> {
+        let mut totals = BTreeMap::new();
+        for shard in &self.shards {
+            let shard = shard.0.lock().unwrap_or_else(PoisonError::into_inner);
+            for tally in &shard.tallies {
+                let l = &tally.labels;
+                totals
+                    .entry((l.route, l.method, l.status))
+                    .or_insert_with(|| Tally::new(l.clone()))
+                    .add(tally);
+            }
+        }
+        totals
+    }
+}
+
+/// Writes [`RequestTallies`] at scrape time.
+#[derive(Debug)]
+struct RequestCollector(Arc<RequestTallies>);
+
+impl Collector for RequestCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let totals = self.0.totals();
+        let mut family = encoder.encode_descriptor(
+            "http_requests",
+            // `Registry::register` ends HELP with a full stop, as it did here.
+            "HTTP requests answered, by route, method and status.",
+            None,
+            MetricType::Counter,
+        )?;
+        for tally in totals.values() {
+            ConstCounter::new(tally.count).encode(family.encode_family(&tally.labels)?)?;
+        }
+        let mut by_route: BTreeMap<&'static str, Tally> = BTreeMap::new();
+        for tally in totals.values() {
+            by_route
+                .entry(tally.labels.route)
+                .or_insert_with(|| Tally::new(tally.labels.clone()))
+                .add(tally);
+        }
+        let mut family = encoder.encode_descriptor(
+            "http_request_duration_seconds",
+            "Time to answer an HTTP request, by route.",
+            None,
+            MetricType::Histogram,
+        )?;
+        for (route, tally) in by_route {
+            let buckets: Vec<(f64, u64)> = self
+                .0
+                .bounds
+                .iter()
+                .copied()
+                .chain(std::iter::once(f64::INFINITY))
+                .zip(tally.buckets)
+                .collect();
+            family
+                .encode_family(&RouteLabels { route })?
+                .encode_histogram::<NoLabelSet>(tally.sum, tally.count, &buckets, None)?;
+        }
+        Ok(())
+    }
 }
 
 /// Counts the answered requests of one connection (the edge makes one for
-/// each, see `Edge::for_connection`): the request counter by route, method
-/// and status and the route's latency histogram.
-///
-/// A family finds a series by hashing its labels under a read lock that
-/// every worker shares, twice a request. The recorder keeps the handles
-/// of the last [`RECENT_SERIES`] series its connection answered, under a
-/// lock no other connection takes, so a connection that asks the same
-/// route again (a client's usual way) finds them by comparing the labels.
-/// The counts are the families' own: `/metrics` sees every request at once.
+/// each, see `Edge::for_connection`) into [`Metrics`]' request series. A
+/// request's future holds its connection's recorder, not the metrics
+/// every connection shares, whose count would move between the cores at
+/// each request as the recorder's does not.
 #[derive(Debug)]
 pub(crate) struct RequestRecorder {
     metrics: Arc<Metrics>,
-    recent: Mutex<Vec<Series>>,
 }
 
 impl RequestRecorder {
-    /// A recorder into `metrics`, with no series yet.
+    /// A recorder into `metrics`.
     pub(crate) fn new(metrics: Arc<Metrics>) -> RequestRecorder {
-        RequestRecorder {
-            metrics,
-            recent: Mutex::new(Vec::new()),
-        }
+        RequestRecorder { metrics }
     }
 
     /// The metrics it counts into.
@@ -182,30 +379,15 @@ impl RequestRecorder {
         status: u16,
         elapsed: Duration,
     ) {
-        // A panic under the lock leaves a list of handles, fine to go on with.
-        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
-        let found = recent
-            .iter()
-            .position(|s| s.status == status && s.route == route && s.method == method);
-        let at = match found {
-            Some(at) => at,
-            None => {
-                if recent.len() == RECENT_SERIES {
-                    recent.remove(0);
-                }
-                recent.push(self.metrics.request_series(route, method, status));
-                recent.len() - 1
-            }
-        };
-        let series = &recent[at];
-        series.count.inc();
-        series.latency.observe(elapsed.as_secs_f64());
+        self.metrics.requests.observe(
+            RequestLabels {
+                route,
+                method,
+                status,
+            },
+            elapsed,
+        );
     }
-}
-
-fn latency_histogram() -> Histogram {
-    // 25 µs .. ~0.8 s.
-    Histogram::new(exponential_buckets(0.000_025, 2.0, 16))
 }
 
 impl Metrics {
@@ -214,18 +396,10 @@ impl Metrics {
     /// each scrape.
     pub fn new(minter: Arc<Minter>) -> Metrics {
         let mut registry = Registry::with_prefix("snowmint");
-        let requests = Family::<RequestLabels, Counter>::default();
-        registry.register(
-            "http_requests",
-            "HTTP requests answered, by route, method and status",
-            requests.clone(),
-        );
-        let latency: HistogramFamily = Family::new_with_constructor(latency_histogram);
-        registry.register(
-            "http_request_duration_seconds",
-            "Time to answer an HTTP request, by route",
-            latency.clone(),
-        );
+        // Counted apart for each thread, added up at each scrape (see
+        // `RequestTallies`).
+        let requests = Arc::new(RequestTallies::new());
+        registry.register_collector(Box::new(RequestCollector(Arc::clone(&requests))));
         let ids_issued = Counter::default();
         registry.register(
             "ids_issued",
@@ -254,30 +428,10 @@ impl Metrics {
         Metrics {
             registry,
             requests,
-            latency,
             ids_issued,
             connections_open,
             connection_events,
             mints_rejected,
-        }
-    }
-
-    /// The series of one answered request: its counter and its route's
-    /// latency histogram (handles on the families' own).
-    fn request_series(&self, route: &'static str, method: &'static str, status: u16) -> Series {
-        Series {
-            route,
-            method,
-            status,
-            count: self
-                .requests
-                .get_or_create(&RequestLabels {
-                    route,
-                    method,
-                    status,
-                })
-                .clone(),
-            latency: self.latency.get_or_create(&RouteLabels { route }).clone(),
         }
     }
 
@@ -583,6 +737,7 @@ mod tests {
 #[cfg(test)]
 mod recorder_tests {
     use super::*;
+    use prometheus_client::metrics::histogram::Histogram;
 
     /// The value of the sample `name{labels}` in the text format.
     fn sample(text: &str, name_and_labels: &str) -> Option<f64> {
@@ -591,9 +746,8 @@ mod recorder_tests {
             .and_then(|value| value.parse().ok())
     }
 
-    /// Two connections' recorders count into the same families, each
-    /// request once, also for series a recorder no longer keeps (more
-    /// than [`RECENT_SERIES`] of them, asked in turn) and for one it keeps.
+    /// Two connections' recorders count into the same series, each
+    /// request once, also when many series alternate.
     #[test]
     fn recorders_count_every_request_into_the_families() {
         let metrics = Arc::new(Metrics::new(Minter::empty()));
@@ -601,17 +755,13 @@ mod recorder_tests {
             RequestRecorder::new(Arc::clone(&metrics)),
             RequestRecorder::new(Arc::clone(&metrics)),
         );
-        let statuses: Vec<u16> = (0..2 * RECENT_SERIES as u16).map(|i| 400 + i).collect();
-        for round in 0..3 {
+        let statuses: Vec<u16> = (0..16).map(|i| 400 + i).collect();
+        for _ in 0..3 {
             for &status in &statuses {
                 a.observe("/healthz", "GET", status, Duration::from_micros(30));
             }
             b.observe("/api/v1/ids", "POST", 200, Duration::from_millis(2));
             b.observe("/healthz", "GET", 400, Duration::from_micros(30));
-            assert!(
-                a.recent.lock().unwrap().len() <= RECENT_SERIES,
-                "round {round}"
-            );
         }
         let text = metrics.render(Format::Text);
         for &status in &statuses {
@@ -636,5 +786,95 @@ mod recorder_tests {
         let bucket =
             "snowmint_http_request_duration_seconds_bucket{le=\"0.0016\",route=\"/api/v1/ids\"}";
         assert_eq!(sample(&text, bucket), Some(0.0), "{text}");
+    }
+
+    /// Answers to count: (route, method, status, seconds as 512ths, which
+    /// add up exactly in any order, so that sums compare as text).
+    const ANSWERS: [(&str, &str, u16, u64); 12] = [
+        ("/healthz", "GET", 200, 0),
+        ("/healthz", "GET", 200, 1),
+        ("/healthz", "HEAD", 200, 2),
+        ("/healthz", "GET", 400, 0),
+        ("/api/v1/ids", "POST", 200, 1),
+        ("/api/v1/ids", "POST", 200, 3),
+        ("/api/v1/ids", "POST", 429, 5),
+        ("/api/v1/ids", "POST", 200, 256),
+        ("/api/v1/ids", "GET", 405, 0),
+        ("/api/v1/decode/{id}", "GET", 400, 512),
+        ("/api/v1/decode/{id}", "GET", 200, 4),
+        ("/metrics", "GET", 200, 9),
+    ];
+
+    fn elapsed(parts: u64) -> Duration {
+        Duration::from_nanos(parts * 1_953_125)
+    }
+
+    /// The request series write what prometheus-client's own families
+    /// (which they replaced) write for the same answers, line for line in
+    /// both formats, though counted on several threads.
+    #[test]
+    fn the_tallies_write_what_the_families_wrote() {
+        let mut families = Registry::with_prefix("snowmint");
+        let requests = Family::<RequestLabels, Counter>::default();
+        families.register(
+            "http_requests",
+            "HTTP requests answered, by route, method and status",
+            requests.clone(),
+        );
+        let latency =
+            Family::<RouteLabels, Histogram, fn() -> Histogram>::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.000_025, 2.0, 16))
+            });
+        families.register(
+            "http_request_duration_seconds",
+            "Time to answer an HTTP request, by route",
+            latency.clone(),
+        );
+        let metrics = Arc::new(Metrics::new(Minter::empty()));
+        std::thread::scope(|s| {
+            for chunk in ANSWERS.chunks(5) {
+                let recorder = RequestRecorder::new(Arc::clone(&metrics));
+                s.spawn(move || {
+                    for _ in 0..3 {
+                        for &(route, method, status, parts) in chunk {
+                            recorder.observe(route, method, status, elapsed(parts));
+                        }
+                    }
+                });
+            }
+        });
+        for _ in 0..3 {
+            for (route, method, status, parts) in ANSWERS {
+                requests
+                    .get_or_create(&RequestLabels {
+                        route,
+                        method,
+                        status,
+                    })
+                    .inc();
+                latency
+                    .get_or_create(&RouteLabels { route })
+                    .observe(elapsed(parts).as_secs_f64());
+            }
+        }
+        let mut expected = String::new();
+        prometheus_client::encoding::text::encode(&mut expected, &families).unwrap();
+        let ours = metrics.render(Format::OpenMetrics);
+        let request_lines = |text: &str| {
+            let mut lines: Vec<String> = text
+                .lines()
+                .filter(|l| l.contains("snowmint_http_request"))
+                .map(str::to_owned)
+                .collect();
+            lines.sort();
+            lines
+        };
+        assert_eq!(request_lines(&ours), request_lines(&expected), "{ours}");
+        let text = metrics.render(Format::Text);
+        assert_eq!(
+            request_lines(&text),
+            request_lines(&openmetrics_to_text(&expected)),
+            "{text}"
+        );
     }
 }
