@@ -126,7 +126,6 @@ impl Rejection {
 pub struct Metrics {
     registry: Registry,
     requests: Arc<RequestTallies>,
-    ids_issued: Counter,
     connections_open: Gauge,
     connection_events: Family<EventLabels, Counter>,
     mints_rejected: Family<ReasonLabels, Counter>,
@@ -154,10 +153,11 @@ const LATENCY_BOUNDS: usize = 16;
 /// them share one, on any machine this runs on.
 const SHARDS: usize = 64;
 
-/// The answered requests (`http_requests_total` by route, method and
-/// status, and `http_request_duration_seconds` by route), counted apart
-/// for each thread that answers them and added up when `/metrics` is
-/// asked.
+/// What each request counts: the answered requests
+/// (`http_requests_total` by route, method and status, and
+/// `http_request_duration_seconds` by route) and the IDs a mint handed out
+/// (`ids_issued_total`), counted apart for each thread that answers them
+/// and added up when `/metrics` is asked.
 ///
 /// A count that every worker writes (an atomic, a histogram under its
 /// lock) moves between the cores at each request: about 100 ns when the
@@ -185,6 +185,8 @@ struct ShardSeries {
     index: HashMap<RequestLabels, usize>,
     /// The series counted last.
     last: usize,
+    /// IDs handed out by mints.
+    ids_issued: u64,
 }
 
 /// One series' count and latencies, on one shard.
@@ -265,6 +267,7 @@ impl RequestTallies {
             tallies,
             index,
             last,
+            ..
         } = &mut *shard;
         let at = match tallies.get(*last) {
             Some(t)
@@ -286,11 +289,24 @@ impl RequestTallies {
         tally.buckets[bucket] += 1;
     }
 
-    /// Every series, added up over the shards, in label order.
-    fn totals(&self) -> BTreeMap<(&'static str, &'static str, u16), Tally> {
+    /// Counts `n` IDs handed out.
+    fn add_ids_issued(&self, n: u64) {
+        let mut shard = self
+            .shard()
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        shard.ids_issued += n;
+    }
+
+    /// Every series, added up over the shards, in label order, and the IDs
+    /// handed out.
+    fn totals(&self) -> (BTreeMap<(&'static str, &'static str, u16), Tally>, u64) {
         let mut totals = BTreeMap::new();
+        let mut ids_issued = 0;
         for shard in &self.shards {
             let shard = shard.0.lock().unwrap_or_else(PoisonError::into_inner);
+            ids_issued += shard.ids_issued;
             for tally in &shard.tallies {
                 let l = &tally.labels;
                 totals
@@ -299,7 +315,7 @@ impl RequestTallies {
                     .add(tally);
             }
         }
-        totals
+        (totals, ids_issued)
     }
 }
 
@@ -309,7 +325,7 @@ struct RequestCollector(Arc<RequestTallies>);
 
 impl Collector for RequestCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let totals = self.0.totals();
+        let (totals, ids_issued) = self.0.totals();
         let mut family = encoder.encode_descriptor(
             "http_requests",
             // `Registry::register` ends HELP with a full stop, as it did here.
@@ -346,7 +362,12 @@ impl Collector for RequestCollector {
                 .encode_family(&RouteLabels { route })?
                 .encode_histogram::<NoLabelSet>(tally.sum, tally.count, &buckets, None)?;
         }
-        Ok(())
+        counter(
+            &mut encoder,
+            "ids_issued",
+            "IDs handed out by POST /api/v1/ids.",
+            ids_issued,
+        )
     }
 }
 
@@ -400,12 +421,6 @@ impl Metrics {
         // `RequestTallies`).
         let requests = Arc::new(RequestTallies::new());
         registry.register_collector(Box::new(RequestCollector(Arc::clone(&requests))));
-        let ids_issued = Counter::default();
-        registry.register(
-            "ids_issued",
-            "IDs handed out by POST /api/v1/ids",
-            ids_issued.clone(),
-        );
         let connections_open = Gauge::default();
         registry.register(
             "http_connections_open",
@@ -428,7 +443,6 @@ impl Metrics {
         Metrics {
             registry,
             requests,
-            ids_issued,
             connections_open,
             connection_events,
             mints_rejected,
@@ -465,7 +479,7 @@ impl Metrics {
 
     /// Counts IDs handed out.
     pub fn add_ids_issued(&self, n: u64) {
-        self.ids_issued.inc_by(n);
+        self.requests.add_ids_issued(n);
     }
 
     /// Every metric in `format`.
@@ -809,9 +823,10 @@ mod recorder_tests {
         Duration::from_nanos(parts * 1_953_125)
     }
 
-    /// The request series write what prometheus-client's own families
-    /// (which they replaced) write for the same answers, line for line in
-    /// both formats, though counted on several threads.
+    /// The request series and the IDs issued write what prometheus-client's
+    /// own families and counter (which they replaced) write for the same
+    /// answers, line for line in both formats, though counted on several
+    /// threads.
     #[test]
     fn the_tallies_write_what_the_families_wrote() {
         let mut families = Registry::with_prefix("snowmint");
@@ -820,6 +835,12 @@ mod recorder_tests {
             "http_requests",
             "HTTP requests answered, by route, method and status",
             requests.clone(),
+        );
+        let ids_issued: Counter = Counter::default();
+        families.register(
+            "ids_issued",
+            "IDs handed out by POST /api/v1/ids",
+            ids_issued.clone(),
         );
         let latency =
             Family::<RouteLabels, Histogram, fn() -> Histogram>::new_with_constructor(|| {
@@ -838,6 +859,9 @@ mod recorder_tests {
                     for _ in 0..3 {
                         for &(route, method, status, parts) in chunk {
                             recorder.observe(route, method, status, elapsed(parts));
+                            if method == "POST" {
+                                recorder.metrics().add_ids_issued(parts);
+                            }
                         }
                     }
                 });
@@ -855,6 +879,9 @@ mod recorder_tests {
                 latency
                     .get_or_create(&RouteLabels { route })
                     .observe(elapsed(parts).as_secs_f64());
+                if method == "POST" {
+                    ids_issued.inc_by(parts);
+                }
             }
         }
         let mut expected = String::new();
@@ -863,7 +890,9 @@ mod recorder_tests {
         let request_lines = |text: &str| {
             let mut lines: Vec<String> = text
                 .lines()
-                .filter(|l| l.contains("snowmint_http_request"))
+                .filter(|l| {
+                    l.contains("snowmint_http_request") || l.contains("snowmint_ids_issued")
+                })
                 .map(str::to_owned)
                 .collect();
             lines.sort();
