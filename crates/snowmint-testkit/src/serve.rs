@@ -763,16 +763,21 @@ impl Served {
         if self.exited.is_some() {
             return Ok(false);
         }
+        // Whether it ran is asked before any signal, without reaping it:
+        // the group's SIGKILL can end the leader before a later look, which
+        // would then report this kill as an exit of its own.
+        let ran = !signal::exited(self.pid());
         if self.group {
-            // Before reaping the leader, whose pid names the group.
+            // Before reaping the leader, whose pid (a zombie until then)
+            // names the group: what it started dies even when it has exited.
             let _ = signal::send_group(self.pid(), Signal::KILL);
+            std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        if self.try_wait()?.is_some() {
-            return Ok(false);
+        if self.try_wait()?.is_none() {
+            self.child.kill()?;
         }
-        self.child.kill()?;
         self.exited = Some(self.child.wait()?);
-        Ok(true)
+        Ok(ran)
     }
 
     /// Waits until the socket listening on its address belongs to it (see
