@@ -771,7 +771,6 @@ impl Served {
             // Before reaping the leader, whose pid (a zombie until then)
             // names the group: what it started dies even when it has exited.
             let _ = signal::send_group(self.pid(), Signal::KILL);
-            std::thread::sleep(std::time::Duration::from_millis(50));
         }
         if self.try_wait()?.is_none() {
             self.child.kill()?;
