@@ -379,11 +379,7 @@ pub(crate) async fn serve(
         .unwrap_or_else(default_max_connections);
     let open = Arc::new(Open::default());
     let mut tasks = JoinSet::new();
-    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    // No look for a closed connection while a request is being answered:
-    // see the module docs ("a client that goes away mid-request").
-    builder.http1().half_close(true);
-    let builder = Arc::new(builder);
+    let builder = Arc::new(http_builder());
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let accepted = tokio::select! {
@@ -461,6 +457,26 @@ pub(crate) async fn serve(
         }
         tasks.shutdown().await;
     }
+}
+
+/// How hyper serves each connection (HTTP/1.1, and HTTP/2 by prior
+/// knowledge or ALPN):
+///
+/// - no look for a closed connection while a request is being answered:
+///   see the module docs ("a client that goes away mid-request");
+/// - an answer's head and body are copied into one buffer and written with
+///   one `write`, not handed to `writev` as two slices (hyper's choice for a
+///   socket that takes vectored writes). The API's answers are small (a
+///   batch of 4,096 IDs is about 90 KB, copied once), and the one flat
+///   write costs less on both sides of the socket: on 2026-12-06, 13
+///   alternated rounds of `wrk -t1 -c32` against the build that wrote
+///   vectored gave 4 % more requests a second on `GET /healthz` and 7 % more
+///   on a single mint, at 5 % and 7 % less of the server's CPU a request
+///   (docs/operations.md).
+fn http_builder() -> hyper_util::server::conn::auto::Builder<TokioExecutor> {
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder.http1().half_close(true).writev(false);
+    builder
 }
 
 /// One connection: the TLS handshake if serving HTTPS, then HTTP.
@@ -669,4 +685,109 @@ async fn serve_http<I>(
         }
     })
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
+    /// One end of a pipe that says it takes vectored writes (as a TCP
+    /// socket does) and records each write hyper makes: `Some(bytes)` for a
+    /// flat one, `None` for a vectored one.
+    struct Recording {
+        inner: DuplexStream,
+        writes: Arc<Mutex<Vec<Option<Vec<u8>>>>>,
+    }
+
+    impl AsyncRead for Recording {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.inner).poll_read(cx, buf)
+        }
+    }
+
+    impl AsyncWrite for Recording {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            let written = std::task::ready!(Pin::new(&mut self.inner).poll_write(cx, buf))?;
+            self.writes
+                .lock()
+                .unwrap()
+                .push(Some(buf[..written].to_vec()));
+            Poll::Ready(Ok(written))
+        }
+
+        fn poll_write_vectored(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            bufs: &[io::IoSlice<'_>],
+        ) -> Poll<io::Result<usize>> {
+            self.writes.lock().unwrap().push(None);
+            Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        }
+
+        fn is_write_vectored(&self) -> bool {
+            true
+        }
+
+        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.inner).poll_flush(cx)
+        }
+
+        fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.inner).poll_shutdown(cx)
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_goes_out_in_one_flat_write() {
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let writes = Arc::new(Mutex::new(Vec::new()));
+        let io = Recording {
+            inner: server,
+            writes: Arc::clone(&writes),
+        };
+        let body = "{\"ids\":[\"4194439168\"]}";
+        let service = hyper::service::service_fn(move |_: hyper::Request<Incoming>| async move {
+            Ok::<_, Infallible>(hyper::Response::new(axum::body::Body::from(body)))
+        });
+        let served = tokio::spawn(async move {
+            http_builder()
+                .serve_connection(TokioIo::new(io), service)
+                .await
+                .map_err(|e| e.to_string())
+        });
+        let mut client = client;
+        for _ in 0..2 {
+            client
+                .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+                .await
+                .unwrap();
+            let mut answer = Vec::new();
+            while !answer.ends_with(body.as_bytes()) {
+                let mut chunk = [0; 1024];
+                let n = client.read(&mut chunk).await.unwrap();
+                assert!(n > 0, "closed after {:?}", String::from_utf8_lossy(&answer));
+                answer.extend_from_slice(&chunk[..n]);
+            }
+            assert!(answer.starts_with(b"HTTP/1.1 200 OK\r\n"));
+        }
+        drop(client);
+        served.await.unwrap().unwrap();
+        let writes = writes.lock().unwrap();
+        assert_eq!(writes.len(), 2, "one write an answer");
+        for write in writes.iter() {
+            let write = write.as_deref().expect("a flat write, not a vectored one");
+            let text = String::from_utf8_lossy(write);
+            assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+            assert!(text.ends_with(&format!("\r\n\r\n{body}")), "{text}");
+        }
+    }
 }
