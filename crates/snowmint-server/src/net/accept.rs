@@ -465,8 +465,8 @@ pub(crate) async fn serve(
 /// - no look for a closed connection while a request is being answered:
 ///   see the module docs ("a client that goes away mid-request");
 /// - an answer's head and body are copied into one buffer and written with
-///   one `write`, not handed to `writev` as two slices (hyper's choice for a
-///   socket that takes vectored writes). The API's answers are small (a
+///   one write (a `sendto` on TCP), not handed to `writev` as two slices
+///   (hyper's choice for a socket that takes vectored writes). The API's answers are small (a
 ///   batch of 4,096 IDs is about 90 KB, copied once), and the one flat
 ///   write costs less on both sides of the socket: on 2026-12-06, 13
 ///   alternated rounds of `wrk -t1 -c32` against the build that wrote
