@@ -70,6 +70,7 @@ macro_rules! planted {
     }};
 }
 
+mod backoff;
 mod bridge;
 mod claim;
 mod clock;

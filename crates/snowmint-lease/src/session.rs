@@ -9,6 +9,7 @@ use std::time::Duration;
 use snowmint::{Clock as _, Generator, Identity};
 use tokio::sync::{Notify, watch};
 
+use crate::backoff::Backoff;
 use crate::bridge::Bridge;
 use crate::claim::{self, Spread};
 use crate::config::{LeaseConfig, Timing};
@@ -27,41 +28,6 @@ const FULL_WAIT_MAX: Duration = Duration::from_secs(10);
 
 /// Pause before retrying a failed renewal.
 const RETRY_AFTER_FAILURE: Duration = Duration::from_millis(200);
-
-/// Exponential backoff with jitter, capped.
-struct Backoff {
-    next: Duration,
-    min: Duration,
-    max: Duration,
-    seed: u64,
-}
-
-impl Backoff {
-    fn new(min: Duration, max: Duration, seed: u64) -> Backoff {
-        Backoff {
-            next: min,
-            min,
-            max,
-            seed: seed | 1,
-        }
-    }
-
-    fn reset(&mut self) {
-        self.next = self.min;
-    }
-
-    /// The next wait: the current step, +-25 % jitter, then doubles.
-    fn step(&mut self) -> Duration {
-        // xorshift64: cheap jitter so instances started together spread out.
-        self.seed ^= self.seed << 13;
-        self.seed ^= self.seed >> 7;
-        self.seed ^= self.seed << 17;
-        let jitter = (self.seed % 500) as f64 / 1000.0 + 0.75;
-        let wait = self.next.mul_f64(jitter);
-        self.next = (self.next * 2).min(self.max);
-        wait
-    }
-}
 
 /// How blocking work (building a generator, which reads the mark; a mark
 /// write) runs: on tokio's blocking threads, or inline where the mark I/O
@@ -760,16 +726,5 @@ mod tests {
             }
             assert!(b.step() <= FULL_WAIT_MAX.mul_f64(1.25));
         }
-    }
-
-    #[test]
-    fn backoff_grows_to_its_cap_with_jitter() {
-        let mut b = Backoff::new(Duration::from_millis(200), Duration::from_secs(10), 7);
-        let waits: Vec<Duration> = (0..12).map(|_| b.step()).collect();
-        assert!(waits[0] >= Duration::from_millis(150) && waits[0] <= Duration::from_millis(250));
-        assert!(waits.iter().all(|w| *w <= Duration::from_millis(12_500)));
-        assert!(waits[11] >= Duration::from_millis(7_500));
-        b.reset();
-        assert!(b.step() <= Duration::from_millis(250));
     }
 }
