@@ -1,42 +1,9 @@
-//! One connection to either database, and what its statements answer, in
-//! the same shapes for both (the protocol's meaning of them is
+//! One connection to either database, whichever it is (what its
+//! statements answer is `answer.rs`'s; the protocol's meaning of them is
 //! `coordinator.rs`'s).
 
-pub(crate) use snowmint_lease::Source;
-
+pub(crate) use crate::answer::{Before, Row, ServerState, Source};
 use crate::table::{Dialect, Table};
-
-/// One identity's row as a scan saw it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Row {
-    pub(crate) n: u16,
-    /// A live lease holds it (by the database's clock).
-    pub(crate) taken: bool,
-    pub(crate) mark: Option<i64>,
-    /// Its last holder's lease ended without a release.
-    pub(crate) unclean: bool,
-}
-
-/// What a claim replaced.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Before {
-    pub(crate) lease: Option<i64>,
-    pub(crate) holder: Option<String>,
-    pub(crate) instance: Option<i64>,
-    pub(crate) ttl_ms: Option<i64>,
-    pub(crate) released: bool,
-}
-
-/// What a new connection found the server and the table to be.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ServerState {
-    /// Why the server cannot be trusted with leases (a standby, read-only).
-    pub(crate) untrusted: Option<String>,
-    /// `None`: no such table; `Some(comment)`: the table's comment.
-    pub(crate) marker: Option<Option<String>>,
-    /// How many rows the table has, when its marker is ours.
-    pub(crate) rows: Option<i64>,
-}
 
 /// Where to connect, for either database.
 #[derive(Clone)]

@@ -47,6 +47,7 @@
 #[cfg(not(any(feature = "postgres", feature = "mysql")))]
 compile_error!("snowmint-db needs the `postgres` or the `mysql` feature (or both)");
 
+mod answer;
 mod backend;
 mod config;
 mod coordinator;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Opts, OptsBuilder, TxOpts};
 
-use crate::backend::{Before, Row, ServerState, Source};
+use crate::answer::{Before, Row, ServerState, Source};
 use crate::table::{Dialect, Table};
 
 /// The database's clock in Unix milliseconds (the session is in UTC).

@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Config, NoTls};
 
-use crate::backend::{Before, Row, ServerState, Source};
+use crate::answer::{Before, Row, ServerState, Source};
 use crate::table::{Dialect, Table};
 use crate::tls::PgTls;
 
