@@ -123,10 +123,8 @@ impl PgTls {
     /// file or setting is wrong.
     pub(crate) fn new(verify: Verify, root: Option<&Path>) -> Result<PgTls, String> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let verifier: Arc<dyn ServerCertVerifier> = match (verify, root) {
-            (Verify::Nothing, _) => Arc::new(Unverified {
-                algorithms: provider.signature_verification_algorithms,
-            }),
+        let chain = match (verify, root) {
+            (Verify::Nothing, _) => None,
             (_, None) => {
                 return Err(
                     "sslmode=verify-ca and verify-full need sslrootcert=FILE (the CA the \
@@ -134,34 +132,33 @@ impl PgTls {
                         .to_owned(),
                 );
             }
-            (mode, Some(path)) => {
-                let pem = std::fs::read(path)
-                    .map_err(|e| format!("sslrootcert {}: {e}", path.display()))?;
+            (_, Some(path)) => {
+                let fail =
+                    |e: &dyn std::fmt::Display| format!("sslrootcert {}: {e}", path.display());
+                let pem = std::fs::read(path).map_err(|e| fail(&e))?;
                 let mut roots = rustls::RootCertStore::empty();
                 let mut any = false;
                 for cert in CertificateDer::pem_slice_iter(&pem) {
-                    let cert = cert.map_err(|e| format!("sslrootcert {}: {e}", path.display()))?;
                     roots
-                        .add(cert)
-                        .map_err(|e| format!("sslrootcert {}: {e}", path.display()))?;
+                        .add(cert.map_err(|e| fail(&e))?)
+                        .map_err(|e| fail(&e))?;
                     any = true;
                 }
                 if !any {
-                    return Err(format!(
-                        "sslrootcert {}: no CERTIFICATE section found",
-                        path.display()
-                    ));
+                    return Err(fail(&"no CERTIFICATE section found"));
                 }
                 let webpki =
                     WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
                         .build()
-                        .map_err(|e| format!("sslrootcert {}: {e}", path.display()))?;
-                Arc::new(ChainOnly {
-                    inner: webpki,
-                    names: mode == Verify::Full,
-                })
+                        .map_err(|e| fail(&e))?;
+                Some(webpki)
             }
         };
+        let verifier = Arc::new(Verifier {
+            chain,
+            names: verify == Verify::Full,
+            algorithms: provider.signature_verification_algorithms,
+        });
         let config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| e.to_string())?
@@ -178,23 +175,37 @@ impl PgTls {
     }
 }
 
-/// libpq's `require` without a root certificate: encrypted, not
-/// authenticated (the handshake's signatures are still checked).
+/// How the server's certificate is checked: not at all (libpq's `require`
+/// without a root certificate: encrypted, not authenticated), or by WebPKI
+/// with or without the host name (`verify-ca`). The handshake's signatures
+/// are checked either way, with the same algorithms.
 #[derive(Debug)]
-struct Unverified {
+struct Verifier {
+    /// `None`: the certificate is not checked.
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    /// Whether the host name must match (with `chain`).
+    names: bool,
     algorithms: WebPkiSupportedAlgorithms,
 }
 
-impl ServerCertVerifier for Unverified {
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) if !self.names => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
     }
 
     fn verify_tls12_signature(
@@ -217,59 +228,6 @@ impl ServerCertVerifier for Unverified {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.algorithms.supported_schemes()
-    }
-}
-
-/// WebPKI verification, with or without the host name (`verify-ca`).
-#[derive(Debug)]
-struct ChainOnly {
-    inner: Arc<WebPkiServerVerifier>,
-    names: bool,
-}
-
-impl ServerCertVerifier for ChainOnly {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        match self.inner.verify_server_cert(
-            end_entity,
-            intermediates,
-            server_name,
-            ocsp_response,
-            now,
-        ) {
-            Err(rustls::Error::InvalidCertificate(
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) if !self.names => Ok(ServerCertVerified::assertion()),
-            other => other,
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
     }
 }
 

@@ -190,6 +190,17 @@ async fn until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// Waits until `a`'s last error says `why` (the wait named `what`), and
+/// that it holds no identity; returns that error.
+async fn refused(a: &LeasedGenerator, what: &str, why: &str) -> String {
+    until(Duration::from_secs(30), what, || {
+        a.metrics().last_error.is_some_and(|e| e.contains(why))
+    })
+    .await;
+    assert!(a.identity().is_none());
+    a.metrics().last_error.unwrap_or_default()
+}
+
 /// Many holders of one region: each its own identity, every ID theirs and
 /// unique; the 33rd waits (all taken, naming the table) until one stops,
 /// and then takes the freed identity at once (a clean release).
@@ -354,29 +365,14 @@ async fn shut_down_in_the_hand_over_wait_is_not_a_release(server: Server) {
 /// back it holds an identity again and issues above everything before.
 async fn paused_database_fences_then_recovers(server: Server) {
     let a = LeasedGenerator::start(server.config()).await.unwrap();
-    let minted = Minted::new();
-    minted.take("a", &a, 1000);
-    server.pause();
-    let paused = Instant::now();
-    until(TTL + Duration::from_secs(1), "fenced while paused", || {
-        a.next_id().is_err()
-    })
+    fenced_then_recovers(
+        a,
+        "fenced while paused",
+        || server.pause(),
+        TTL * 2,
+        || server.resume(),
+    )
     .await;
-    assert!(
-        paused.elapsed() <= TTL,
-        "fenced only after {:?}",
-        paused.elapsed()
-    );
-    tokio::time::sleep(TTL * 2).await;
-    server.resume();
-    until(Duration::from_secs(60), "issuing again", || {
-        a.ready().is_ok()
-    })
-    .await;
-    minted.take("a", &a, 1);
-    a.shutdown().await;
-    // Above everything before the pause.
-    minted.check(&["a"]);
 }
 
 /// The line to the database cut (a proxy that drops every connection and
@@ -388,27 +384,48 @@ async fn cut_off_through_a_proxy(server: Server) {
     let a = LeasedGenerator::start(server.config_at(addr))
         .await
         .unwrap();
+    fenced_then_recovers(
+        a,
+        "fenced when cut off",
+        || proxy.cut(),
+        TTL,
+        || proxy.restore(),
+    )
+    .await;
+}
+
+/// `a` mints, then loses its database (`cut`): it fences within the TTL
+/// (`fenced` names the wait); `outage` past the fence the database is back
+/// (`restore`), `a` issues again, above everything it issued before.
+async fn fenced_then_recovers(
+    a: LeasedGenerator,
+    fenced: &str,
+    cut: impl FnOnce(),
+    outage: Duration,
+    restore: impl FnOnce(),
+) {
     let minted = Minted::new();
     minted.take("a", &a, 1000);
-    proxy.cut();
-    let cut = Instant::now();
-    until(TTL + Duration::from_secs(1), "fenced when cut off", || {
+    cut();
+    let since = Instant::now();
+    until(TTL + Duration::from_secs(1), fenced, || {
         a.next_id().is_err()
     })
     .await;
     assert!(
-        cut.elapsed() <= TTL,
+        since.elapsed() <= TTL,
         "fenced only after {:?}",
-        cut.elapsed()
+        since.elapsed()
     );
-    tokio::time::sleep(TTL).await;
-    proxy.restore();
+    tokio::time::sleep(outage).await;
+    restore();
     until(Duration::from_secs(60), "issuing again", || {
         a.ready().is_ok()
     })
     .await;
     minted.take("a", &a, 1);
     a.shutdown().await;
+    // Above everything before the outage.
     minted.check(&["a"]);
 }
 
@@ -428,15 +445,13 @@ async fn foreign_table_is_refused(server: Server) {
     };
     server.sql(create);
     let a = LeasedGenerator::spawn(server.config().table("other_ids")).unwrap();
-    until(Duration::from_secs(30), "the foreign table refused", || {
-        a.metrics()
-            .last_error
-            .is_some_and(|e| e.contains("is not a snowmint coordinator table of this layout"))
-    })
+    let why = refused(
+        &a,
+        "the foreign table refused",
+        "is not a snowmint coordinator table of this layout",
+    )
     .await;
-    let why = a.metrics().last_error.unwrap();
     assert!(why.contains("\"mine\""), "{why}");
-    assert!(a.identity().is_none());
     a.shutdown().await;
 }
 
@@ -547,13 +562,12 @@ async fn postgres_standby_is_refused() {
         return;
     };
     let a = LeasedGenerator::spawn(DbConfig::postgres(standby.url(DB)).lease_ttl(TTL)).unwrap();
-    until(Duration::from_secs(30), "the standby refused", || {
-        a.metrics()
-            .last_error
-            .is_some_and(|e| e.contains("it is a standby (pg_is_in_recovery() is true)"))
-    })
+    refused(
+        &a,
+        "the standby refused",
+        "it is a standby (pg_is_in_recovery() is true)",
+    )
     .await;
-    assert!(a.identity().is_none());
     a.shutdown().await;
 }
 
@@ -566,17 +580,12 @@ async fn mariadb_read_only_is_refused() {
     my.create_database(DB);
     my.set_read_only(true);
     let a = LeasedGenerator::spawn(DbConfig::mysql(my.url(DB)).lease_ttl(TTL)).unwrap();
-    until(
-        Duration::from_secs(30),
+    refused(
+        &a,
         "the read-only server refused",
-        || {
-            a.metrics()
-                .last_error
-                .is_some_and(|e| e.contains("it is read-only (@@global.read_only is on)"))
-        },
+        "it is read-only (@@global.read_only is on)",
     )
     .await;
-    assert!(a.identity().is_none());
     my.set_read_only(false);
     held(&a).await;
     a.shutdown().await;
