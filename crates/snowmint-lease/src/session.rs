@@ -80,6 +80,16 @@ pub(crate) struct Session<C: Coordinator> {
     pub(crate) blocking: Blocking,
 }
 
+/// What a claim won.
+struct Won {
+    /// The identity's number (its ordinal, 0..=1023).
+    n: u16,
+    /// How its last holder let go.
+    previous: Previous,
+    /// Its mark as the scan before the claim saw it.
+    mark: Option<u64>,
+}
+
 /// What a tenure ended with: why, and the last millisecond it issued in.
 struct Ended {
     why: LeaseError,
@@ -262,7 +272,7 @@ impl<C: Coordinator> Session<C> {
                 return Err(other.err().unwrap_or_else(|| self.all_taken()));
             }
         };
-        let (n, previous, mark) = won;
+        let Won { n, previous, mark } = won;
         // A mark this far ahead makes the generator refuse until the clock
         // reaches it; the claim order took it only because nothing else
         // was free (or it was this session's own identity): readiness says so.
@@ -333,9 +343,8 @@ impl<C: Coordinator> Session<C> {
 
     /// Claims an identity for `granted` in the order of [`claim::order`]:
     /// one try per round; a try that lost the race scans again (the view it
-    /// chose from is stale) and tries from another random start: the
-    /// identity won, how its last holder let go, and its mark as the scan
-    /// saw it. `None`: every identity of the pool is held.
+    /// chose from is stale) and tries from another random start. `None`:
+    /// every identity of the pool is held.
     async fn claim(
         &mut self,
         granted: &Granted,
@@ -343,7 +352,7 @@ impl<C: Coordinator> Session<C> {
         avoid: &HashSet<u16>,
         spread: &mut Spread,
         order: impl Fn(&crate::Census, &HashSet<u16>, u64, u64) -> Vec<u16>,
-    ) -> Result<Option<(u16, Previous, Option<u64>)>, LeaseError> {
+    ) -> Result<Option<Won>, LeaseError> {
         let t = self.timing.request;
         let pool = Pool::new(self.config.datacenter);
         let who = Claimant {
@@ -368,7 +377,11 @@ impl<C: Coordinator> Session<C> {
             if let Claimed::Won(previous) =
                 self.coordinator.claim(granted.lease, n, &who, t).await?
             {
-                return Ok(Some((n, previous, seen.marks.get(&n).copied())));
+                return Ok(Some(Won {
+                    n,
+                    previous,
+                    mark: seen.marks.get(&n).copied(),
+                }));
             }
             // Someone else took it since the scan: look again.
         }
