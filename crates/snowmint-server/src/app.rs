@@ -23,7 +23,7 @@ use crate::guard::edge::{Edge, EdgeLayer};
 use crate::guard::origin::RefuseCrossSite;
 use crate::guard::token::RequireToken;
 use crate::routes::state::AppState;
-use crate::routes::{ADMIN_ROUTES, PUBLIC_ROUTES_WITHOUT_METRICS, ROUTES, api, page};
+use crate::routes::{ADMIN_ROUTES, PUBLIC_ROUTES_WITHOUT_METRICS, ROUTES, api, openapi, page};
 
 /// One listener's whole service: the edge (see `guard::edge`), the
 /// cross-site refusal on the public listener, then the router. A
@@ -107,7 +107,7 @@ pub fn app(state: AppState) -> App {
         .route("/api/v1/layout", with_cors(&state, get(api::layout_lab)))
         .route("/api/v1/detect", with_cors(&state, get(api::detect)))
         .route("/api/v1/ids", with_cors(&state, mint))
-        .route("/api/v1/openapi.json", with_cors(&state, get(api::openapi)))
+        .route("/api/v1/openapi.json", with_cors(&state, get(openapi::doc)))
         .route("/healthz", get(api::healthz))
         .route("/readyz", get(api::readyz));
     let routes = if state.metrics_on_public() {

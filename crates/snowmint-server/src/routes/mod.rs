@@ -6,6 +6,7 @@ pub(crate) mod error;
 pub(crate) mod metrics;
 pub(crate) mod openapi;
 pub(crate) mod page;
+pub(crate) mod params;
 pub(crate) mod schema;
 pub(crate) mod state;
 

@@ -1,14 +1,18 @@
-//! The OpenAPI 3 description, generated from the handlers' annotations.
+//! The OpenAPI 3 description, generated from the handlers' annotations,
+//! and the route that serves it.
 
+use axum::response::IntoResponse;
 use utoipa::OpenApi;
 
-pub(crate) mod params;
+pub(crate) mod schemas;
 
+use crate::routes::api::JsonText;
+use crate::routes::params::{ApiQuery, NoQuery};
 use crate::routes::schema::{
     BreakdownDoc, CandidateDoc, DetectDoc, FieldDoc, IdsDoc, LayoutDoc, RangeDoc, ReadyDoc,
     SegmentDoc, StatusDoc,
 };
-use params::StrictParams;
+use schemas::StrictParams;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -59,4 +63,9 @@ pub(crate) fn document() -> &'static str {
             .unwrap_or_else(|_| "{}".to_owned())
     });
     &DOC
+}
+
+/// `GET /api/v1/openapi.json`: the document.
+pub(crate) async fn doc(_: ApiQuery<NoQuery>) -> impl IntoResponse {
+    JsonText(document())
 }

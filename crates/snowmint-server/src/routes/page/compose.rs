@@ -10,8 +10,8 @@ use snowmint::{Field, Layout};
 
 use super::form::{TextField, lang_hidden, layout_select, local, picker};
 use super::{Mode, Outcome, Page, PageQuery, RESERVED};
-use crate::routes::api;
 use crate::routes::page::i18n::Lang;
+use crate::routes::params;
 
 /// Composes the query's values in its layout. `at` (the date picker)
 /// counts only when no timestamp is typed; a field left out is 0, so a
@@ -77,7 +77,7 @@ fn twitter(
     let dc = q.datacenter.as_deref().unwrap_or("0");
     let w = q.worker.as_deref().unwrap_or("0");
     let seq = q.sequence.as_deref().unwrap_or("0");
-    match api::compose_typed(ts_input, dc, w, seq, now_ms) {
+    match params::compose_typed(ts_input, dc, w, seq, now_ms) {
         Ok(id) => Outcome::Id(id.breakdown(), Layout::TWITTER),
         Err(e) => {
             // Point at the field the core refused, with what was typed there.

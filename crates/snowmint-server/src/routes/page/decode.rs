@@ -6,14 +6,14 @@ use snowmint::Encoding;
 
 use super::form::{TextField, lang_hidden, layout_select};
 use super::{Mode, Outcome, Page, PageQuery, list};
-use crate::routes::api;
 use crate::routes::page::i18n::Lang;
+use crate::routes::params;
 
 /// The form chosen in the decode form's `from`, read as the API reads it
 /// (decimal when missing or empty; a bad one is refused before the page
 /// gets here, see `PageQuery::refusal`).
 fn encoding_of(q: &PageQuery) -> Encoding {
-    api::encoding(q.from.as_deref()).unwrap_or_default()
+    params::encoding(q.from.as_deref()).unwrap_or_default()
 }
 
 /// Decodes the query's `ids` (when it holds any) as a list, else its `id`,
@@ -31,7 +31,7 @@ pub(super) fn outcome(q: &PageQuery, lang: Lang) -> Outcome {
         };
     }
     let typed = q.id.as_deref().unwrap_or("");
-    match api::decode_id(encoding, &layout, typed) {
+    match params::decode_id(encoding, &layout, typed) {
         Ok(id) => Outcome::Id(layout.breakdown(id), layout),
         Err(e) => Outcome::Invalid("id".into(), lang.field_error(&e, typed)),
     }

@@ -123,7 +123,7 @@ impl List {
         let mut rows = Vec::with_capacity(lines.len());
         for (line, typed) in lines {
             // Read as a single ID is, bits above the layout's refused too.
-            let id = crate::routes::api::decode_id(encoding, &layout, typed)
+            let id = crate::routes::params::decode_id(encoding, &layout, typed)
                 .map_err(|e| (t.line_error)(line, &lang.field_error_in(layout, &e, typed)))?;
             rows.push(Row {
                 line,

@@ -50,8 +50,8 @@ use snowmint::{Breakdown, Encoding, Field, IdSpan, Layout};
 
 pub(crate) use self::assets::{asset, favicon};
 use self::facts::{FACTS, Facts};
-use crate::routes::api;
 use crate::routes::page::i18n::{Lang, Text};
+use crate::routes::params;
 use crate::routes::state::AppState;
 
 /// The Content-Security-Policy of the page. Everything it needs comes from
@@ -246,7 +246,7 @@ impl PageQuery {
                     part(&self.layout_fields)
                 ))
             }
-            other => api::layout_param(other),
+            other => params::layout_param(other),
         }
     }
 
@@ -257,13 +257,17 @@ impl PageQuery {
     /// `sort` that is none of its choices. Its name and the message.
     fn refusal(&self, lang: Lang) -> Option<(Cow<'static, str>, String)> {
         let t = lang.text();
-        let unknown =
-            |name: &str| Some((name.to_owned().into(), (t.unknown_param)(&api::echo(name))));
+        let unknown = |name: &str| {
+            Some((
+                name.to_owned().into(),
+                (t.unknown_param)(&params::echo(name)),
+            ))
+        };
         if let Some(name) = &self.unknown {
             return unknown(name);
         }
         // The form writes a layout here; anything else is refused.
-        let drawn = match api::layout_param(self.fields_of.as_deref()) {
+        let drawn = match params::layout_param(self.fields_of.as_deref()) {
             Ok(drawn) => self.fields_of.as_ref().map(|_| drawn),
             Err(e) => return Some(("fields_of".into(), lang.layout_error(&e))),
         };
@@ -291,10 +295,13 @@ impl PageQuery {
             }
         }
         let choice = |name: &'static str, choices: &str, got: &str| {
-            Some((name.into(), (t.bad_choice)(name, choices, &api::echo(got))))
+            Some((
+                name.into(),
+                (t.bad_choice)(name, choices, &params::echo(got)),
+            ))
         };
         if let Some(from) = self.from.as_deref()
-            && api::encoding(Some(from)).is_err()
+            && params::encoding(Some(from)).is_err()
         {
             return choice("from", &Encoding::ALL.map(Encoding::name).join(", "), from);
         }

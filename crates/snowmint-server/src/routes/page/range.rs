@@ -9,8 +9,8 @@ use super::form::{
     TextField, dialect_name, dialect_select, lang_hidden, layout_select, local, picker,
 };
 use super::{Mode, Outcome, Page, PageQuery, link};
-use crate::routes::api;
 use crate::routes::page::i18n::Lang;
+use crate::routes::params;
 
 /// What was typed for one end of the span: the text field, or (when that
 /// is blank) its picker; blank in both means now. Returns the input and
@@ -44,7 +44,7 @@ pub(super) fn outcome(q: &PageQuery, lang: Lang, now_ms: u64) -> Outcome {
         "range_from_at",
     );
     let (to, to_name) = end(&q.range_to, &q.range_to_at, "range_to", "range_to_at");
-    match api::range_typed(Some(from), Some(to), layout, now_ms) {
+    match params::range_typed(Some(from), Some(to), layout, now_ms) {
         Ok(span) => Outcome::Span(span, layout),
         Err(e) if e.field() == Field::From => {
             Outcome::Invalid(from_name.into(), lang.field_error_in(layout, &e, from))
@@ -168,7 +168,7 @@ fn functions(page: &Page, layout: Layout) -> Markup {
     let t = page.t;
     let dialect = page.dialect();
     // The presets' scripts always exist; nothing to show otherwise.
-    let Ok(script) = api::sql_typed(Some(dialect.name()), layout, None) else {
+    let Ok(script) = params::sql_typed(Some(dialect.name()), layout, None) else {
         return html! {};
     };
     html! {

@@ -1,10 +1,11 @@
 //! The schemas of the API's inputs, built from the core's ranges and name
 //! lists so that the document cannot drift from what the server checks.
-//! The handlers' parameter structs give the names, descriptions, examples
-//! and required flags; [`StrictParams`] then puts these schemas in place
-//! of the free strings derived from their `Option<String>` fields (utoipa's
-//! `minimum = ...` attributes take literals only, and a field's
-//! `schema_with` drops its description and required flag).
+//! The parameter structs of [`params`](crate::routes::params) give the
+//! names, descriptions, examples and required flags; [`StrictParams`] then
+//! puts these schemas in place of the free strings derived from their
+//! `Option<String>` fields (utoipa's `minimum = ...` attributes take
+//! literals only, and a field's `schema_with` drops its description and
+//! required flag).
 //!
 //! A query string is text: a client sends the number 5 and the string "5"
 //! as the same bytes. So the integer inputs are integers with their ranges,
@@ -30,6 +31,8 @@ use utoipa::openapi::schema::{
     AnyOfBuilder, KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat, Type,
 };
 use utoipa::openapi::{RefOr, Required};
+
+use crate::routes::params::MAX_DETECT_IDS;
 
 /// Gives every parameter of the document its schema from [`schema`].
 pub(crate) struct StrictParams;
@@ -312,7 +315,7 @@ fn ids() -> RefOr<Schema> {
         .schema_type(Type::String)
         .pattern(Some(format!(
             "^({one})(,({one})){{0,{}}}$",
-            crate::routes::api::MAX_DETECT_IDS - 1
+            MAX_DETECT_IDS - 1
         )))
         .build()
         .into()
