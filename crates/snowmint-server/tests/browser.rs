@@ -20,8 +20,26 @@ use serde_json::json;
 use snowmint_server::{Config, IdentitySource, static_state};
 use tokio::sync::oneshot;
 
+#[path = "fixtures/sonyflake.rs"]
+mod fixtures;
+
 const CHROMIUM: &str = "/usr/bin/chromium";
 const TIMESTAMP_SEGMENT: &str = "00000000000000000000000000000001111101000";
+/// The names over the segments of the bit picture.
+const BIT_LABELS: &str = "#bits .seg-label strong";
+/// The labels of the compose form's fields.
+const COMPOSE_LABELS: &str = "#compose-fields label";
+
+/// The session `$start` makes, or the end of the test (skipped, with the
+/// reason printed) where there is no browser.
+macro_rules! session {
+    ($start:expr) => {
+        match $start.await {
+            Some(s) => s,
+            None => return,
+        }
+    };
+}
 
 /// Runs one browser at a time: two cores are shared with other work.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -37,6 +55,12 @@ fn find(program: &str) -> Option<PathBuf> {
         .split(':')
         .map(|dir| Path::new(dir).join(program))
         .find(|p| p.is_file())
+}
+
+/// Clears the form field `el` and types `text` into it.
+async fn retype(el: &fantoccini::elements::Element, text: &str) {
+    el.clear().await.unwrap();
+    el.send_keys(text).await.unwrap();
 }
 
 /// Starts chromedriver once per test binary. It runs under a small shell
@@ -99,6 +123,8 @@ fn driver() -> Option<&'static Driver> {
 }
 
 struct Session {
+    /// One browser at a time ([`ONE_AT_A_TIME`]), until the session ends.
+    _one: tokio::sync::MutexGuard<'static, ()>,
     client: Client,
     base: String,
     stop: Option<oneshot::Sender<()>>,
@@ -108,6 +134,7 @@ struct Session {
 
 impl Session {
     async fn start(javascript: bool) -> Option<Session> {
+        let one = ONE_AT_A_TIME.lock().await;
         let driver = driver()?;
         let dir = tempfile::tempdir().unwrap();
         let mut config = Config::default();
@@ -143,6 +170,7 @@ impl Session {
             .await
             .expect("a chromium session");
         Some(Session {
+            _one: one,
             client,
             base: format!("http://{addr}"),
             stop: Some(stop),
@@ -156,23 +184,44 @@ impl Session {
     async fn start_live() -> Option<Session> {
         let s = Session::start(true).await?;
         s.goto("/").await;
-        s.client
+        s.wait_live().await;
+        Some(s)
+    }
+
+    /// The element with this id.
+    async fn by_id(&self, id: &str) -> fantoccini::elements::Element {
+        self.client.find(Locator::Id(id)).await.unwrap()
+    }
+
+    /// The first element `css` matches.
+    async fn find(&self, css: &str) -> fantoccini::elements::Element {
+        self.client.find(Locator::Css(css)).await.unwrap()
+    }
+
+    /// The address the browser is at.
+    async fn url(&self) -> reqwest::Url {
+        self.client.current_url().await.unwrap()
+    }
+
+    /// Tabs to the field `id` (which selects its text) and types `text`.
+    async fn type_into(&self, id: &str, text: &str) {
+        self.tab_to(id).await;
+        self.type_active(text).await;
+    }
+
+    /// Waits for the page's script to have run (the "Now" button is shown
+    /// then).
+    async fn wait_live(&self) {
+        self.client
             .wait()
             .for_element(Locator::Css("#now:not([hidden])"))
             .await
             .unwrap();
-        Some(s)
     }
 
     /// Picks `value` in the `<select>` with this id.
     async fn select(&self, id: &str, value: &str) {
-        self.client
-            .find(Locator::Id(id))
-            .await
-            .unwrap()
-            .select_by_value(value)
-            .await
-            .unwrap();
+        self.by_id(id).await.select_by_value(value).await.unwrap();
     }
 
     async fn goto(&self, path: &str) {
@@ -184,18 +233,12 @@ impl Session {
 
     /// The element's `textContent` (its cells' digits, without layout).
     async fn content(&self, css: &str) -> String {
-        let el = self.client.find(Locator::Css(css)).await.unwrap();
+        let el = self.find(css).await;
         el.prop("textContent").await.unwrap().unwrap_or_default()
     }
 
     async fn text(&self, css: &str) -> String {
-        self.client
-            .find(Locator::Css(css))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
+        self.find(css).await.text().await.unwrap()
     }
 
     /// Waits (bounded) until the element's text satisfies `ok`.
@@ -213,6 +256,11 @@ impl Session {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         panic!("{css} never got the expected text; last: {last:?}");
+    }
+
+    /// Waits (bounded) until the element's text is `text`.
+    async fn wait_text_is(&self, css: &str, text: &str) {
+        self.wait_text(css, |t| t == text).await;
     }
 
     /// Waits (bounded) until the form field `id` holds `expected`.
@@ -251,29 +299,21 @@ impl Session {
     async fn follow_the_worked_example(&self) {
         // Nothing on a fresh page is the example yet.
         assert_eq!(
-            self.client
-                .find(Locator::Id("timestamp"))
+            self.by_id("timestamp")
                 .await
-                .unwrap()
                 .prop("value")
                 .await
                 .unwrap()
                 .as_deref(),
             Some("")
         );
-        self.client
-            .find(Locator::Id("example-link"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        self.by_id("example-link").await.click().await.unwrap();
         self.wait_value("timestamp", "1288834975657").await;
         for (field, value) in [("datacenter", "1"), ("worker", "1"), ("sequence", "0")] {
             self.wait_value(field, value).await;
         }
         self.wait_text("#id-value", |t| t == "4194439168").await;
-        let url = self.client.current_url().await.unwrap();
+        let url = self.url().await;
         assert!(
             url.as_str()
                 .contains("?timestamp=1288834975657&datacenter=1&worker=1&sequence=0"),
@@ -283,7 +323,7 @@ impl Session {
     }
 
     async fn element_screenshot(&self, css: &str, name: &str) {
-        let el = self.client.find(Locator::Css(css)).await.unwrap();
+        let el = self.find(css).await;
         let png = el.screenshot().await.unwrap();
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../artifacts");
         std::fs::create_dir_all(&dir).unwrap();
@@ -368,11 +408,35 @@ impl Session {
         panic!("the list never showed {expected:?}; last {last:?}");
     }
 
-    /// Follows the language link by keyboard and waits for the page in `lang`.
+    /// Follows the language link by keyboard and waits for the page in the
+    /// other language: the range panel's heading reads `heading`.
     async fn switch_language(&self, heading: &str) {
+        self.switch_language_until("#range-h", heading).await;
+    }
+
+    /// Follows the language link by keyboard and waits until the element
+    /// `css` reads `text`.
+    async fn switch_language_until(&self, css: &str, text: &str) {
         self.tab_to("lang-switch").await;
         self.press(Key::Enter).await;
-        self.wait_text("#range-h", |t| t == heading).await;
+        self.wait_text(css, |t| t == text).await;
+    }
+
+    /// Tabs to the decode form's layout select and steps it by `key`.
+    async fn step_layout(&self, key: Key) {
+        self.tab_to("layout").await;
+        self.press(key).await;
+    }
+
+    /// Asserts the pasted list's caption and column headings.
+    async fn assert_list(&self, caption: &str, headings: &[&str]) {
+        assert_eq!(self.content("#list-caption").await, caption);
+        self.assert_texts("#list thead th", headings).await;
+    }
+
+    /// Asserts the texts of the elements `css` matches.
+    async fn assert_texts(&self, css: &str, expected: &[&str]) {
+        assert_eq!(self.texts(css).await, expected, "{css}");
     }
 
     async fn type_active(&self, text: &str) {
@@ -389,7 +453,7 @@ impl Session {
 
     /// Whether the element `id` is shown.
     async fn shown(&self, id: &str) -> bool {
-        let el = self.client.find(Locator::Id(id)).await.unwrap();
+        let el = self.by_id(id).await;
         el.is_displayed().await.unwrap()
     }
 
@@ -443,21 +507,14 @@ impl Session {
 
 #[tokio::test]
 async fn reference_case_by_keyboard_inline_error_and_screenshot() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(s) = Session::start_live().await else {
-        return;
-    };
+    let s = session!(Session::start_live());
 
     // Keyboard only: Tab to each field (Tab selects its text), type, Enter.
-    s.tab_to("timestamp").await;
-    s.type_active("1288834975657").await;
-    s.tab_to("datacenter").await;
-    s.type_active("1").await;
-    s.tab_to("worker").await;
-    s.type_active("1").await;
-    s.tab_to("sequence").await;
-    s.type_active(&format!("0{}", Key::Enter)).await;
-    s.wait_text("#id-value", |t| t == "4194439168").await;
+    s.type_into("timestamp", "1288834975657").await;
+    s.type_into("datacenter", "1").await;
+    s.type_into("worker", "1").await;
+    s.type_into("sequence", &format!("0{}", Key::Enter)).await;
+    s.wait_text_is("#id-value", "4194439168").await;
     assert_eq!(
         s.content(r#".cells[data-segment="timestamp"]"#).await,
         TIMESTAMP_SEGMENT
@@ -471,24 +528,18 @@ async fn reference_case_by_keyboard_inline_error_and_screenshot() {
         formula.contains("= 4194304000 | 131072 | 4096 | 0"),
         "{formula}"
     );
-    let url = s.client.current_url().await.unwrap();
+    let url = s.url().await;
     assert!(
         url.as_str()
             .contains("timestamp=1288834975657&datacenter=1&worker=1&sequence=0"),
         "{url}"
     );
     s.screenshot("explorer.png").await;
-    s.client
-        .find(Locator::Id("copy"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    s.wait_text("#copy-status", |t| t == "Copied").await;
+    s.by_id("copy").await.click().await.unwrap();
+    s.wait_text_is("#copy-status", "Copied").await;
 
     // Typing an out-of-range datacenter shows the error next to the field.
-    let datacenter = s.client.find(Locator::Id("datacenter")).await.unwrap();
+    let datacenter = s.by_id("datacenter").await;
     datacenter.click().await.unwrap();
     datacenter
         .send_keys(&format!("{}2", Key::Backspace))
@@ -515,12 +566,10 @@ async fn reference_case_by_keyboard_inline_error_and_screenshot() {
         .send_keys(&format!("{}{}1", Key::Backspace, Key::Backspace))
         .await
         .unwrap();
-    s.wait_text("#id-value", |t| t == "4194439168").await;
+    s.wait_text_is("#id-value", "4194439168").await;
     assert!(
-        !s.client
-            .find(Locator::Id("datacenter-error"))
+        !s.by_id("datacenter-error")
             .await
-            .unwrap()
             .is_displayed()
             .await
             .unwrap()
@@ -534,14 +583,11 @@ async fn reference_case_by_keyboard_inline_error_and_screenshot() {
 
 #[tokio::test]
 async fn decode_switch_to_norwegian_and_mint_live() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(s) = Session::start_live().await else {
-        return;
-    };
+    let s = session!(Session::start_live());
 
-    let id = s.client.find(Locator::Id("id")).await.unwrap();
+    let id = s.by_id("id").await;
     id.send_keys("4194439168").await.unwrap();
-    s.wait_text("#id-value", |t| t == "4194439168").await;
+    s.wait_text_is("#id-value", "4194439168").await;
     assert_eq!(
         s.content(r#".cells[data-segment="timestamp"]"#).await,
         TIMESTAMP_SEGMENT
@@ -549,37 +595,20 @@ async fn decode_switch_to_norwegian_and_mint_live() {
     assert_eq!(s.text("#time-value").await, "2010-11-04T01:42:55.657Z");
     // Another form: hexadecimal.
     s.select("from", "hex").await;
-    id.clear().await.unwrap();
-    id.send_keys("7fffffffffffffff").await.unwrap();
-    s.wait_text("#id-value", |t| t == "9223372036854775807")
-        .await;
+    retype(&id, "7fffffffffffffff").await;
+    s.wait_text_is("#id-value", "9223372036854775807").await;
     // A bad ID: inline error naming the range.
-    id.clear().await.unwrap();
-    id.send_keys("zz").await.unwrap();
+    retype(&id, "zz").await;
     let error = s.wait_text("#id-error", |t| !t.is_empty()).await;
     assert!(error.contains("0..=9223372036854775807"), "{error}");
     s.select("from", "decimal").await;
-    id.clear().await.unwrap();
-    id.send_keys("4194439168").await.unwrap();
-    s.wait_text("#id-value", |t| t == "4194439168").await;
+    retype(&id, "4194439168").await;
+    s.wait_text_is("#id-value", "4194439168").await;
 
     // Switch to Norwegian: the same result, every heading in Bokmål.
-    s.client
-        .find(Locator::Id("lang-switch"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    s.wait_text("#decode-h", |t| t == "Dekod en ID").await;
-    let lang = s
-        .client
-        .find(Locator::Css("html"))
-        .await
-        .unwrap()
-        .attr("lang")
-        .await
-        .unwrap();
+    s.by_id("lang-switch").await.click().await.unwrap();
+    s.wait_text_is("#decode-h", "Dekod en ID").await;
+    let lang = s.find("html").await.attr("lang").await.unwrap();
     assert_eq!(lang.as_deref(), Some("nb"));
     assert_eq!(s.text("#id-value").await, "4194439168");
     assert_eq!(s.text("#compose-h").await, "Lag en ID");
@@ -587,24 +616,16 @@ async fn decode_switch_to_norwegian_and_mint_live() {
     s.screenshot("explorer-nb.png").await;
 
     // "Nå" fills in the current time and composes it.
-    s.client
-        .find(Locator::Id("now"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    let now = s.client.find(Locator::Id("timestamp")).await.unwrap();
+    s.by_id("now").await.click().await.unwrap();
+    let now = s.by_id("timestamp").await;
     let typed = now.prop("value").await.unwrap().unwrap_or_default();
     let ms: u64 = typed.parse().expect("Now fills in Unix ms");
     s.wait_text("#result", |t| t.contains(&ms.to_string()))
         .await;
 
     // Live mode: IDs minted by this server, listed as strings.
-    s.client
-        .find(Locator::Css("#live-form button[type=submit]"))
+    s.find("#live-form button[type=submit]")
         .await
-        .unwrap()
         .click()
         .await
         .unwrap();
@@ -626,12 +647,8 @@ async fn decode_switch_to_norwegian_and_mint_live() {
     let meta = s.text("#live-list li .meta").await;
     assert!(meta.contains("sekvens"), "{meta}");
     // A bad count: an inline error in Bokmål, and nothing minted.
-    let count = s.client.find(Locator::Id("count")).await.unwrap();
-    count.clear().await.unwrap();
-    count
-        .send_keys(&format!("5000{}", Key::Enter))
-        .await
-        .unwrap();
+    let count = s.by_id("count").await;
+    retype(&count, &format!("5000{}", Key::Enter)).await;
     let error = s.wait_text("#count-error", |t| !t.is_empty()).await;
     assert!(
         error.contains("1..=4096") && error.contains("fikk"),
@@ -650,39 +667,25 @@ async fn decode_switch_to_norwegian_and_mint_live() {
 
 #[tokio::test]
 async fn works_without_javascript() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(s) = Session::start(false).await else {
-        return;
-    };
+    let s = session!(Session::start(false));
     s.goto("/").await;
-    assert!(
-        !s.client
-            .find(Locator::Id("now"))
-            .await
-            .unwrap()
-            .is_displayed()
-            .await
-            .unwrap()
-    );
+    assert!(!s.by_id("now").await.is_displayed().await.unwrap());
     for (field, value) in [
         ("timestamp", "1288834975657"),
         ("datacenter", "1"),
         ("worker", "1"),
         ("sequence", "0"),
     ] {
-        let input = s.client.find(Locator::Id(field)).await.unwrap();
-        input.clear().await.unwrap();
-        input.send_keys(value).await.unwrap();
+        let input = s.by_id(field).await;
+        retype(&input, value).await;
     }
-    s.client
-        .find(Locator::Css("#compose-form button[type=submit]"))
+    s.find("#compose-form button[type=submit]")
         .await
-        .unwrap()
         .click()
         .await
         .unwrap();
-    s.wait_text("#id-value", |t| t == "4194439168").await;
-    let url = s.client.current_url().await.unwrap();
+    s.wait_text_is("#id-value", "4194439168").await;
+    let url = s.url().await;
     assert!(
         url.as_str().contains("datacenter=1"),
         "the result has a URL: {url}"
@@ -692,12 +695,8 @@ async fn works_without_javascript() {
         TIMESTAMP_SEGMENT
     );
 
-    let datacenter = s.client.find(Locator::Id("datacenter")).await.unwrap();
-    datacenter.clear().await.unwrap();
-    datacenter
-        .send_keys(&format!("32{}", Key::Enter))
-        .await
-        .unwrap();
+    let datacenter = s.by_id("datacenter").await;
+    retype(&datacenter, &format!("32{}", Key::Enter)).await;
     let error = s.wait_text("#datacenter-error", |t| !t.is_empty()).await;
     assert!(
         error.contains("datacenter must be 0..=31, got 32"),
@@ -705,19 +704,12 @@ async fn works_without_javascript() {
     );
 
     // Decode by form, too.
-    let id = s.client.find(Locator::Id("id")).await.unwrap();
+    let id = s.by_id("id").await;
     id.send_keys(&format!("4194439168{}", Key::Enter))
         .await
         .unwrap();
-    s.wait_text("#id-value", |t| t == "4194439168").await;
-    assert!(
-        s.client
-            .current_url()
-            .await
-            .unwrap()
-            .as_str()
-            .contains("id=4194439168")
-    );
+    s.wait_text_is("#id-value", "4194439168").await;
+    assert!(s.url().await.as_str().contains("id=4194439168"));
 
     // The worked example's link fills the form without the script too.
     s.goto("/").await;
@@ -727,10 +719,7 @@ async fn works_without_javascript() {
 
 #[tokio::test]
 async fn the_guide_in_both_languages_and_its_example_fills_the_form() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(s) = Session::start_live().await else {
-        return;
-    };
+    let s = session!(Session::start_live());
     assert_eq!(
         s.guide_headings().await,
         [
@@ -757,11 +746,7 @@ async fn the_guide_in_both_languages_and_its_example_fills_the_form() {
     s.screenshot("explorer-guide-example-followed.png").await;
 
     s.goto("/?lang=nb").await;
-    s.client
-        .wait()
-        .for_element(Locator::Css("#now:not([hidden])"))
-        .await
-        .unwrap();
+    s.wait_live().await;
     assert_eq!(
         s.guide_headings().await,
         [
@@ -785,14 +770,7 @@ async fn the_guide_in_both_languages_and_its_example_fills_the_form() {
         .await;
     s.follow_the_worked_example().await;
     // Still in Bokmål after the link.
-    assert!(
-        s.client
-            .current_url()
-            .await
-            .unwrap()
-            .as_str()
-            .contains("lang=nb")
-    );
+    assert!(s.url().await.as_str().contains("lang=nb"));
     assert_eq!(s.text("#compose-h").await, "Lag en ID");
     s.close().await;
 }
@@ -807,19 +785,14 @@ fn january_2024() -> (u64, u64) {
 
 #[tokio::test]
 async fn range_panel_by_keyboard_in_both_languages() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(s) = Session::start_live().await else {
-        return;
-    };
+    let s = session!(Session::start_live());
     let (min, max) = january_2024();
-    s.tab_to("range_from").await;
-    s.type_active("2024-01-01T00:00:00Z").await;
+    s.type_into("range_from", "2024-01-01T00:00:00Z").await;
     // The picker follows the typed time.
     s.wait_value("range_from_at", "2024-01-01T00:00").await;
-    s.tab_to("range_to").await;
-    s.type_active(&format!("2024-02-01T00:00:00Z{}", Key::Enter))
+    s.type_into("range_to", &format!("2024-02-01T00:00:00Z{}", Key::Enter))
         .await;
-    s.wait_text("#range-min", |t| t == min.to_string()).await;
+    s.wait_text_is("#range-min", &min.to_string()).await;
     assert_eq!(s.text("#range-max").await, max.to_string());
     assert_eq!(s.text("#range-slots").await, {
         let n = (max - min + 1).to_string();
@@ -837,23 +810,21 @@ async fn range_panel_by_keyboard_in_both_languages() {
         s.text("#sql").await,
         format!("WHERE id BETWEEN {min} AND {max}")
     );
-    let url = s.client.current_url().await.unwrap();
+    let url = s.url().await;
     assert!(url.as_str().contains("range_from=2024-01-01"), "{url}");
     // Copy the SQL from the keyboard.
     s.tab_to("copy-sql").await;
     s.press(Key::Enter).await;
-    s.wait_text("#copy-sql-status", |t| t == "Copied").await;
+    s.wait_text_is("#copy-sql-status", "Copied").await;
     s.screenshot("explorer-range.png").await;
 
     // The SQL functions follow the dialect select, live; their copy button
     // copies the whole script.
-    s.wait_text("#sql-functions-h", |t| t == "SQL functions (PostgreSQL)")
+    s.wait_text_is("#sql-functions-h", "SQL functions (PostgreSQL)")
         .await;
     s.select("range-dialect", "mysql").await;
-    s.wait_text("#sql-functions-h", |t| {
-        t == "SQL functions (MySQL / MariaDB)"
-    })
-    .await;
+    s.wait_text_is("#sql-functions-h", "SQL functions (MySQL / MariaDB)")
+        .await;
     let script = s.content("#sql-functions").await;
     let want = snowmint::sql::functions(
         snowmint::sql::Dialect::Mysql,
@@ -862,16 +833,14 @@ async fn range_panel_by_keyboard_in_both_languages() {
     )
     .unwrap();
     assert_eq!(script, want);
-    let url = s.client.current_url().await.unwrap();
+    let url = s.url().await;
     assert!(url.as_str().contains("dialect=mysql"), "{url}");
     s.tab_to("copy-sql-functions").await;
     s.press(Key::Enter).await;
-    s.wait_text("#copy-sql-functions-status", |t| t == "Copied")
-        .await;
+    s.wait_text_is("#copy-sql-functions-status", "Copied").await;
 
     // Backwards: an inline error on `to`.
-    s.tab_to("range_to").await;
-    s.type_active(&format!("2023-12-31T00:00:00Z{}", Key::Enter))
+    s.type_into("range_to", &format!("2023-12-31T00:00:00Z{}", Key::Enter))
         .await;
     let error = s.wait_text("#range_to-error", |t| !t.is_empty()).await;
     assert!(error.starts_with("to must be at or after from"), "{error}");
@@ -885,10 +854,9 @@ async fn range_panel_by_keyboard_in_both_languages() {
         error.starts_with("Til-tiden må være lik eller etter fra-tiden"),
         "{error}"
     );
-    s.tab_to("range_to").await;
-    s.type_active(&format!("2024-02-01T00:00:00Z{}", Key::Enter))
+    s.type_into("range_to", &format!("2024-02-01T00:00:00Z{}", Key::Enter))
         .await;
-    s.wait_text("#range-max", |t| t == max.to_string()).await;
+    s.wait_text_is("#range-max", &max.to_string()).await;
     assert_eq!(s.text("#range-min").await, min.to_string());
     let slots = s.content("#range-slots").await;
     assert!(slots.contains('\u{a0}'), "grouped in Bokmål: {slots:?}");
@@ -910,29 +878,22 @@ async fn range_panel_by_keyboard_in_both_languages() {
 
 #[tokio::test]
 async fn pasted_list_by_keyboard_sorts_in_both_languages() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(s) = Session::start_live().await else {
-        return;
-    };
+    let s = session!(Session::start_live());
     let (late, early) = ("175928847299117063", "4194439168");
-    s.tab_to("ids").await;
-    s.type_active(&format!("{late}\n{early}")).await;
+    s.type_into("ids", &format!("{late}\n{early}")).await;
     s.wait_rows(&[late, early]).await;
-    assert_eq!(
-        s.content("#list-caption").await,
-        "2 IDs, read in the Twitter layout"
-    );
-    assert_eq!(
-        s.texts("#list thead th").await,
-        [
+    s.assert_list(
+        "2 IDs, read in the Twitter layout",
+        &[
             "Line ▲",
             "ID",
             "Time (UTC)",
             "Datacenter",
             "Worker",
-            "Sequence"
-        ]
-    );
+            "Sequence",
+        ],
+    )
+    .await;
     // Sort by time from the keyboard; the focus stays on the heading.
     s.tab_to("sort-time").await;
     s.press(Key::Enter).await;
@@ -942,14 +903,7 @@ async fn pasted_list_by_keyboard_sorts_in_both_languages() {
     s.press(Key::Enter).await;
     s.wait_rows(&[late, early]).await;
     assert!(s.text("#sort-time").await.ends_with('▼'));
-    assert!(
-        s.client
-            .current_url()
-            .await
-            .unwrap()
-            .as_str()
-            .contains("sort=-time")
-    );
+    assert!(s.url().await.as_str().contains("sort=-time"));
     s.screenshot("explorer-list.png").await;
 
     // A bad third line is named by its number.
@@ -964,9 +918,7 @@ async fn pasted_list_by_keyboard_sorts_in_both_languages() {
         .await;
 
     // Bokmål: the error and then the table, headed in Bokmål.
-    s.tab_to("lang-switch").await;
-    s.press(Key::Enter).await;
-    s.wait_text("#decode-h", |t| t == "Dekod en ID").await;
+    s.switch_language_until("#decode-h", "Dekod en ID").await;
     let error = s.text("#ids-error").await;
     assert!(error.starts_with("linje 3: ID-en må være"), "{error}");
     s.tab_to("ids").await;
@@ -976,43 +928,34 @@ async fn pasted_list_by_keyboard_sorts_in_both_languages() {
     s.type_active(&format!("{}{}", Key::Backspace, Key::Backspace))
         .await;
     s.wait_rows(&[late, early]).await;
-    assert_eq!(
-        s.content("#list-caption").await,
-        "2 ID-er, lest i Twitter-oppsettet"
-    );
-    assert_eq!(
-        s.texts("#list thead th").await,
-        [
+    s.assert_list(
+        "2 ID-er, lest i Twitter-oppsettet",
+        &[
             "Linje ▲",
             "ID",
             "Tid (UTC)",
             "Datasenter",
             "Arbeider",
-            "Sekvens"
-        ]
-    );
+            "Sekvens",
+        ],
+    )
+    .await;
     s.screenshot("explorer-list-nb.png").await;
     s.close().await;
 }
 
 #[tokio::test]
 async fn layout_select_by_keyboard_in_both_languages_and_bits_on_a_phone() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(s) = Session::start_live().await else {
-        return;
-    };
-    s.tab_to("id").await;
-    s.type_active("175928847299117063").await;
-    s.wait_text("#id-value", |t| t == "175928847299117063")
-        .await;
+    let s = session!(Session::start_live());
+    s.type_into("id", "175928847299117063").await;
+    s.wait_text_is("#id-value", "175928847299117063").await;
     // Twitter's reading first, then Discord's: one step down the select.
-    s.tab_to("layout").await;
-    s.press(Key::Down).await;
-    s.wait_text("#time-value", |t| t == "2016-04-30T11:18:25.796Z")
+    s.step_layout(Key::Down).await;
+    s.wait_text_is("#time-value", "2016-04-30T11:18:25.796Z")
         .await;
     assert_eq!(s.text("#layout-value").await, "Discord");
     // Discord's docs draw a 42-bit timestamp: no sign segment of its own.
-    let labels = s.texts("#bits .seg-label strong").await;
+    let labels = s.texts(BIT_LABELS).await;
     assert_eq!(labels, ["Timestamp", "Worker", "Process", "Increment"]);
     assert_eq!(
         s.content(r#".cells[data-segment="increment"]"#).await,
@@ -1024,27 +967,21 @@ async fn layout_select_by_keyboard_in_both_languages_and_bits_on_a_phone() {
 
     // Instagram: no sign segment, no datacenter, a 13-bit shard.
     s.press(Key::Down).await;
-    s.wait_text("#layout-value", |t| t == "Instagram").await;
-    assert_eq!(
-        s.texts("#bits .seg-label strong").await,
-        ["Timestamp", "Shard", "Sequence"]
-    );
+    s.wait_text_is("#layout-value", "Instagram").await;
+    s.assert_texts(BIT_LABELS, &["Timestamp", "Shard", "Sequence"])
+        .await;
 
     // Bokmål keeps the layout and names its fields.
-    s.tab_to("lang-switch").await;
-    s.press(Key::Enter).await;
-    s.wait_text("#decode-h", |t| t == "Dekod en ID").await;
-    assert_eq!(
-        s.texts("#bits .seg-label strong").await,
-        ["Tidsstempel", "Shard", "Sekvens"]
-    );
-    s.tab_to("layout").await;
-    s.press(Key::Up).await;
-    s.wait_text("#layout-value", |t| t == "Discord").await;
-    assert_eq!(
-        s.texts("#bits .seg-label strong").await,
-        ["Tidsstempel", "Arbeider", "Prosess", "Teller"]
-    );
+    s.switch_language_until("#decode-h", "Dekod en ID").await;
+    s.assert_texts(BIT_LABELS, &["Tidsstempel", "Shard", "Sekvens"])
+        .await;
+    s.step_layout(Key::Up).await;
+    s.wait_text_is("#layout-value", "Discord").await;
+    s.assert_texts(
+        BIT_LABELS,
+        &["Tidsstempel", "Arbeider", "Prosess", "Teller"],
+    )
+    .await;
     s.screenshot("explorer-layout-discord-nb.png").await;
 
     // On a phone the 64 bits scroll sideways, say so, and scroll by keyboard.
@@ -1074,15 +1011,11 @@ async fn layout_select_by_keyboard_in_both_languages_and_bits_on_a_phone() {
 
 #[tokio::test]
 async fn a_custom_layout_and_the_lab_by_keyboard_in_both_languages() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(s) = Session::start_live().await else {
-        return;
-    };
+    let s = session!(Session::start_live());
     // "Our own snowflake": epoch 2020, a 10-bit machine, 12 bits of sequence.
     let id = ((86_400_000u64 << 22) | (1023 << 12) | 5).to_string();
-    s.tab_to("id").await;
-    s.type_active(&id).await;
-    s.wait_text("#id-value", |t| t == id).await;
+    s.type_into("id", &id).await;
+    s.wait_text_is("#id-value", &id).await;
     // The lab states Twitter's limits plainly.
     s.wait_text("#lab-facts", |t| {
         t.contains(
@@ -1097,27 +1030,20 @@ async fn a_custom_layout_and_the_lab_by_keyboard_in_both_languages() {
         t.starts_with("invalid layout: the epoch must be")
     })
     .await;
-    s.tab_to("layout-epoch").await;
-    s.type_active("2020-01-01").await;
-    s.tab_to("layout-fields").await;
-    s.type_active("timestamp:41,machine:10,sequence:12").await;
-    s.wait_text("#time-value", |t| t == "2020-01-02T00:00:00.000Z")
+    s.type_into("layout-epoch", "2020-01-01").await;
+    s.type_into("layout-fields", "timestamp:41,machine:10,sequence:12")
+        .await;
+    s.wait_text_is("#time-value", "2020-01-02T00:00:00.000Z")
         .await;
     assert_eq!(s.text("#layout-value").await, "Custom");
-    assert_eq!(
-        s.texts("#bits .seg-label strong").await,
-        ["Sign", "Timestamp", "Machine", "Sequence"]
-    );
+    s.assert_texts(BIT_LABELS, &["Sign", "Timestamp", "Machine", "Sequence"])
+        .await;
     assert_eq!(
         s.text("#lab-spec").await,
         "epoch=1577836800000;fields=timestamp:41,machine:10,sequence:12"
     );
     // The share link carries the spec, and opens the same layout.
-    let share = s
-        .client
-        .find(fantoccini::Locator::Id("share"))
-        .await
-        .unwrap();
+    let share = s.by_id("share").await;
     let href = share.attr("href").await.unwrap().unwrap();
     assert!(
         href.contains("layout=epoch%3D1577836800000%3Bfields%3D"),
@@ -1126,22 +1052,19 @@ async fn a_custom_layout_and_the_lab_by_keyboard_in_both_languages() {
     s.screenshot("explorer-custom-layout.png").await;
 
     // Bokmål keeps the custom layout; a mistake is named in place.
-    s.tab_to("lang-switch").await;
-    s.press(Key::Enter).await;
-    s.wait_text("#lab-h", |t| t == "Oppsettlaben").await;
-    assert_eq!(
-        s.texts("#bits .seg-label strong").await,
-        ["Fortegn", "Tidsstempel", "Maskin", "Sekvens"]
-    );
+    s.switch_language_until("#lab-h", "Oppsettlaben").await;
+    s.assert_texts(BIT_LABELS, &["Fortegn", "Tidsstempel", "Maskin", "Sekvens"])
+        .await;
     s.wait_text("#lab-facts", |t| t.contains("24 dager etter epoken"))
         .await;
     s.tab_to("layout-fields").await;
     // Tab selects the field's text: go to its end, then add a field.
     s.press(Key::End).await;
     s.type_active(",extra:9").await;
-    s.wait_text("#layout-error", |t| {
-        t == "ugyldig oppsett: breddene blir til sammen 72 biter, mer enn 64"
-    })
+    s.wait_text_is(
+        "#layout-error",
+        "ugyldig oppsett: breddene blir til sammen 72 biter, mer enn 64",
+    )
     .await;
     s.screenshot("explorer-custom-layout-nb.png").await;
     s.close().await;
@@ -1149,32 +1072,20 @@ async fn a_custom_layout_and_the_lab_by_keyboard_in_both_languages() {
 
 #[tokio::test]
 async fn list_range_and_repeated_parameters_without_javascript() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(s) = Session::start(false).await else {
-        return;
-    };
+    let s = session!(Session::start(false));
     s.goto("/?ids=175928847299117063%0A4194439168").await;
     s.wait_rows(&["175928847299117063", "4194439168"]).await;
     // The sort headings submit the decode form: the server sorts.
     s.tab_to("sort-time").await;
     s.press(Key::Enter).await;
     s.wait_rows(&["4194439168", "175928847299117063"]).await;
-    assert!(
-        s.client
-            .current_url()
-            .await
-            .unwrap()
-            .as_str()
-            .contains("sort=time")
-    );
+    assert!(s.url().await.as_str().contains("sort=time"));
 
     let (min, max) = january_2024();
-    s.tab_to("range_from").await;
-    s.type_active("2024-01-01T00:00:00Z").await;
-    s.tab_to("range_to").await;
-    s.type_active(&format!("2024-02-01T00:00:00Z{}", Key::Enter))
+    s.type_into("range_from", "2024-01-01T00:00:00Z").await;
+    s.type_into("range_to", &format!("2024-02-01T00:00:00Z{}", Key::Enter))
         .await;
-    s.wait_text("#range-max", |t| t == max.to_string()).await;
+    s.wait_text_is("#range-max", &max.to_string()).await;
     assert_eq!(s.text("#range-min").await, min.to_string());
     // The server filled the pickers.
     s.wait_value("range_to_at", "2024-02-01T00:00").await;
@@ -1290,24 +1201,18 @@ impl Session {
 
 #[tokio::test]
 async fn nothing_is_wider_than_a_360_px_screen_in_both_languages() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(s) = Session::start_live().await else {
-        return;
-    };
+    let s = session!(Session::start_live());
     s.client.set_window_size(360, 1400).await.unwrap();
     s.wait_text("#bits-scroll", |t| t.starts_with("Scroll"))
         .await;
     s.assert_fits("the page").await;
     // A decoded ID, typed by keyboard, in Discord's layout.
-    s.tab_to("id").await;
-    s.type_active("175928847299117063").await;
-    s.tab_to("layout").await;
-    s.press(Key::Down).await;
-    s.wait_text("#layout-value", |t| t == "Discord").await;
+    s.type_into("id", "175928847299117063").await;
+    s.step_layout(Key::Down).await;
+    s.wait_text_is("#layout-value", "Discord").await;
     s.assert_fits("a decoded ID").await;
     // A range, the panel whose date pickers overflowed.
-    s.tab_to("range_from").await;
-    s.type_active("2024-01-01T00:00:00Z").await;
+    s.type_into("range_from", "2024-01-01T00:00:00Z").await;
     s.press(Key::Enter).await;
     s.wait_text("#range-min", |t| !t.is_empty()).await;
     s.assert_fits("a range").await;
@@ -1315,7 +1220,7 @@ async fn nothing_is_wider_than_a_360_px_screen_in_both_languages() {
     s.assert_fits("the range in Bokmål").await;
     s.goto("/?id=175928847299117063&layout=discord&lang=nb")
         .await;
-    s.wait_text("#layout-value", |t| t == "Discord").await;
+    s.wait_text_is("#layout-value", "Discord").await;
     s.assert_fits("a decoded ID in Bokmål").await;
     s.screenshot("explorer-360px-nb.png").await;
     s.close().await;
@@ -1323,10 +1228,7 @@ async fn nothing_is_wider_than_a_360_px_screen_in_both_languages() {
 
 #[tokio::test]
 async fn dark_scheme_discord_markup_and_local_time_in_both_languages() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(s) = Session::start_live().await else {
-        return;
-    };
+    let s = session!(Session::start_live());
     let light = (
         s.style("body", "backgroundColor").await,
         s.style(".card", "backgroundColor").await,
@@ -1351,11 +1253,9 @@ async fn dark_scheme_discord_markup_and_local_time_in_both_languages() {
         json!({ "timezoneId": "Europe/Oslo" }),
     )
     .await;
-    s.tab_to("id").await;
-    s.type_active("175928847299117063").await;
-    s.tab_to("layout").await;
-    s.press(Key::Down).await;
-    s.wait_text("#time-value", |t| t == "2016-04-30T11:18:25.796Z")
+    s.type_into("id", "175928847299117063").await;
+    s.step_layout(Key::Down).await;
+    s.wait_text_is("#time-value", "2016-04-30T11:18:25.796Z")
         .await;
     assert_eq!(s.text("#discord-full").await, "<t:1462015105:F>");
     assert_eq!(s.text("#discord-relative").await, "<t:1462015105:R>");
@@ -1366,7 +1266,7 @@ async fn dark_scheme_discord_markup_and_local_time_in_both_languages() {
     );
     s.tab_to("copy-discord-relative").await;
     s.press(Key::Enter).await;
-    s.wait_text("#copy-discord-status", |t| t == "Copied").await;
+    s.wait_text_is("#copy-discord-status", "Copied").await;
 
     s.switch_language("ID-ene i et tidsrom").await;
     // The dark scheme and the zone stay on the new page.
@@ -1379,18 +1279,14 @@ async fn dark_scheme_discord_markup_and_local_time_in_both_languages() {
     assert_eq!(s.text("#discord-full").await, "<t:1462015105:F>");
     s.tab_to("copy-discord-full").await;
     s.press(Key::Enter).await;
-    s.wait_text("#copy-discord-status", |t| t == "Kopiert")
-        .await;
+    s.wait_text_is("#copy-discord-status", "Kopiert").await;
     s.screenshot("explorer-dark-nb.png").await;
     s.close().await;
 }
 
 #[tokio::test]
 async fn discord_markup_and_utc_alone_without_javascript() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(s) = Session::start(false).await else {
-        return;
-    };
+    let s = session!(Session::start(false));
     for lang in ["en", "nb"] {
         s.goto(&format!(
             "/?id=175928847299117063&layout=discord&lang={lang}"
@@ -1398,16 +1294,12 @@ async fn discord_markup_and_utc_alone_without_javascript() {
         .await;
         assert_eq!(s.text("#time-value").await, "2016-04-30T11:18:25.796Z");
         assert_eq!(s.text("#discord-full").await, "<t:1462015105:F>");
-        let local = s.client.find(Locator::Id("time-local")).await.unwrap();
+        let local = s.by_id("time-local").await;
         assert!(
             !local.is_displayed().await.unwrap(),
             "{lang}: no local time"
         );
-        let copy = s
-            .client
-            .find(Locator::Id("copy-discord-full"))
-            .await
-            .unwrap();
+        let copy = s.by_id("copy-discord-full").await;
         assert!(
             !copy.is_displayed().await.unwrap(),
             "{lang}: no copy button"
@@ -1418,45 +1310,39 @@ async fn discord_markup_and_utc_alone_without_javascript() {
 
 #[tokio::test]
 async fn compose_in_discords_layout_by_keyboard_in_both_languages() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(s) = Session::start_live().await else {
-        return;
-    };
+    let s = session!(Session::start_live());
     // Twitter's fields first; one step down the select is Discord's.
-    assert_eq!(
-        s.texts("#compose-fields label").await,
-        [
+    s.assert_texts(
+        COMPOSE_LABELS,
+        &[
             "Datacenter ID (0–31)",
             "Worker ID (0–31)",
-            "Sequence (0–4095)"
-        ]
-    );
+            "Sequence (0–4095)",
+        ],
+    )
+    .await;
     s.tab_to("compose-layout").await;
     s.press(Key::Down).await;
     s.wait_for(r#"#compose-fields[data-layout="discord"] #increment"#)
         .await;
-    assert_eq!(
-        s.texts("#compose-fields label").await,
-        ["Worker (0–31)", "Process (0–31)", "Increment (0–4095)"]
-    );
+    s.assert_texts(
+        COMPOSE_LABELS,
+        &["Worker (0–31)", "Process (0–31)", "Increment (0–4095)"],
+    )
+    .await;
     // Discord's documented example, typed field by field (Tab selects
     // each field's text).
-    s.tab_to("timestamp").await;
-    s.type_active("1462015105796").await;
-    s.tab_to("worker").await;
-    s.type_active("1").await;
-    s.tab_to("process").await;
-    s.type_active("0").await;
-    s.tab_to("increment").await;
-    s.type_active(&format!("7{}", Key::Enter)).await;
-    s.wait_text("#id-value", |t| t == "175928847299117063")
-        .await;
+    s.type_into("timestamp", "1462015105796").await;
+    s.type_into("worker", "1").await;
+    s.type_into("process", "0").await;
+    s.type_into("increment", &format!("7{}", Key::Enter)).await;
+    s.wait_text_is("#id-value", "175928847299117063").await;
     assert_eq!(s.text("#layout-value").await, "Discord");
     assert_eq!(
         s.content(r#".cells[data-segment="increment"]"#).await,
         "000000000111"
     );
-    let url = s.client.current_url().await.unwrap();
+    let url = s.url().await;
     assert!(
         url.as_str().contains("layout=discord")
             && url.as_str().contains("worker=1&process=0&increment=7"),
@@ -1466,27 +1352,26 @@ async fn compose_in_discords_layout_by_keyboard_in_both_languages() {
 
     // Bokmål keeps the layout and the values, and names a bad one in place.
     s.switch_language("ID-ene i et tidsrom").await;
-    s.wait_text("#id-value", |t| t == "175928847299117063")
-        .await;
-    assert_eq!(
-        s.texts("#compose-fields label").await,
-        ["Arbeider (0–31)", "Prosess (0–31)", "Teller (0–4095)"]
-    );
-    s.tab_to("process").await;
-    s.type_active("32").await;
-    s.wait_text("#process-error", |t| {
-        t == "Feltet process må være et heltall i 0..=31, fikk «32»"
-    })
+    s.wait_text_is("#id-value", "175928847299117063").await;
+    s.assert_texts(
+        COMPOSE_LABELS,
+        &["Arbeider (0–31)", "Prosess (0–31)", "Teller (0–4095)"],
+    )
     .await;
-    let process = s.client.find(Locator::Id("process")).await.unwrap();
+    s.type_into("process", "32").await;
+    s.wait_text_is(
+        "#process-error",
+        "Feltet process må være et heltall i 0..=31, fikk «32»",
+    )
+    .await;
+    let process = s.by_id("process").await;
     assert_eq!(
         process.attr("aria-invalid").await.unwrap().as_deref(),
         Some("true")
     );
     s.type_active(&format!("{}{}0", Key::Backspace, Key::Backspace))
         .await;
-    s.wait_text("#id-value", |t| t == "175928847299117063")
-        .await;
+    s.wait_text_is("#id-value", "175928847299117063").await;
     assert!(!s.shown("process-error").await);
     s.screenshot("explorer-compose-discord-nb.png").await;
     s.close().await;
@@ -1494,10 +1379,7 @@ async fn compose_in_discords_layout_by_keyboard_in_both_languages() {
 
 #[tokio::test]
 async fn custom_inputs_are_hidden_until_custom_is_chosen_in_both_languages() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(s) = Session::start_live().await else {
-        return;
-    };
+    let s = session!(Session::start_live());
     for (lang, other_heading) in [("en", "ID-ene i et tidsrom"), ("nb", "IDs in a time span")] {
         for form in ["compose-layout", "layout", "range-layout"] {
             assert!(!s.shown(&format!("{form}-custom")).await, "{lang}: {form}");
@@ -1539,27 +1421,12 @@ async fn custom_inputs_are_hidden_until_custom_is_chosen_in_both_languages() {
 
 #[tokio::test]
 async fn a_pasted_list_says_which_system_made_it_in_both_languages() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(s) = Session::start_live().await else {
-        return;
-    };
-    // Twenty Sonyflake IDs of one machine, seconds apart, a few sharing a
-    // 10 ms unit (sequence 1), made by the core.
-    let sony = snowmint::Layout::SONYFLAKE;
-    let ids: Vec<String> = (0..20u64)
-        .map(|i| {
-            let t = 1_700_000_000_000 + i * 3_717;
-            let seq = u64::from(i % 5 == 4);
-            sony.compose_fields(t, &[("sequence", seq), ("machine", 810)])
-                .unwrap()
-                .to_string()
-        })
-        .collect();
-    s.tab_to("ids").await;
-    s.type_active(&ids.join("\n")).await;
+    let s = session!(Session::start_live());
+    let ids = fixtures::sonyflake_ids();
+    s.type_into("ids", &ids.join("\n")).await;
     s.wait_text("#list-caption", |t| t.starts_with("20 IDs"))
         .await;
-    s.wait_text("#detect li:first-child .candidate", |t| t == "Sonyflake")
+    s.wait_text_is("#detect li:first-child .candidate", "Sonyflake")
         .await;
     assert_eq!(s.text("#detect-h").await, "Which system made these IDs?");
     let why = s.text("#detect li:first-child .why").await;
@@ -1568,7 +1435,7 @@ async fn a_pasted_list_says_which_system_made_it_in_both_languages() {
     s.screenshot("explorer-detect.png").await;
 
     s.switch_language("ID-ene i et tidsrom").await;
-    s.wait_text("#detect-h", |t| t == "Hvilket system laget disse ID-ene?")
+    s.wait_text_is("#detect-h", "Hvilket system laget disse ID-ene?")
         .await;
     assert_eq!(
         s.text("#detect li:first-child .candidate").await,
@@ -1578,8 +1445,7 @@ async fn a_pasted_list_says_which_system_made_it_in_both_languages() {
     assert!(why.contains("machine er konstant i hele listen"), "{why}");
 
     // One ID alone fits Twitter's and Discord's alike: said so.
-    s.tab_to("ids").await;
-    s.type_active(&format!("{}a{}", Key::Control, Key::Backspace))
+    s.type_into("ids", &format!("{}a{}", Key::Control, Key::Backspace))
         .await;
     s.type_active("175928847299117063").await;
     s.wait_text("#detect-note", |t| t.starts_with("Tvetydig: denne ID-en"))
@@ -1590,10 +1456,7 @@ async fn a_pasted_list_says_which_system_made_it_in_both_languages() {
 
 #[tokio::test]
 async fn compose_in_another_layout_and_custom_inputs_without_javascript() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let Some(s) = Session::start(false).await else {
-        return;
-    };
+    let s = session!(Session::start(false));
     for lang in ["en", "nb"] {
         s.goto(&format!("/?lang={lang}")).await;
         // Without the script the custom parts stay shown, so they work.
@@ -1601,23 +1464,18 @@ async fn compose_in_another_layout_and_custom_inputs_without_javascript() {
         // Choose Discord and submit: the form comes back with its fields.
         s.tab_to("compose-layout").await;
         s.press(Key::Down).await;
-        s.tab_to("timestamp").await;
-        s.type_active(&format!("1462015105796{}", Key::Enter)).await;
+        s.type_into("timestamp", &format!("1462015105796{}", Key::Enter))
+            .await;
         s.wait_for("#increment").await;
         assert!(s.client.find(Locator::Id("datacenter")).await.is_err());
-        s.tab_to("worker").await;
-        s.type_active("1").await;
-        s.tab_to("process").await;
-        s.type_active("0").await;
-        s.tab_to("increment").await;
-        s.type_active(&format!("7{}", Key::Enter)).await;
-        s.wait_text("#id-value", |t| t == "175928847299117063")
-            .await;
-        let url = s.client.current_url().await.unwrap();
+        s.type_into("worker", "1").await;
+        s.type_into("process", "0").await;
+        s.type_into("increment", &format!("7{}", Key::Enter)).await;
+        s.wait_text_is("#id-value", "175928847299117063").await;
+        let url = s.url().await;
         assert!(url.as_str().contains("layout=discord"), "{lang}: {url}");
         // A value out of range is named in place, in the page's language.
-        s.tab_to("process").await;
-        s.type_active(&format!("32{}", Key::Enter)).await;
+        s.type_into("process", &format!("32{}", Key::Enter)).await;
         let error = s.wait_text("#process-error", |t| !t.is_empty()).await;
         let expected = match lang {
             "en" => "process must be 0..=31, got 32",
@@ -1633,11 +1491,8 @@ async fn compose_in_another_layout_and_custom_inputs_without_javascript() {
 /// answer is in the viewport, with and without JavaScript.
 #[tokio::test]
 async fn a_submitted_result_is_in_view_on_a_phone_with_and_without_javascript() {
-    let _one = ONE_AT_A_TIME.lock().await;
     for javascript in [false, true] {
-        let Some(s) = Session::start(javascript).await else {
-            return;
-        };
+        let s = session!(Session::start(javascript));
         s.client.set_window_size(360, 740).await.unwrap();
         for (field, typed, answer) in [
             ("id", "4194439168", "#id-value"),
@@ -1648,9 +1503,8 @@ async fn a_submitted_result_is_in_view_on_a_phone_with_and_without_javascript() 
             if javascript {
                 s.wait_for("#now:not([hidden])").await;
             }
-            let input = s.client.find(Locator::Id(field)).await.unwrap();
-            input.clear().await.unwrap();
-            input.send_keys(typed).await.unwrap();
+            let input = s.by_id(field).await;
+            retype(&input, typed).await;
             input.send_keys(&Key::Enter.to_string()).await.unwrap();
             s.wait_in_view(answer).await;
         }

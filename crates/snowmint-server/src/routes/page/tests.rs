@@ -1,12 +1,15 @@
 //! The page through the router, without a socket. The HTTP contract of the
 //! page (CSP, escaping of input, forms without JavaScript) is pinned by
-//! `tests/api.rs`; these pin what the page says and serves besides.
+//! `tests/api/`; these pin what the page says and serves besides.
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode, header};
 use tower::ServiceExt;
 
 use crate::{AppState, Minter, app};
+
+#[path = "../../../tests/fixtures/sonyflake.rs"]
+mod fixtures;
 
 struct Answer {
     status: StatusCode,
@@ -39,17 +42,21 @@ async fn get(uri: &str) -> Answer {
     }
 }
 
+/// `GET uri`, which must answer 200 with this `Content-Type`.
+async fn asset(uri: &str, content_type: &str) -> Answer {
+    let answer = get(uri).await;
+    assert_eq!(answer.status, StatusCode::OK, "{uri}");
+    assert_eq!(answer.headers[header::CONTENT_TYPE], content_type, "{uri}");
+    answer
+}
+
 #[tokio::test]
 async fn serves_a_favicon_where_browsers_look_for_it() {
-    let ico = get("/favicon.ico").await;
-    assert_eq!(ico.status, StatusCode::OK);
-    assert_eq!(ico.headers[header::CONTENT_TYPE], "image/x-icon");
+    let ico = asset("/favicon.ico", "image/x-icon").await;
     // An ICO directory of one image, the image a PNG.
     assert_eq!(&ico.body[..6], &[0, 0, 1, 0, 1, 0]);
     assert_eq!(&ico.body[22..30], b"\x89PNG\r\n\x1a\n");
-    let svg = get("/assets/favicon.svg").await;
-    assert_eq!(svg.status, StatusCode::OK);
-    assert_eq!(svg.headers[header::CONTENT_TYPE], "image/svg+xml");
+    let svg = asset("/assets/favicon.svg", "image/svg+xml").await;
     assert!(
         svg.text()
             .starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\"")
@@ -498,16 +505,7 @@ async fn spec_errors_in_both_languages() {
 #[tokio::test]
 async fn a_pasted_list_says_which_system_made_it() {
     // Twenty Sonyflake IDs of one machine, seconds apart.
-    let sony = snowmint::Layout::SONYFLAKE;
-    let ids: Vec<String> = (0..20u64)
-        .map(|i| {
-            let t = 1_700_000_000_000 + i * 3_717;
-            let seq = u64::from(i % 5 == 4);
-            sony.compose_fields(t, &[("sequence", seq), ("machine", 810)])
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let ids = fixtures::sonyflake_ids();
     let page = get(&format!("/?ids={}", ids.join("%0A"))).await;
     let html = page.text();
     let ranked = between(
@@ -686,8 +684,8 @@ fn a_layouts_field_may_not_take_a_parameter_of_the_pages_own() {
 
 #[tokio::test]
 async fn the_custom_inputs_are_hidden_unless_chosen_and_shown_without_javascript() {
-    let html = get("/").await;
-    let html = html.text();
+    let page = get("/").await;
+    let html = page.text();
     for id in [
         "compose-layout-custom",
         "layout-custom",
@@ -711,9 +709,7 @@ async fn the_custom_inputs_are_hidden_unless_chosen_and_shown_without_javascript
             .text()
             .contains(r#"<fieldset class="custom-layout" id="layout-custom">"#)
     );
-    let css = get("/assets/noscript.css").await;
-    assert_eq!(css.status, StatusCode::OK);
-    assert_eq!(css.headers[header::CONTENT_TYPE], "text/css; charset=utf-8");
+    let css = asset("/assets/noscript.css", "text/css; charset=utf-8").await;
     assert!(
         css.text()
             .contains(".custom-layout[hidden] { display: block !important; }")
