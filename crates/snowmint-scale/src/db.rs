@@ -1,5 +1,5 @@
 //! The scale run against a database coordinator (`--coordinator postgres`
-//! or `mysql`): the phases of `run.rs` (claim, steady state, one waiter too
+//! or `mysql`): the phases of `phases.rs` (claim, steady state, one waiter too
 //! many, a storm of crashed holders, idle `serve` processes), with the
 //! identities leased from one table of a real PostgreSQL (through
 //! PgBouncer in transaction mode: 1024 holders cannot each keep a server
@@ -14,31 +14,40 @@
 //!   user whose statements `information_schema.USER_STATISTICS` counts.
 //!
 //! `summary.json` has the keys of the etcd run (`etcd_requests_per_s_*`
-//! are then the database's statements per second) and `coordinator`.
+//! are then the database's statements per second) and `coordinator`; there
+//! is no timeline, so no `report.html`. The identities the run does not use
+//! (with fewer than 1024) are held by a filler row lease that never ends.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use snowmint_db::{DbConfig, LeasedGenerator};
 
-use crate::run::{
-    Config, Fleet, Outcome, Runs, check_claim, crash_first, finish_minting, raise_open_files,
-    rss_kib, start_lanes, wait_held,
-};
+use crate::config::{Config, Outcome};
+use crate::fleet::Launch;
+use crate::metrics::Counters;
+/// An idle `serve` may write its mark at most this often, per second.
+pub use crate::phases::MAX_SERVE_IDLE_TXNS_PER_S as MAX_SERVE_IDLE_MARKS_PER_S;
+/// A waiter may cost the database at most this many statements a second.
+pub use crate::phases::MAX_WAITER_REQUESTS_PER_S as MAX_WAITER_STATEMENTS_PER_S;
+use crate::phases::{self, Coordinator, Words};
 use snowmint_testkit::db::{Mariadb, PgBouncer, Postgres, psql_url};
 
-/// A waiter may cost the database at most this many statements a second.
-pub const MAX_WAITER_STATEMENTS_PER_S: f64 = 1.5;
-/// An idle `serve` may write its mark at most this often, per second.
-pub const MAX_SERVE_IDLE_MARKS_PER_S: f64 = 0.2;
 const DB: &str = "scale";
+/// The generators' table.
+const TABLE: &str = "scale_identities";
 
 /// Which database, and how to reach and count it.
 enum Server {
     Postgres { pg: Postgres, bouncer: PgBouncer },
     Mariadb(Mariadb),
+}
+
+/// The run's database server, and the generators' lease settings.
+struct Db {
+    server: Server,
+    lease_ttl: u64,
 }
 
 /// The database's counters at one moment.
@@ -152,27 +161,89 @@ impl Server {
     }
 }
 
-/// Starts generators `range` into the fleet's slots, off the async workers.
-async fn start(
-    fleet: &Arc<Fleet>,
-    config: DbConfig,
-    range: std::ops::Range<usize>,
-) -> anyhow::Result<()> {
-    let fleet = Arc::clone(fleet);
-    tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
-        for i in range {
-            let generator = LeasedGenerator::spawn(config.clone().holder(format!("scale {i}")))
-                .with_context(|| format!("start generator {i}"))?;
-            let mut slots = fleet.lock();
-            if slots.len() <= i {
-                slots.resize(i + 1, None);
-            }
-            slots[i] = Some(Arc::new(generator));
+impl Db {
+    /// Starts the server, makes the generators' table, and holds every
+    /// identity from `identities` on with the filler.
+    async fn start(mysql: bool, identities: usize, lease_ttl: u64) -> anyhow::Result<Db> {
+        let server =
+            tokio::task::spawn_blocking(move || Server::start(mysql, identities)).await??;
+        // The table made by the first holder would race the filler: make it now.
+        server.sql(&snowmint_db::ddl(
+            if mysql {
+                snowmint_db::Dialect::Mysql
+            } else {
+                snowmint_db::Dialect::Postgres
+            },
+            &snowmint_db::Table::parse(TABLE).map_err(anyhow::Error::msg)?,
+        ))?;
+        if identities < 1024 {
+            server.sql(&format!(
+                "UPDATE {TABLE} SET lease = 1, holder = 'scale filler', expires_ms = 9000000000000, \
+                 released = false WHERE identity >= {identities};"
+            ))?;
         }
-        Ok(())
-    })
-    .await
-    .context("the starting thread panicked")?
+        Ok(Db { server, lease_ttl })
+    }
+}
+
+impl Coordinator for Db {
+    const WORDS: Words = Words {
+        who: "",
+        requests: "statements",
+        claims: "statements",
+        writes: "writes",
+        wrote: "wrote its mark",
+    };
+    const SAMPLE_EVERY: Duration = Duration::from_millis(500);
+
+    fn name(&self) -> Option<&'static str> {
+        Some(self.server.name())
+    }
+
+    fn launcher(&self) -> Launch {
+        let config = self.server.config(self.server.url(), TABLE, self.lease_ttl);
+        Arc::new(move |i| {
+            Ok(LeasedGenerator::spawn(
+                config.clone().holder(format!("scale {i}")),
+            )?)
+        })
+    }
+
+    fn spawn_waiter(&self) -> Box<dyn FnOnce() -> anyhow::Result<LeasedGenerator> + Send> {
+        let config = self
+            .server
+            .config(self.server.waiter_url(), TABLE, self.lease_ttl);
+        Box::new(move || Ok(LeasedGenerator::spawn(config)?))
+    }
+
+    async fn counts(&self) -> anyhow::Result<Counters> {
+        let counts = self.server.counts()?;
+        Ok(Counters {
+            requests: counts.statements,
+            txns: counts.marks,
+        })
+    }
+
+    async fn waiter_requests(&self) -> anyhow::Result<f64> {
+        Ok(self.server.counts()?.waiter)
+    }
+
+    /// In a table of their own.
+    fn serve_args(&self) -> Vec<String> {
+        vec![
+            format!("--{}", self.server.name()),
+            self.server.url(),
+            "--db-table".to_owned(),
+            "scale_serve".to_owned(),
+            "--lease-ttl".to_owned(),
+            self.lease_ttl.to_string(),
+        ]
+    }
+
+    /// MariaDB's `COM_UPDATE` counts keep-alives too.
+    fn serve_writes_are_marks(&self) -> bool {
+        matches!(self.server, Server::Postgres { .. })
+    }
 }
 
 /// Runs the phases against PostgreSQL (`mysql` false) or MariaDB.
@@ -181,218 +252,7 @@ async fn start(
 ///
 /// When the database does not start or cannot be counted.
 pub async fn run(config: Config, mysql: bool) -> anyhow::Result<Outcome> {
-    let n = config.identities;
-    if !(1..=1024).contains(&n) {
-        bail!("identities must be 1..=1024, got {n}");
-    }
-    raise_open_files();
-    std::fs::create_dir_all(&config.out)
-        .with_context(|| format!("create {}", config.out.display()))?;
-    let server = tokio::task::spawn_blocking(move || Server::start(mysql, n)).await??;
-    let table = "scale_identities";
-    let fleet_config = server.config(server.url(), table, config.lease_ttl);
-    // The table made by the first holder would race the filler: make it now.
-    server.sql(&snowmint_db::ddl(
-        if mysql {
-            snowmint_db::Dialect::Mysql
-        } else {
-            snowmint_db::Dialect::Postgres
-        },
-        &snowmint_db::Table::parse(table).map_err(anyhow::Error::msg)?,
-    ))?;
-    if n < 1024 {
-        server.sql(&format!(
-            "UPDATE {table} SET lease = 1, holder = 'scale filler', expires_ms = 9000000000000, \
-             released = false WHERE identity >= {n};"
-        ))?;
-    }
-    let mut failures = Vec::new();
-    let fleet = Arc::new(Fleet::default());
-    let since = Instant::now();
-    let held_twice = Arc::new(Mutex::new(0usize));
-    let sampling = Arc::new(AtomicBool::new(true));
-    let sampler = {
-        let (fleet, sampling, held_twice) = (
-            Arc::clone(&fleet),
-            Arc::clone(&sampling),
-            Arc::clone(&held_twice),
-        );
-        tokio::spawn(async move {
-            while sampling.load(Ordering::Relaxed) {
-                let (_, twice) = fleet.held();
-                {
-                    let mut worst = held_twice.lock().unwrap_or_else(PoisonError::into_inner);
-                    *worst = (*worst).max(twice);
-                }
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-        })
-    };
-
-    // 1. Claim.
-    let rss_before = rss_kib();
-    println!(
-        "scale: starting {n} LeasedGenerators at once ({})",
-        server.name()
-    );
-    start(&fleet, fleet_config.clone(), 0..n).await?;
-    let claim_all_s = wait_held(&fleet, n, since, config.claim_limit).await;
-    let claimed = fleet.held().0;
-    let claim_txns = fleet.claim_attempts() as f64;
-    check_claim(
-        &mut failures,
-        &config,
-        claim_all_s,
-        claimed,
-        claim_txns,
-        "statements",
-    );
-
-    // 2. Steady state, minting.
-    let stop = Arc::new(AtomicBool::new(false));
-    let runs: Runs = Arc::default();
-    let lanes = start_lanes(&fleet, &config, &stop, &runs)?;
-    tokio::time::sleep(
-        config
-            .mint_every
-            .max(Duration::from_secs(config.lease_ttl / 2)),
-    )
-    .await;
-    let c0 = server.counts()?;
-    let t0 = Instant::now();
-    tokio::time::sleep(config.steady).await;
-    let c1 = server.counts()?;
-    let steady_per_s = (c1.statements - c0.statements) / t0.elapsed().as_secs_f64();
-    let rss_per_generator_kib = rss_kib().saturating_sub(rss_before) as f64 / n as f64;
-    println!(
-        "scale: steady state {steady_per_s:.0} statements/s, {rss_per_generator_kib:.0} KiB per generator"
-    );
-
-    // 3. One more: it must wait, cheaply.
-    let waiter_config = server.config(server.waiter_url(), table, config.lease_ttl);
-    let w0 = server.counts()?;
-    let watch = Instant::now();
-    let waiter =
-        tokio::task::spawn_blocking(move || LeasedGenerator::spawn(waiter_config)).await??;
-    let mut waiter_held = false;
-    while watch.elapsed() < config.waiter {
-        waiter_held |= waiter.ready_identity().is_some();
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    let all_taken = waiter.all_taken();
-    waiter.shutdown().await;
-    let w1 = server.counts()?;
-    let waiter_per_s = (w1.waiter - w0.waiter) / watch.elapsed().as_secs_f64();
-    tokio::task::spawn_blocking(move || drop(waiter)).await?;
-    if waiter_held {
-        failures.push("the waiter held an identity while all were held".to_owned());
-    }
-    if !all_taken {
-        failures.push("the waiter was not waiting for a free identity".to_owned());
-    }
-    if waiter_per_s > MAX_WAITER_STATEMENTS_PER_S {
-        failures.push(format!(
-            "the waiter cost {waiter_per_s:.2} statements/s (at most {MAX_WAITER_STATEMENTS_PER_S})"
-        ));
-    }
-    println!("scale: the waiter cost {waiter_per_s:.2} statements/s");
-
-    // 4. The storm.
-    let k = config.storm.min(n);
-    let kill_at = Instant::now();
-    let storm_killed = crash_first(&fleet, k).await?;
-    start(&fleet, fleet_config.clone(), n..n + storm_killed).await?;
-    let storm_limit = config.claim_limit + Duration::from_secs(3 * config.lease_ttl);
-    let storm_reclaimed_s = wait_held(&fleet, n, kill_at, storm_limit).await;
-    match storm_reclaimed_s {
-        Some(s) => {
-            println!("scale: {storm_killed} killed holders' identities held again after {s:.1} s")
-        }
-        None => failures.push(format!(
-            "{} of {n} identities held {storm_limit:?} after {storm_killed} holders were killed",
-            fleet.held().0
-        )),
-    }
-    tokio::time::sleep(config.mint_every * 2).await;
-    let (ids, duplicates) = finish_minting(&stop, lanes, &runs, &held_twice, &mut failures);
-    let rest: Vec<_> = fleet.lock().drain(..).flatten().collect();
-    tokio::task::spawn_blocking(move || {
-        for generator in rest {
-            if let Ok(generator) = Arc::try_unwrap(generator) {
-                generator.abandon();
-            }
-        }
-    })
-    .await?;
-    sampling.store(false, Ordering::Relaxed);
-    let _ = sampler.await;
-
-    // 5. Idle `serve` processes, in a table of their own.
-    let flag = format!("--{}", server.name());
-    let args = [
-        flag,
-        server.url(),
-        "--db-table".to_owned(),
-        "scale_serve".to_owned(),
-        "--lease-ttl".to_owned(),
-        config.lease_ttl.to_string(),
-    ];
-    println!(
-        "scale: {} idle `snowmint serve {}` for {:?}",
-        config.serve_instances, args[0], config.serve_idle
-    );
-    let mut served = crate::serve::spawn_ready(
-        &config.snowmint,
-        &args,
-        config.serve_instances,
-        &config.out.join("logs"),
-    )
-    .await?;
-    tokio::time::sleep(Duration::from_secs(config.lease_ttl / 2 + 1)).await;
-    let i0 = server.counts()?;
-    let idle_from = Instant::now();
-    tokio::time::sleep(config.serve_idle).await;
-    let i1 = server.counts()?;
-    let idle_seconds = idle_from.elapsed().as_secs_f64();
-    crate::serve::still_running(&mut served)?;
-    drop(served);
-    let per = |x: f64| x / idle_seconds / config.serve_instances as f64;
-    let idle_statements = per(i1.statements - i0.statements);
-    let idle_marks = per(i1.marks - i0.marks);
-    println!(
-        "scale: an idle serve costs {idle_statements:.3} statements/s, {idle_marks:.3} writes/s"
-    );
-    if !mysql && idle_marks > MAX_SERVE_IDLE_MARKS_PER_S {
-        failures.push(format!(
-            "an idle serve wrote its mark {idle_marks:.3} times a second (at most {MAX_SERVE_IDLE_MARKS_PER_S})"
-        ));
-    }
-
-    let round3 = |x: f64| (x * 1000.0).round() / 1000.0;
-    let summary = serde_json::json!({
-        "coordinator": server.name(),
-        "identities": n,
-        "claimed": claimed,
-        "claim_all_s": claim_all_s.map(round3),
-        "claim_txns": claim_txns.round() as u64,
-        "etcd_requests_per_s_steady": round3(steady_per_s),
-        "waiter_etcd_requests_per_s": round3(waiter_per_s),
-        "storm_killed": storm_killed,
-        "storm_reclaimed_s": storm_reclaimed_s.map(round3),
-        "ids": ids,
-        "duplicates": duplicates,
-        "rss_per_generator_kib": round3(rss_per_generator_kib),
-        "serve_idle": {
-            "instances": config.serve_instances,
-            "seconds": round3(idle_seconds),
-            "etcd_requests_per_s": round3(idle_statements),
-            "etcd_txns_per_s": round3(idle_marks),
-        },
-    });
-    std::fs::write(
-        config.out.join("summary.json"),
-        serde_json::to_string_pretty(&summary)? + "\n",
-    )
-    .context("write summary.json")?;
-    Ok(Outcome { summary, failures })
+    phases::prepare(&config)?;
+    let db = Db::start(mysql, config.identities, config.lease_ttl).await?;
+    phases::run(config, db).await
 }

@@ -8,18 +8,27 @@
 //!
 //! # Layout
 //!
-//! - `metrics.rs`: etcd's request counters, scraped from every member.
-//! - `run.rs`: the phases (claim, steady state, one waiter too many, a
-//!   storm of crashed holders), the checks and `summary.json`.
-//! - `serve.rs`: what idle `snowmint serve --etcd` processes cost etcd
+//! - `config.rs`: what a run is given and what it records ([`run::Config`],
+//!   the timeline's samples, the phases' spans, the outcome).
+//! - `phases.rs`: the phases (claim, steady state, one waiter too many, a
+//!   storm of crashed holders, idle `serve` processes), the checks and
+//!   `summary.json`, written once over a coordinator: how its generators
+//!   start, what it counts.
+//! - `fleet.rs`: the generators, their mint lanes and the duplicate count.
+//! - `run.rs`: the coordinator etcd (the default), counted by
+//!   `metrics.rs`: etcd's request counters, scraped from every member.
+//! - `db.rs`: the coordinators PostgreSQL (through PgBouncer) and MariaDB
+//!   (`--coordinator postgres|mysql`), counted by the database.
+//! - `serve.rs`: what idle `snowmint serve` processes cost the coordinator
 //!   (the server's keeper, which the library's generators lack).
-//! - `db.rs`: the same phases against PostgreSQL (through PgBouncer) or
-//!   MariaDB (`--coordinator postgres|mysql`).
 //! - `report.rs`: `report.html`, the held identities and etcd's requests
 //!   per second over time.
 
+pub mod config;
 pub mod db;
+mod fleet;
 pub mod metrics;
+mod phases;
 pub mod report;
 pub mod run;
 pub mod serve;

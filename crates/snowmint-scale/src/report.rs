@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::run::{Config, Phase, Sample};
+use crate::config::{Config, Phase, Sample};
 
 const WIDTH: f64 = 900.0;
 const HEIGHT: f64 = 220.0;

@@ -1,9 +1,9 @@
-//! What an idle `snowmint serve --etcd` costs etcd: the library's
-//! generators (the other phases) have no keeper, but `serve` renews and
-//! probes its reservation on a timer of its own, so its idle cost is
-//! measured on real processes: `instances` of them, each holding an
-//! identity and minting nothing, their requests to etcd counted over
-//! `watch` by etcd itself.
+//! What idle `snowmint serve` processes cost the coordinator: the
+//! library's generators (the other phases) have no keeper, but `serve`
+//! renews and probes its reservation on a timer of its own, so its idle
+//! cost is measured on real processes: `instances` of them, each holding an
+//! identity and minting nothing, their requests counted over `watch` by
+//! the coordinator itself.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -11,62 +11,53 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
-use crate::metrics::Scraper;
+use crate::metrics::Counters;
 use snowmint_testkit::etcd;
 use snowmint_testkit::serve::{self, Listen, Output, Served};
 
-/// The serve processes' key prefix: an identity space of their own, apart
-/// from the generators'.
-const PREFIX: &str = "/scale-serve";
 /// How long the processes get to start and hold an identity.
 const READY_LIMIT: Duration = Duration::from_secs(60);
 
-/// What the idle processes cost etcd.
+/// What the idle processes cost the coordinator.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct IdleCost {
     /// How many `serve` processes idled.
     pub instances: usize,
     /// Over how long, seconds.
     pub seconds: f64,
-    /// etcd's client requests per second, per process.
+    /// The coordinator's client requests (statements) per second, per
+    /// process.
     pub requests_per_s: f64,
-    /// etcd's `Txn` requests (mark writes) per second, per process.
+    /// Its mark writes (etcd's `Txn` requests) per second, per process.
     pub txns_per_s: f64,
 }
 
-/// Starts `instances` `serve --etcd` processes of `binary` against `urls`
-/// (their logs in `logs`), waits until each is ready, then counts etcd's
-/// requests over `watch` while they idle. The processes are killed before
-/// this returns.
+/// Starts `instances` `serve` processes of `binary` with `args` (the
+/// coordinator's flags; their logs in `logs`), waits until each is ready
+/// and past its first renewal, then counts (`count`: the coordinator's
+/// counters now) over `watch` while they idle. The processes are killed
+/// before this returns.
 ///
 /// # Errors
 ///
 /// When a process does not start, exits, or is not ready within a minute,
-/// or etcd's counters cannot be read.
+/// or the counters cannot be read.
 pub async fn idle_cost(
     binary: &Path,
-    urls: &[String],
+    args: &[String],
     instances: usize,
     lease_ttl: u64,
     watch: Duration,
     logs: &Path,
+    count: impl AsyncFn() -> anyhow::Result<Counters>,
 ) -> anyhow::Result<IdleCost> {
-    let args = [
-        "--etcd".to_owned(),
-        urls.join(","),
-        "--etcd-prefix".to_owned(),
-        PREFIX.to_owned(),
-        "--lease-ttl".to_owned(),
-        lease_ttl.to_string(),
-    ];
-    let mut served = spawn_ready(binary, &args, instances, logs).await?;
+    let mut served = spawn_ready(binary, args, instances, logs).await?;
     // Past the start writes and the first renewal of each.
     tokio::time::sleep(Duration::from_secs(lease_ttl / 2 + 1)).await;
-    let scraper = Scraper::new(urls)?;
     let from = Instant::now();
-    let before = scraper.total().await?;
+    let before = count().await?;
     tokio::time::sleep(watch).await;
-    let after = scraper.total().await?;
+    let after = count().await?;
     let seconds = from.elapsed().as_secs_f64();
     still_running(&mut served)?;
     drop(served);
