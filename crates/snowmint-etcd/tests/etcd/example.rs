@@ -28,7 +28,7 @@ fn example() -> PathBuf {
     let path = profile.join("examples").join("mint");
     assert!(
         path.exists(),
-        "{} is missing: `cargo test -p snowmint-etcd` builds it, `--test example` alone \
+        "{} is missing: `cargo test -p snowmint-etcd` builds it, `--test etcd` alone \
          does not (build it with `cargo build -p snowmint-etcd --example mint`)",
         path.display()
     );

@@ -10,6 +10,7 @@
 //! SNOWMINT_REQUIRE_SERVICES=1.
 
 use std::collections::BTreeSet;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use snowmint_etcd::{EtcdConfig, LeasedGenerator};
@@ -29,13 +30,9 @@ async fn a_quiet_holder_is_not_sent_away_for_pinging_too_often() {
         .expect("starts");
     leased.next_id().expect("mints");
     let before = leased.metrics();
-    let port = etcd
-        .url()
-        .rsplit_once(':')
-        .and_then(|(_, port)| port.parse().ok())
-        .expect("the URL ends in a port");
-    let connections = connections_to(port);
-    assert!(!connections.is_empty(), "no connection to etcd at {port}");
+    let addr = etcd.addr();
+    let connections = connections_to(addr);
+    assert!(!connections.is_empty(), "no connection to etcd at {addr}");
     // Quiet for 24 s: a renewal (every 16 s), and seven pings between two
     // renewals at the old rate of one per 2 s; nothing else on the lease
     // connection.
@@ -61,7 +58,7 @@ async fn a_quiet_holder_is_not_sent_away_for_pinging_too_often() {
         "not renewed in 24 s, though due every 16 s"
     );
     assert_eq!(
-        connections_to(port),
+        connections_to(addr),
         connections,
         "the connections to etcd (by local port) changed in a quiet spell: \
          etcd sent one away (GOAWAY too_many_pings)"
@@ -71,22 +68,28 @@ async fn a_quiet_holder_is_not_sent_away_for_pinging_too_often() {
     leased.shutdown().await;
 }
 
-/// The local ports of the established TCP connections to `port` on this
-/// machine's loopback (`/proc/net/tcp`: every process's; only this test
-/// talks to its etcd).
-fn connections_to(port: u16) -> BTreeSet<u16> {
+/// The local ports of the established TCP connections to `addr` on this
+/// machine (`/proc/net/tcp`: every process's; only this test talks to its
+/// etcd, whose loopback address is its own, while the other tests of this
+/// binary run beside it).
+fn connections_to(addr: SocketAddr) -> BTreeSet<u16> {
+    // "0100007F:0B1D": the address as the kernel's 32-bit word, in hex,
+    // and the port.
+    let parse = |field: &str| -> Option<SocketAddr> {
+        let (ip, port) = field.split_once(':')?;
+        let ip = Ipv4Addr::from(u32::from_str_radix(ip, 16).ok()?.to_ne_bytes());
+        Some(SocketAddr::from((ip, u16::from_str_radix(port, 16).ok()?)))
+    };
     let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
     table
         .lines()
         .skip(1)
         .filter_map(|line| {
             let fields: Vec<&str> = line.split_whitespace().collect();
-            let local = fields.get(1)?.rsplit_once(':')?.1;
-            let remote = fields.get(2)?.rsplit_once(':')?.1;
+            let local = parse(fields.get(1)?)?;
+            let remote = parse(fields.get(2)?)?;
             let established = *fields.get(3)? == "01";
-            (established && u16::from_str_radix(remote, 16).ok()? == port)
-                .then(|| u16::from_str_radix(local, 16).ok())
-                .flatten()
+            (established && remote == addr).then_some(local.port())
         })
         .collect()
 }
