@@ -165,6 +165,7 @@ const PORT_TRIES: u32 = 5;
 #[derive(Debug, Clone, Default)]
 #[must_use]
 pub struct PostgresBuilder {
+    bin: Option<PathBuf>,
     tcp: bool,
     faketime: bool,
     max_connections: Option<u32>,
@@ -172,6 +173,14 @@ pub struct PostgresBuilder {
 }
 
 impl PostgresBuilder {
+    /// The directory of the server programs to run (`initdb`, `pg_ctl`,
+    /// `psql`, ...), e.g. `pg_config --bindir`'s answer; by default
+    /// `$SNOWMINT_PG_BIN`, else the newest `/usr/lib/postgresql/*/bin`.
+    pub fn bin_dir(mut self, dir: impl Into<PathBuf>) -> PostgresBuilder {
+        self.bin = Some(dir.into());
+        self
+    }
+
     /// Also listens on 127.0.0.1, on a free port ([`Postgres::port`],
     /// [`Postgres::url`]), with `max_connections` =
     /// [`TCP_MAX_CONNECTIONS`]. Loopback connections are trusted (no
@@ -233,7 +242,8 @@ impl PostgresBuilder {
     }
 
     fn launch(self, primary: Option<&Postgres>) -> Option<Postgres> {
-        let Some(bin) = pg_bindir().filter(|b| runs(&b.join("initdb")) && runs(&b.join("psql")))
+        let Some(bin) = (self.bin.clone().or_else(pg_bindir))
+            .filter(|b| runs(&b.join("initdb")) && runs(&b.join("psql")))
         else {
             return crate::skip(
                 "PostgreSQL's initdb and psql are not installed (apt-get install postgresql)",
@@ -518,6 +528,18 @@ impl Postgres {
             cmd.args(["-p", &port.to_string()]);
         }
         try_pipe(cmd, script, "psql")
+    }
+
+    /// The directory of the server's Unix socket (a client's host, e.g.
+    /// `psql -h`, libpq's `host=`), the socket's port being the TCP port or
+    /// 5432.
+    pub fn socket_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The server's data directory (`PGDATA`).
+    pub fn data_dir(&self) -> PathBuf {
+        self.data()
     }
 
     /// Makes a database of its own for one part of a test.
