@@ -17,11 +17,7 @@ use crate::routes::params;
 /// counts only when no timestamp is typed; a field left out is 0, so a
 /// first visit (no query) shows fields 0 now, and choosing another layout
 /// without JavaScript and submitting shows that layout's fields.
-pub(super) fn outcome(q: &PageQuery, lang: Lang, now_ms: u64) -> Outcome {
-    let layout = match q.chosen_layout() {
-        Ok(layout) => layout,
-        Err(e) => return Outcome::Invalid("layout".into(), lang.layout_error(&e)),
-    };
+pub(super) fn outcome(q: &PageQuery, layout: Layout, lang: Lang, now_ms: u64) -> Outcome {
     let blank = |v: &Option<String>| v.as_deref().is_none_or(|s| s.trim().is_empty());
     let (ts_input, ts_field) = if blank(&q.timestamp) && !blank(&q.at) {
         (q.at.as_deref(), "at")
@@ -96,7 +92,7 @@ pub(super) fn panel(page: &Page) -> Markup {
     let t = page.t;
     let q = page.q;
     let f = page.facts;
-    let layout = page.layout();
+    let layout = page.layout;
     let mine = page.mode == Mode::Compose;
     // What was typed, while this form produced the page; else the defaults.
     let val = |v: Option<&str>, default: &'static str| -> String {

@@ -2,7 +2,7 @@
 //! of them, read in a layout; its values out.
 
 use maud::{Markup, html};
-use snowmint::Encoding;
+use snowmint::{Encoding, Layout};
 
 use super::form::{TextField, lang_hidden, layout_select};
 use super::{Mode, Outcome, Page, PageQuery, list};
@@ -18,11 +18,7 @@ fn encoding_of(q: &PageQuery) -> Encoding {
 
 /// Decodes the query's `ids` (when it holds any) as a list, else its `id`,
 /// read in the chosen form and layout.
-pub(super) fn outcome(q: &PageQuery, lang: Lang) -> Outcome {
-    let layout = match q.chosen_layout() {
-        Ok(layout) => layout,
-        Err(e) => return Outcome::Invalid("layout".into(), lang.layout_error(&e)),
-    };
+pub(super) fn outcome(q: &PageQuery, layout: Layout, lang: Lang) -> Outcome {
     let encoding = encoding_of(q);
     if let Some(ids) = q.ids.as_deref().filter(|s| !s.trim().is_empty()) {
         return match list::List::parse(ids, encoding, layout, q.sort.as_deref(), lang) {

@@ -95,7 +95,7 @@ pub(super) fn layout_select(page: &Page, id: &str) -> Markup {
     let t = page.t;
     let q = page.q;
     let typed_custom = q.layout.as_deref().map(str::trim) == Some("custom");
-    let chosen = page.layout();
+    let chosen = page.layout;
     let custom = typed_custom || !chosen.is_preset();
     let hint_id = format!("{id}-hint");
     // The custom parts: as typed, or spelled from a shared spec.
@@ -103,20 +103,20 @@ pub(super) fn layout_select(page: &Page, id: &str) -> Markup {
         let v = |v: &Option<String>| v.clone().unwrap_or_default();
         (v(&q.layout_epoch), v(&q.layout_unit), v(&q.layout_fields))
     } else if custom {
-        let unit = chosen.unit_ms();
-        let spec_fields: Vec<String> = chosen
-            .fields()
-            .map(|f| format!("{}:{}", f.name(), f.bits()))
-            .collect();
-        (
-            chosen.epoch_ms().to_string(),
-            if unit == 1 {
-                String::new()
-            } else {
-                format!("{unit}ms")
-            },
-            spec_fields.join(","),
-        )
+        // The core's spec, in parts; the unit in ms as the page has always
+        // shown it (the spec writes whole seconds as `Ns`), blank for 1 ms.
+        let spec = chosen.spec();
+        let part = |key: &str| {
+            spec.split(';')
+                .find_map(|part| part.strip_prefix(key))
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let unit = match chosen.unit_ms() {
+            1 => String::new(),
+            unit => format!("{unit}ms"),
+        };
+        (part("epoch="), unit, part("fields="))
     } else {
         Default::default()
     };

@@ -10,7 +10,7 @@ use super::form::display_name;
 
 pub(super) fn panel(page: &Page) -> Markup {
     let t = page.t;
-    let layout = page.layout();
+    let layout = page.layout;
     let report = LayoutReport::new(&layout, page.state.now_ms());
     html! {
         section #lab .card aria-labelledby="lab-h" {

@@ -255,7 +255,7 @@ impl PageQuery {
     /// form has (a field only when the chosen layout, or the one the
     /// compose fields were drawn for, has it), or a `from`, `dialect` or
     /// `sort` that is none of its choices. Its name and the message.
-    fn refusal(&self, lang: Lang) -> Option<(Cow<'static, str>, String)> {
+    fn refusal(&self, chosen: Option<Layout>, lang: Lang) -> Option<(Cow<'static, str>, String)> {
         let t = lang.text();
         let unknown = |name: &str| {
             Some((
@@ -272,7 +272,7 @@ impl PageQuery {
             Err(e) => return Some(("fields_of".into(), lang.layout_error(&e))),
         };
         // A bad layout is the outcome's to report; its fields are unknown.
-        if let Ok(chosen) = self.chosen_layout() {
+        if let Some(chosen) = chosen {
             let known = |name: &str| {
                 [Some(chosen), drawn]
                     .into_iter()
@@ -378,6 +378,9 @@ struct Page<'a> {
     explicit_lang: bool,
     q: &'a PageQuery,
     mode: Mode,
+    /// The layout the query chose (decode and range), Twitter's when
+    /// missing or not a valid layout (the outcome then says why).
+    layout: Layout,
     outcome: Outcome,
     state: &'a AppState,
     facts: &'static Facts,
@@ -400,15 +403,21 @@ pub(crate) async fn index(
     // The same test `choose` applies, so `?lang=no` is kept in links too.
     let explicit_lang = q.lang.as_deref().and_then(Lang::from_tag).is_some();
     let mode = q.mode();
+    // The layout is read once, for the refusal, the outcome and the panels.
+    let chosen = q.chosen_layout();
     let refusal = match repeated {
         Some(name) => Some((name.into(), (lang.text().repeated)(name))),
-        None => q.refusal(lang),
+        None => q.refusal(chosen.as_ref().ok().copied(), lang),
     };
-    let outcome = match (refusal, mode) {
+    let outcome = match (refusal, &chosen) {
         (Some((name, msg)), _) => Outcome::Refused(name, msg),
-        (None, Mode::Decode) => decode::outcome(&q, lang),
-        (None, Mode::Compose) => compose::outcome(&q, lang, state.now_ms()),
-        (None, Mode::Range) => range::outcome(&q, lang, state.now_ms()),
+        // A bad layout is what every form reports first.
+        (None, Err(e)) => Outcome::Invalid("layout".into(), lang.layout_error(e)),
+        (None, Ok(layout)) => match mode {
+            Mode::Decode => decode::outcome(&q, *layout, lang),
+            Mode::Compose => compose::outcome(&q, *layout, lang, state.now_ms()),
+            Mode::Range => range::outcome(&q, *layout, lang, state.now_ms()),
+        },
     };
     let status = match outcome {
         Outcome::Refused(..) => StatusCode::BAD_REQUEST,
@@ -420,6 +429,7 @@ pub(crate) async fn index(
         explicit_lang,
         q: &q,
         mode,
+        layout: chosen.unwrap_or(Layout::TWITTER),
         outcome,
         state: &state,
         facts: &FACTS,
@@ -454,12 +464,6 @@ impl Page<'_> {
             Outcome::Refused(field, msg) if *field == name => Some(msg),
             _ => None,
         }
-    }
-
-    /// The layout the query chose (decode and range), Twitter's when
-    /// missing or not a valid layout (the outcome then says why).
-    fn layout(&self) -> Layout {
-        self.q.chosen_layout().unwrap_or(Layout::TWITTER)
     }
 
     /// The SQL dialect the range form chose, PostgreSQL's when missing or

@@ -32,11 +32,7 @@ fn end<'a>(
 /// The span of the query's two times, in its layout. Unlike the API
 /// (where a missing `to` is `from`), a blank end here is now: "IDs since
 /// Monday" is the page's common question.
-pub(super) fn outcome(q: &PageQuery, lang: Lang, now_ms: u64) -> Outcome {
-    let layout = match q.chosen_layout() {
-        Ok(layout) => layout,
-        Err(e) => return Outcome::Invalid("layout".into(), lang.layout_error(&e)),
-    };
+pub(super) fn outcome(q: &PageQuery, layout: Layout, lang: Lang, now_ms: u64) -> Outcome {
     let (from, from_name) = end(
         &q.range_from,
         &q.range_from_at,
