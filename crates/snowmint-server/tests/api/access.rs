@@ -11,7 +11,7 @@ fn token_file(dir: &std::path::Path, token: &str) -> std::path::PathBuf {
 #[tokio::test]
 async fn a_token_guards_minting_and_metrics_and_nothing_else() {
     let h = harness();
-    let path = token_file(h._dir.path(), "t0ken-for-tests");
+    let path = token_file(h.dir.path(), "t0ken-for-tests");
     let state = h
         .state
         .clone()
@@ -66,7 +66,7 @@ async fn the_live_panel_says_when_minting_needs_a_token() {
     let h = harness();
     let (_, _, page) = send_full(&h.state, "GET", "/", &[]).await;
     assert!(!page.contains("id=\"live-token\""), "no token, no note");
-    let path = token_file(h._dir.path(), "abc");
+    let path = token_file(h.dir.path(), "abc");
     let state = h
         .state
         .clone()

@@ -17,9 +17,10 @@ pub const REFERENCE_MS: u64 = 1288834975657;
 pub const REFERENCE_COMPOSE: &str =
     "/api/v1/compose?timestamp=1288834975657&datacenter=1&worker=1&sequence=0";
 
+/// A state for the router and the directory of its reservations.
 pub struct Harness {
     pub state: AppState,
-    pub _dir: tempfile::TempDir,
+    pub dir: tempfile::TempDir,
 }
 
 /// The configuration of `serve` with the default static identity and its
@@ -45,7 +46,7 @@ pub fn harness() -> Harness {
     let state = static_state(&config)
         .unwrap()
         .with_now(Arc::new(|| REFERENCE_MS));
-    Harness { state, _dir: dir }
+    Harness { state, dir }
 }
 
 /// One request through the router, without a body: the status, the
