@@ -246,18 +246,15 @@ async fn range_errors_name_the_field_in_both_languages() {
         "{}",
         nb.text()
     );
-    let nb = get("/?range_from=soon&lang=nb").await;
-    let msg = by_id(nb.text(), "range_from-error");
+    let msg = text_at("/?range_from=soon&lang=nb", "range_from-error").await;
     assert!(
         msg.starts_with("Fra-tiden må være") && msg.ends_with("fikk «soon»"),
         "{msg}"
     );
-    let en = get("/?range_from=1&range_to=").await;
-    let msg = by_id(en.text(), "range_from-error");
+    let msg = text_at("/?range_from=1&range_to=", "range_from-error").await;
     assert!(msg.starts_with("from must be 1288834974657..="), "{msg}");
     // In another layout the bounds are that layout's.
-    let discord = get("/?range_from=1&layout=discord").await;
-    let msg = by_id(discord.text(), "range_from-error");
+    let msg = text_at("/?range_from=1&layout=discord", "range_from-error").await;
     assert!(msg.starts_with("from must be 1420070400000..="), "{msg}");
 }
 
@@ -336,6 +333,11 @@ async fn the_layout_select_reads_a_discord_id() {
     // The share link keeps the layout.
     let html = page.text();
     assert!(html.contains(r#"href="/?id=175928847299117063&amp;layout=discord">"#));
+}
+
+/// The text of the element with this id on the page `uri` answers.
+async fn text_at(uri: &str, id: &str) -> String {
+    by_id(get(uri).await.text(), id).to_owned()
 }
 
 /// What follows `open` up to `close`.
@@ -485,17 +487,18 @@ async fn spec_errors_in_both_languages() {
                 "range-layout-error",
             ),
         ] {
-            let page = get(&query).await;
-            let msg = by_id(page.text(), id);
+            let msg = text_at(&query, id).await;
             assert!(msg.starts_with(en), "{query}: {msg}");
-            let page = get(&format!("{query}&lang=nb")).await;
-            let msg = by_id(page.text(), id);
+            let msg = text_at(&format!("{query}&lang=nb"), id).await;
             assert!(msg.starts_with(nb), "{query}: {msg}");
         }
     }
     // The custom parts spell a spec too; its error is named in place.
-    let page = get("/?layout=custom&layout_epoch=&layout_fields=timestamp%3A41&id=1&lang=nb").await;
-    let msg = by_id(page.text(), "layout-error");
+    let msg = text_at(
+        "/?layout=custom&layout_epoch=&layout_fields=timestamp%3A41&id=1&lang=nb",
+        "layout-error",
+    )
+    .await;
     assert!(
         msg.starts_with("ugyldig oppsett: epoken må være Unix-millisekunder"),
         "{msg}"
@@ -533,14 +536,13 @@ async fn a_pasted_list_says_which_system_made_it() {
     );
     assert!(html.contains("machine er konstant i hele listen"), "{html}");
     // One ID in Twitter's and Discord's shape: ambiguous, said so.
-    let one = get("/?ids=175928847299117063").await;
-    let note = by_id(one.text(), "detect-note");
+    let note = text_at("/?ids=175928847299117063", "detect-note").await;
     assert!(
         note.starts_with("Ambiguous: this ID could come from"),
         "{note}"
     );
-    let one = get("/?ids=175928847299117063&lang=nb").await;
-    assert!(by_id(one.text(), "detect-note").starts_with("Tvetydig: denne ID-en"));
+    let note = text_at("/?ids=175928847299117063&lang=nb", "detect-note").await;
+    assert!(note.starts_with("Tvetydig: denne ID-en"), "{note}");
 }
 
 #[tokio::test]
@@ -559,13 +561,17 @@ async fn a_repeated_parameter_is_named_not_ignored() {
         html.contains(r#"<p class="error" id="query-error" role="alert" data-param="datacenter">"#)
     );
     // One without a field of its own is named above the result.
-    let page = get("/?id=1&layout=discord&layout=twitter&lang=nb").await;
+    let msg = text_at(
+        "/?id=1&layout=discord&layout=twitter&lang=nb",
+        "query-error",
+    )
+    .await;
     assert_eq!(
-        by_id(page.text(), "query-error"),
+        msg,
         "layout står mer enn én gang i spørringen; oppgi den én gang"
     );
-    let page = get("/?range_from=1&range_from=2").await;
-    assert!(by_id(page.text(), "range_from-error").starts_with("range_from is given more"));
+    let msg = text_at("/?range_from=1&range_from=2", "range_from-error").await;
+    assert!(msg.starts_with("range_from is given more"), "{msg}");
 }
 
 #[tokio::test]
