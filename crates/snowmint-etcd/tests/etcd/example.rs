@@ -186,25 +186,11 @@ fn two_copies_mint_as_two_identities_and_hand_over_on_stop_and_after_a_kill() {
     }
     let url = etcd.url();
     // Workers 2..=31 of datacenter 0 held by a filler, for the whole test.
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let _filler = rt.block_on(async {
-        let mut client = etcd_client::Client::connect([url.clone()], None)
-            .await
-            .unwrap();
-        let lease = client.lease_grant(600, None).await.unwrap().id();
-        for worker in 2..32 {
-            let options = etcd_client::PutOptions::new().with_lease(lease);
-            client
-                .put(
-                    format!("/example/identities/0/{worker}"),
-                    "filler",
-                    Some(options),
-                )
-                .await
-                .unwrap();
-        }
-        lease
-    });
+    snowmint_testkit::etcd::hold_keys(
+        &url,
+        (2..32).map(|worker| format!("/example/identities/0/{worker}")),
+        600,
+    );
     // a's lease is long: if its identity is free soon, it was revoked.
     let mut a = Mint::start(&url, "/example", 30);
     let mut b = Mint::start(&url, "/example", 2);

@@ -10,8 +10,8 @@ use snowmint_etcd::{GeneratorFactory, LeaseState, LeasedGenerator};
 use snowmint_testkit::etcd::EtcdServer;
 
 use crate::support::instance::{Instance, mint};
-use crate::support::log::{Log, check_log, wait_minted};
-use crate::support::{key, options, wait_until};
+use crate::support::log::Log;
+use crate::support::{mark_of, options, wait_until};
 
 /// Waits until `minter.ready()` says a mint would succeed.
 async fn wait_mintable(minter: &LeasedGenerator, limit: Duration) {
@@ -24,20 +24,6 @@ async fn wait_mintable(minter: &LeasedGenerator, limit: Duration) {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-/// The "reserved until" mark of `identity` under `prefix`, if any.
-async fn mark_of(endpoint: &str, prefix: &str, identity: (u8, u8)) -> Option<u64> {
-    let mut client = etcd_client::Client::connect([endpoint], None)
-        .await
-        .unwrap();
-    let got = client
-        .get(key(prefix, "reserved", identity), None)
-        .await
-        .unwrap();
-    got.kvs()
-        .first()
-        .map(|kv| std::str::from_utf8(kv.value()).unwrap().parse().unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -214,7 +200,5 @@ async fn the_first_renewal_is_timed_from_the_grant_when_holding_starts_late() {
          grant and the first renewal was timed from then, not from the grant: {m:?}"
     );
     assert_eq!((m.state, m.claims), (LeaseState::Held, 1), "{m:?}");
-    wait_minted(&log, "a", Instant::now()).await;
-    a.shutdown().await;
-    check_log(&log, &["a"]);
+    a.mints_again_then_stops(&log).await;
 }

@@ -12,7 +12,7 @@ use snowmint_testkit::etcd::EtcdServer;
 
 use crate::support::instance::Instance;
 use crate::support::log::{Log, check_log, wait_minted};
-use crate::support::{Filler, dc0, key, key_exists, options, wait_key_gone, wait_until};
+use crate::support::{Filler, client, dc0, key, key_exists, options, wait_key_gone, wait_until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn instances_get_distinct_identities_and_a_graceful_stop_frees_one_at_once() {
@@ -165,9 +165,7 @@ async fn all_identities_taken_means_not_ready_and_a_retry_when_one_frees() {
     let Some(etcd) = EtcdServer::start() else {
         return;
     };
-    let mut client = etcd_client::Client::connect([etcd.url()], None)
-        .await
-        .unwrap();
+    let mut client = client(&etcd.url()).await;
     let filler = client.lease_grant(60, None).await.unwrap().id();
     for chunk in (0..1024u16).collect::<Vec<_>>().chunks(128) {
         let puts: Vec<_> = chunk
@@ -210,7 +208,5 @@ async fn all_identities_taken_means_not_ready_and_a_retry_when_one_frees() {
     client.delete("/full/identities/7/7", None).await.unwrap();
     a.wait_ready(Duration::from_secs(30)).await;
     assert_eq!(a.identity(), Some((7, 7)));
-    wait_minted(&log, "a", Instant::now()).await;
-    a.shutdown().await;
-    check_log(&log, &["a"]);
+    a.mints_again_then_stops(&log).await;
 }

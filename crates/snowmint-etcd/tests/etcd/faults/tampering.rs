@@ -2,38 +2,29 @@
 //! or taken over by another lease while the holder's lease lives.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use snowmint::{Clock, Generator, SystemClock};
 use snowmint_etcd::{GeneratorFactory, LeaseState};
 use snowmint_testkit::etcd::EtcdServer;
 
 use crate::support::instance::Instance;
-use crate::support::log::{Log, batches_of, check_log, issued_as, wait_minted};
-use crate::support::{Filler, dc0, key, key_exists, options, wait_until};
+use crate::support::log::{Log, batches_of, check_log, issued_as};
+use crate::support::{Filler, client, dc0, intrude, key, key_exists, mark_of, options, wait_until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_mark_is_never_issued_over_and_its_identity_is_skipped() {
     let Some(etcd) = EtcdServer::start() else {
         return;
     };
-    let mut client = etcd_client::Client::connect([etcd.url()], None)
-        .await
-        .unwrap();
+    let mut client = client(&etcd.url()).await;
     client
         .put("/damaged/reserved/0/0", "not a number", None)
         .await
         .unwrap();
     // Only 0/0 free: the claim must try it, and find its mark damaged.
     let mut filler = Filler::take_free(&etcd.url(), "/damaged").await;
-    let mut client_free = etcd_client::Client::connect([etcd.url()], None)
-        .await
-        .unwrap();
-    filler.held.retain(|&w| w != 0);
-    client_free
-        .delete(key("/damaged", "identities", (0, 0)), None)
-        .await
-        .unwrap();
+    filler.free(0).await;
     let log = Log::default();
     let a = Instance::start("a", dc0(&etcd.url(), "/damaged", 2), &log);
     wait_until(
@@ -59,9 +50,7 @@ async fn a_damaged_mark_is_never_issued_over_and_its_identity_is_skipped() {
         b"not a number",
         "left for an operator"
     );
-    wait_minted(&log, "a", Instant::now()).await;
-    a.shutdown().await;
-    check_log(&log, &["a"]);
+    a.mints_again_then_stops(&log).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -69,9 +58,7 @@ async fn a_lost_identity_key_fences_at_once_and_the_instance_claims_again() {
     let Some(etcd) = EtcdServer::start() else {
         return;
     };
-    let mut client = etcd_client::Client::connect([etcd.url()], None)
-        .await
-        .unwrap();
+    let mut client = client(&etcd.url()).await;
     let log = Log::default();
     let ttl = 3;
     let two_ttls = Duration::from_secs(2 * ttl);
@@ -107,15 +94,7 @@ async fn a_lost_identity_key_fences_at_once_and_the_instance_claims_again() {
 
     // The key is taken over by another lease while ours lives: the
     // instance stops issuing as `first` at once and moves to another.
-    let intruder = client.lease_grant(60, None).await.unwrap().id();
-    client
-        .put(
-            first_key.as_str(),
-            "someone else",
-            Some(etcd_client::PutOptions::new().with_lease(intruder)),
-        )
-        .await
-        .unwrap();
+    intrude(&mut client, &first_key).await;
     wait_until("a moves to another identity", two_ttls, || {
         a.identity().is_some_and(|i| i != first) && a.is_ready()
     })
@@ -134,14 +113,7 @@ async fn a_lost_identity_key_fences_at_once_and_the_instance_claims_again() {
     );
     // The mark covers every ID a issued as `first`: the intruder's successor
     // starts above them.
-    let mark = client
-        .get(key("/lost", "reserved", first), None)
-        .await
-        .unwrap();
-    let mark: u64 = std::str::from_utf8(mark.kvs()[0].value())
-        .unwrap()
-        .parse()
-        .unwrap();
+    let mark = mark_of(&etcd.url(), "/lost", first).await.unwrap();
     let last = as_0_0.last().unwrap().timestamp_ms();
     assert!(
         mark >= last,
@@ -158,9 +130,7 @@ async fn ids_keep_increasing_when_an_instance_claims_another_identity() {
         return;
     };
     let url = etcd.url();
-    let mut client = etcd_client::Client::connect([url.as_str()], None)
-        .await
-        .unwrap();
+    let mut client = client(url.as_str()).await;
     // Identity 0/0's mark a minute ahead of the clock, as a holder whose
     // clock ran ahead would leave it: its next holder issues above it, on
     // borrowed time (the factory lets it borrow two minutes).
@@ -175,11 +145,7 @@ async fn ids_keep_increasing_when_an_instance_claims_another_identity() {
         .unwrap();
     // Every worker of datacenter 0 held by a filler, but 0/0.
     let mut filler = Filler::take_free(&url, "/floor").await;
-    filler.held.retain(|&w| w != 0);
-    client
-        .delete(key("/floor", "identities", (0, 0)), None)
-        .await
-        .unwrap();
+    filler.free(0).await;
     let factory: GeneratorFactory = Arc::new(|identity, store| {
         Generator::builder_for(identity)
             .max_borrow_ms(120_000)
@@ -206,15 +172,7 @@ async fn ids_keep_increasing_when_an_instance_claims_another_identity() {
     // generator starts at the clock, a minute below a's last ID, unless
     // the session carries its last millisecond over.
     let next = filler.free_one().await;
-    let intruder = client.lease_grant(60, None).await.unwrap().id();
-    client
-        .put(
-            key("/floor", "identities", (0, 0)),
-            "someone else",
-            Some(etcd_client::PutOptions::new().with_lease(intruder)),
-        )
-        .await
-        .unwrap();
+    intrude(&mut client, &key("/floor", "identities", (0, 0))).await;
     wait_until(
         "a claims the free identity",
         Duration::from_secs(4 * ttl),

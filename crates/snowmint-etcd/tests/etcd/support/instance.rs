@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use snowmint::SnowflakeId;
 use snowmint_etcd::{EtcdConfig, LeaseState, LeasedGenerator, MintError};
 
-use super::log::{Batch, Log};
+use super::log::{Batch, Log, check_log, wait_minted};
 
 /// A batch of `n` from one identity, as the server mints them.
 pub fn mint(minter: &LeasedGenerator, n: usize) -> Result<Vec<SnowflakeId>, MintError> {
@@ -99,6 +99,16 @@ impl Instance {
     pub async fn shutdown(mut self) {
         self.stop_minting();
         self.minter.shutdown().await;
+    }
+
+    /// The end of a scenario of this instance alone: it mints once more
+    /// (after whatever the test did last), stops gracefully, and the log
+    /// of what it issued passes [`check_log`].
+    pub async fn mints_again_then_stops(self, log: &Log) {
+        wait_minted(log, &self.name, Instant::now()).await;
+        let name = self.name.clone();
+        self.shutdown().await;
+        check_log(log, &[&name]);
     }
 
     /// As SIGKILL: minting stops, the lease is left to expire.

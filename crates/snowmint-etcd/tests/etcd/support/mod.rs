@@ -22,6 +22,28 @@ pub fn dc0(endpoint: &str, prefix: &str, ttl_secs: u64) -> EtcdConfig {
     options(endpoint, prefix, ttl_secs).datacenter(0)
 }
 
+/// A client of the etcd at `endpoint`, for what a test writes or reads
+/// there itself.
+pub async fn client(endpoint: &str) -> etcd_client::Client {
+    etcd_client::Client::connect([endpoint], None)
+        .await
+        .unwrap()
+}
+
+/// Puts "someone else" at `key` under a lease of its own (60 s), as another
+/// holder taking an identity over would.
+pub async fn intrude(client: &mut etcd_client::Client, key: &str) {
+    let intruder = client.lease_grant(60, None).await.unwrap().id();
+    client
+        .put(
+            key,
+            "someone else",
+            Some(etcd_client::PutOptions::new().with_lease(intruder)),
+        )
+        .await
+        .unwrap();
+}
+
 /// The key of `identity` under `prefix`.
 pub fn key(prefix: &str, kind: &str, identity: (u8, u8)) -> String {
     format!("{prefix}/{kind}/{}/{}", identity.0, identity.1)
@@ -33,14 +55,12 @@ pub fn key(prefix: &str, kind: &str, identity: (u8, u8)) -> String {
 pub struct Filler {
     client: etcd_client::Client,
     prefix: String,
-    pub held: Vec<u8>,
+    held: Vec<u8>,
 }
 
 impl Filler {
     pub async fn take_free(endpoint: &str, prefix: &str) -> Filler {
-        let mut client = etcd_client::Client::connect([endpoint], None)
-            .await
-            .unwrap();
+        let mut client = client(endpoint).await;
         let lease = client.lease_grant(600, None).await.unwrap().id();
         let mut held = Vec::new();
         for worker in 0..32u8 {
@@ -69,7 +89,14 @@ impl Filler {
 
     /// Frees one of the workers it holds: the only free one then.
     pub async fn free_one(&mut self) -> (u8, u8) {
-        let worker = self.held.pop().expect("the filler holds one");
+        let worker = *self.held.last().expect("the filler holds one");
+        self.free(worker).await
+    }
+
+    /// Frees `worker` of datacenter 0 (held by the filler or not): the only
+    /// free one then.
+    pub async fn free(&mut self, worker: u8) -> (u8, u8) {
+        self.held.retain(|&w| w != worker);
         let k = key(&self.prefix, "identities", (0, worker));
         self.client.delete(k, None).await.unwrap();
         (0, worker)
@@ -87,10 +114,20 @@ pub async fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> b
 
 /// Whether `key` exists in the etcd at `endpoint`.
 pub async fn key_exists(endpoint: &str, key: &str) -> bool {
-    let mut client = etcd_client::Client::connect([endpoint], None)
+    let mut client = client(endpoint).await;
+    !client.get(key, None).await.unwrap().kvs().is_empty()
+}
+
+/// The "reserved until" mark of `identity` under `prefix`, if any.
+pub async fn mark_of(endpoint: &str, prefix: &str, identity: (u8, u8)) -> Option<u64> {
+    let mut client = client(endpoint).await;
+    let got = client
+        .get(key(prefix, "reserved", identity), None)
         .await
         .unwrap();
-    !client.get(key, None).await.unwrap().kvs().is_empty()
+    got.kvs()
+        .first()
+        .map(|kv| std::str::from_utf8(kv.value()).unwrap().parse().unwrap())
 }
 
 /// Waits (bounded by `limit`) until `key` is gone: its lease expired or
