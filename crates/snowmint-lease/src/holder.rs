@@ -1,18 +1,23 @@
-//! The fenced slot a lease session fills and empties, and every mint from it.
+//! The fenced slot every mint goes through, leased or not.
 //!
-//! The session installs a [`Generator`] together with the [`Fence`] of the
-//! lease it was claimed under, and empties the slot when it may no longer
-//! issue. Every mint looks at the fence before it claims IDs and again after,
-//! before it hands them over: IDs claimed while the fence closed (the claim
-//! waited for the clock, or for a reservation write) are dropped, never
-//! returned. This file is the one place that rule is kept; `LeasedGenerator`
-//! and `snowmint serve --etcd` both mint through it.
+//! A [`Holder`] holds at most one tenure: an identity's [`Generator`]
+//! together with the [`Fence`] it may issue under. A lease session installs
+//! a tenure when it claims an identity and empties the slot when it may no
+//! longer issue; a static identity (nobody else can hold it) is a tenure
+//! whose fence never closes ([`Holder::fixed`]). Every mint looks at the
+//! fence before it claims IDs and again after, before it hands them over:
+//! IDs claimed while the fence closed (the claim waited for the clock, or
+//! for a reservation write) are dropped, never returned. This file is the
+//! one place that rule is kept; `LeasedGenerator` and `snowmint serve`
+//! (static or leased) all mint through it.
 
 use std::fmt;
 use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
-use snowmint::{GenerateError, Generator, IdRange, Identity, MAX_BATCH, SnowflakeId, StoreError};
+use snowmint::{
+    GenerateError, Generator, GeneratorMetrics, IdRange, Identity, SnowflakeId, StoreError,
+};
 
 use crate::Fence;
 
@@ -39,7 +44,8 @@ impl fmt::Display for MintError {
                 "the worker identity's lease may have expired; \
                  no IDs until it is renewed",
             ),
-            MintError::Count(n) => write!(f, "count must be 1..={MAX_BATCH}, got {n}"),
+            // The core's message: one home for the rule and its words.
+            MintError::Count(n) => fmt::Display::fmt(&GenerateError::Count { requested: *n }, f),
             MintError::Generate(e) => write!(f, "generator: {e}"),
         }
     }
@@ -56,7 +62,11 @@ impl std::error::Error for MintError {
 
 impl From<GenerateError> for MintError {
     fn from(e: GenerateError) -> MintError {
-        MintError::Generate(e)
+        match e {
+            // The generator is where a batch's size is checked.
+            GenerateError::Count { requested } => MintError::Count(requested),
+            e => MintError::Generate(e),
+        }
     }
 }
 
@@ -105,15 +115,42 @@ impl Tenure {
     }
 }
 
-/// The slot; see the [module docs](self).
+/// The fenced slot every mint goes through; see the [module docs](self).
+///
+/// A static identity is a tenure whose fence never closes:
+///
+/// ```
+/// use std::sync::Arc;
+/// use snowmint_lease::{Holder, MintError};
+///
+/// let holder = Holder::fixed(Arc::new(snowmint::Generator::new(1, 2)?));
+/// let mut ids = Vec::new();
+/// // What needs a wait (the millisecond the generator was built in, say)
+/// // comes back to finish on a thread that may block.
+/// if let Some(rest) = holder.try_mint_ranges(3, |run| ids.extend(run))? {
+///     rest.finish(|run| ids.extend(run))?;
+/// }
+/// assert!(ids[0] < ids[1] && ids[1] < ids[2]);
+/// assert_eq!(holder.try_mint_ranges(0, |_| {}).unwrap_err(), MintError::Count(0));
+/// assert_eq!(Holder::default().next_id(), Err(MintError::NotHeld));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Default)]
-pub(crate) struct Holder {
+pub struct Holder {
     // Read on every mint without a lock (an `ArcSwap` load); written only
     // when an identity is won or lost.
     slot: ArcSwapOption<Tenure>,
 }
 
 impl Holder {
+    /// A holder of `generator`'s identity for good: its fence never closes
+    /// (a static identity, which no other process can hold).
+    pub fn fixed(generator: Arc<Generator>) -> Holder {
+        let holder = Holder::default();
+        holder.install(generator, Arc::new(Fence::never()));
+        holder
+    }
+
     pub(crate) fn install(&self, generator: Arc<Generator>, fence: Arc<Fence>) {
         // The identity is the generator's own: nothing to keep in step.
         let identity = generator.identity();
@@ -136,25 +173,33 @@ impl Holder {
         self.slot.load_full()
     }
 
+    /// One fresh ID from the identity held, if its fence is open. May wait
+    /// as the core generator does (the next millisecond, a clock catching
+    /// up, a reservation write).
     #[inline]
-    pub(crate) fn next_id(&self) -> Result<SnowflakeId, MintError> {
+    pub fn next_id(&self) -> Result<SnowflakeId, MintError> {
         // A guard, not a clone of the Arc: no shared count touched per mint.
         let guard = self.slot.load();
         guard.as_ref().ok_or(MintError::NotHeld)?.next_id()
     }
 
-    pub(crate) fn next_ids(&self, n: usize, block: bool) -> Result<IdRange, MintError> {
-        check_count(n)?;
+    /// 1..=`n` consecutive IDs of one millisecond (fewer when the
+    /// millisecond has fewer left); with `block` false it never waits
+    /// (`GenerateError::WouldBlock` where the generator would).
+    pub fn next_ids(&self, n: usize, block: bool) -> Result<IdRange, MintError> {
         let guard = self.slot.load();
         guard.as_ref().ok_or(MintError::NotHeld)?.claim(n, block)
     }
 
-    pub(crate) fn try_mint_ranges(
+    /// Mints `n` (1..=4096) IDs as runs of consecutive IDs into `sink`,
+    /// issuing at once what needs no wait and returning the rest, if any, as
+    /// a [`PendingMint`] to finish on a thread that may block. All of one
+    /// batch come from one tenure, strictly increasing.
+    pub fn try_mint_ranges(
         &self,
         n: usize,
         mut sink: impl FnMut(IdRange),
     ) -> Result<Option<PendingMint>, MintError> {
-        check_count(n)?;
         let guard = self.slot.load();
         let tenure = guard.as_ref().ok_or(MintError::NotHeld)?;
         let mut left = n;
@@ -168,7 +213,10 @@ impl Holder {
         }
     }
 
-    pub(crate) fn ready(&self) -> Result<Identity, MintError> {
+    /// Whether a mint would succeed now, and as which identity; else why not
+    /// (none held, fenced, or what the generator would answer: a clock too
+    /// far behind, a failing reservation write). Never waits.
+    pub fn ready(&self) -> Result<Identity, MintError> {
         let guard = self.slot.load();
         let tenure = guard.as_ref().ok_or(MintError::NotHeld)?;
         if !tenure.fence.is_open() {
@@ -178,7 +226,10 @@ impl Holder {
         Ok(tenure.identity)
     }
 
-    pub(crate) fn ready_identity(&self) -> Option<Identity> {
+    /// The identity, if held and its fence open: one look, so the answer
+    /// never mixes two tenures (a cheaper [`ready`](Holder::ready) that
+    /// does not ask the generator).
+    pub fn ready_identity(&self) -> Option<Identity> {
         self.slot
             .load()
             .as_ref()
@@ -186,10 +237,44 @@ impl Holder {
             .map(|t| t.identity)
     }
 
+    /// The identity held now (fenced or not), if any.
+    pub fn identity(&self) -> Option<Identity> {
+        self.slot.load().as_ref().map(|t| t.identity)
+    }
+
+    /// The held identity's generator's counters, if one is held.
+    pub fn generator_metrics(&self) -> Option<GeneratorMetrics> {
+        self.slot.load().as_ref().map(|t| t.generator.metrics())
+    }
+
+    /// Whether the held generator's mark should be written now (ahead of
+    /// the IDs being issued, to retry a failing write, or to prove the store
+    /// still takes writes): then call
+    /// [`renew_reservation`](Holder::renew_reservation) on a thread that may
+    /// block. `false` while fenced or holding nothing. Looked at in place:
+    /// no shared count is touched.
+    pub fn renewal_due(&self) -> bool {
+        self.slot
+            .load()
+            .as_ref()
+            .is_some_and(|t| t.fence.is_open() && t.generator.renewal_due())
+    }
+
+    /// Writes the held generator's mark if it is due (see
+    /// [`renewal_due`](Holder::renewal_due)); nothing while fenced or
+    /// holding nothing. Blocks, at most the generator's store timeout.
+    pub fn renew_reservation(&self) -> Result<(), StoreError> {
+        match self.current() {
+            Some(t) if t.fence.is_open() => t.generator.renew_reservation(),
+            _ => Ok(()),
+        }
+    }
+
     /// Lowers the mark to the last issued millisecond, if the fence is
     /// still open (a fenced holder may no longer write its identity's mark;
     /// the mark it left is higher than what it issued, which is safe).
-    pub(crate) fn persist_last_issued(&self) -> Result<(), StoreError> {
+    /// Blocks, at most the generator's store timeout.
+    pub fn persist_last_issued(&self) -> Result<(), StoreError> {
         match self.current() {
             Some(t) if t.fence.is_open() => t.generator.persist_last_issued(),
             Some(t) => {
@@ -204,38 +289,33 @@ impl Holder {
     }
 }
 
-fn check_count(n: usize) -> Result<(), MintError> {
-    if (1..=MAX_BATCH).contains(&n) {
-        Ok(())
-    } else {
-        Err(MintError::Count(n))
-    }
-}
-
 /// Issues `left` IDs from `tenure` into `sink`, counting `left` down; with
 /// `block` false, stops without waiting where the generator would wait and
-/// returns `false` (the rest is still to mint).
+/// returns `false` (the rest is still to mint). Claims at least once, so
+/// that the generator, the one place a batch's size is checked, sees a
+/// count of 0 too.
 fn issue(
     tenure: &Tenure,
     left: &mut usize,
     block: bool,
     sink: &mut impl FnMut(IdRange),
 ) -> Result<bool, MintError> {
-    while *left > 0 {
+    loop {
         let range = match tenure.claim(*left, block) {
             Err(MintError::Generate(GenerateError::WouldBlock)) => return Ok(false),
             other => other?,
         };
         *left -= range.len().min(*left);
         sink(range);
+        if *left == 0 {
+            return Ok(true);
+        }
     }
-    Ok(true)
 }
 
-/// The rest of a batch that
-/// [`LeasedGenerator::try_mint_ranges`](crate::LeasedGenerator::try_mint_ranges)
-/// could not issue without waiting. It mints from the same tenure (identity,
-/// generator, fence), so the runs stay in increasing order; a re-claim in
+/// The rest of a batch that [`Holder::try_mint_ranges`] could not issue
+/// without waiting. It mints from the same tenure (identity, generator,
+/// fence), so the runs stay in increasing order; a re-claim in
 /// between ends it with [`MintError::Fenced`] or [`MintError::NotHeld`], never
 /// with IDs of another identity.
 #[derive(Debug)]

@@ -226,7 +226,7 @@ impl LeasedGenerator {
 
     /// The identity held now (fenced or not), if any.
     pub fn identity(&self) -> Option<Identity> {
-        self.holder.current().map(|t| t.identity)
+        self.holder.identity()
     }
 
     /// Whether a mint would succeed now, and as which identity; else why not
@@ -259,7 +259,7 @@ impl LeasedGenerator {
 
     /// The current identity's generator's counters, if one is held.
     pub fn generator_metrics(&self) -> Option<GeneratorMetrics> {
-        self.holder.current().map(|t| t.generator.metrics())
+        self.holder.generator_metrics()
     }
 
     /// Whether the current generator's mark should be written now (ahead of
@@ -269,19 +269,22 @@ impl LeasedGenerator {
     /// that may block. `false` while fenced. The session renews by itself
     /// too; this lets a busy caller renew ahead of need.
     pub fn renewal_due(&self) -> bool {
-        self.holder
-            .current()
-            .is_some_and(|t| t.fence.is_open() && t.generator.renewal_due())
+        self.holder.renewal_due()
     }
 
     /// Writes the current generator's mark if it is due (see
     /// [`renewal_due`](LeasedGenerator::renewal_due)); nothing while fenced
     /// or holding nothing. Blocks, at most the generator's store timeout.
     pub fn renew_reservation(&self) -> Result<(), StoreError> {
-        match self.holder.current() {
-            Some(t) if t.fence.is_open() => t.generator.renew_reservation(),
-            _ => Ok(()),
-        }
+        self.holder.renew_reservation()
+    }
+
+    /// The fenced slot this session fills and empties, which every mint of
+    /// it goes through: for a program that mints from one [`Holder`]
+    /// whatever its identity source (a static identity is
+    /// [`Holder::fixed`]).
+    pub fn holder(&self) -> &Arc<Holder> {
+        &self.holder
     }
 
     /// The session's state and counters now.

@@ -43,8 +43,9 @@
 //!   coordinator must answer and guarantee.
 //! - [`LeasedGenerator`] (`leased.rs`): the handle: start, mint, readiness,
 //!   metrics, shutdown.
-//! - `holder.rs`: the fenced slot the session fills and every mint goes
-//!   through; [`Fence`] (`fence.rs`) is its deadline, on a [`LeaseClock`]
+//! - [`Holder`] (`holder.rs`): the fenced slot the session fills and every
+//!   mint goes through (a static identity's too, as [`Holder::fixed`]);
+//!   [`Fence`] (`fence.rs`) is its deadline, on a [`LeaseClock`]
 //!   (`clock.rs`).
 //! - `session.rs`: claim, keep-alive, fence, re-claim, hand-over wait,
 //!   release; `claim.rs`: which identities a session may claim and in which
@@ -99,7 +100,7 @@ pub use coordinator::{
 };
 pub use error::{LeaseError, Source};
 pub use fence::Fence;
-pub use holder::{MintError, PendingMint};
+pub use holder::{Holder, MintError, PendingMint};
 pub use leased::LeasedGenerator;
 pub use renewal::{KeepAlive, Verdict, judge};
 pub use snowmint::Identity;

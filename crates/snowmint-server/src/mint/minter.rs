@@ -2,16 +2,19 @@
 //!
 //! A [`Minter`] is started from the configuration's identity
 //! source and has one lifecycle: [`start_static`](Minter::start_static) or
-//! `leased` (feature `etcd`), then
+//! `start_leased` / `start_leased_db` (features `etcd`, `db`), then
 //! [`ready`](Minter::ready) / mint for as long as the server runs, then
-//! [`shutdown`](Minter::shutdown). Behind it:
+//! [`shutdown`](Minter::shutdown).
 //!
-//! - **static** (`--datacenter/--worker`, or `--worker-from-hostname`): one
-//!   [`Generator`] over a reservation file in the state directory; nobody
-//!   else can hold the identity, so nothing fences it;
-//! - **etcd** (feature `etcd`): a [`snowmint_lease::LeasedGenerator`], whose
-//!   fence, hand-over and re-claims are that crate's: the server only wires
-//!   it to the routes, `/readyz` and `/metrics`.
+//! Every mint goes through one [`Holder`], the lease crate's fenced slot,
+//! whatever the source: a static identity (`--datacenter/--worker`, or
+//! `--worker-from-hostname`) is a tenure whose fence never closes
+//! ([`Holder::fixed`]: one [`Generator`] over a reservation file in the
+//! state directory, which nobody else can hold); a leased one (etcd,
+//! PostgreSQL, MySQL) is the [`snowmint_lease::LeasedGenerator`]'s holder,
+//! whose session installs and fences tenures. How a mint is claimed,
+//! fenced and handed over is written there once; this file keeps what the
+//! server adds: the lifecycle, and errors a client may read.
 //!
 //! Mints never wait on an async worker thread:
 //! [`try_mint_ranges`](Minter::try_mint_ranges) issues what it can without
@@ -23,6 +26,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use snowmint::SnowflakeId;
+use snowmint_lease::{Holder, LeasedGenerator};
 
 use crate::mint::generator::{GenerateError, Generator, IdRange, StaticError, StoreError};
 
@@ -94,7 +98,8 @@ impl MintError {
             MintError::Fenced => "this instance's worker identity lease may have expired; \
                  it issues no IDs until the lease is renewed"
                 .to_owned(),
-            MintError::Count(n) => format!("count must be 1..={MAX_BATCH}, got {n}"),
+            // The core's words for the core's rule.
+            MintError::Count(n) => GenerateError::Count { requested: *n }.to_string(),
             MintError::Interrupted => {
                 "the mint was interrupted, so no ID was issued; try again later".to_owned()
             }
@@ -164,19 +169,14 @@ impl From<snowmint_lease::MintError> for MintError {
     }
 }
 
-/// What the minter issues from.
+/// The lease behind a leased identity's holder: readiness reasons,
+/// metrics and shutdown are the session's.
 #[derive(Debug)]
-enum Source {
-    /// No identity (tests of "not ready").
-    Empty,
-    /// One generator for the life of the process.
-    Static {
-        identity: Identity,
-        generator: Arc<Generator>,
-    },
-    /// An identity leased from a coordinator (named: `etcd`, `postgres`,
-    /// `mysql`).
-    Leased(Arc<snowmint_lease::LeasedGenerator>, &'static str),
+struct Lease {
+    leased: Arc<LeasedGenerator>,
+    /// The coordinator's name (`etcd`, `postgres`, `mysql`): the prefix of
+    /// its lease metrics.
+    coordinator: &'static str,
 }
 
 /// The identity source the routes mint from: started once, then ready
@@ -198,7 +198,11 @@ enum Source {
 /// ```
 #[derive(Debug)]
 pub struct Minter {
-    source: Source,
+    /// Every mint goes through it: empty (no identity), a static identity's
+    /// for good, or a lease session's.
+    holder: Arc<Holder>,
+    /// The session that fills `holder`, if the identity is leased.
+    lease: Option<Lease>,
 }
 
 impl Minter {
@@ -209,28 +213,28 @@ impl Minter {
     /// and the minter starts not ready; renewals retry it. Blocks on the
     /// disk (the write at most the store timeout): call it from a thread
     /// that may block. (`serve` starts the source its configuration asks
-    /// for: this one, or `leased` (feature `etcd`).)
+    /// for: this one, or a leased one.)
     pub fn start_static(identity: Identity, state_dir: &Path) -> Result<Arc<Minter>, StaticError> {
-        let source = static_source(identity, state_dir)?;
-        Ok(Arc::new(Minter { source }))
+        let generator = crate::mint::generator::static_generator(identity, state_dir)?;
+        start_write(&generator);
+        Ok(Minter::from_generator(generator))
     }
 
     /// A minter with no identity: not ready, every mint answers
     /// [`MintError::NotReady`].
     pub fn empty() -> Arc<Minter> {
         Arc::new(Minter {
-            source: Source::Empty,
+            holder: Arc::new(Holder::default()),
+            lease: None,
         })
     }
 
-    /// A static minter over `generator`, as its identity.
+    /// A static minter over `generator`, as its identity: a tenure whose
+    /// fence never closes.
     pub fn from_generator(generator: Generator) -> Arc<Minter> {
-        let identity = generator.identity();
         Arc::new(Minter {
-            source: Source::Static {
-                identity,
-                generator: Arc::new(generator),
-            },
+            holder: Arc::new(Holder::fixed(Arc::new(generator))),
+            lease: None,
         })
     }
 
@@ -244,9 +248,7 @@ impl Minter {
         etcd: snowmint_etcd::EtcdConfig,
     ) -> Result<Arc<Minter>, snowmint_etcd::EtcdError> {
         let etcd = etcd.generator(Arc::new(crate::mint::generator::leased_generator));
-        Ok(Minter::leased(snowmint_lease::LeasedGenerator::spawn(
-            etcd,
-        )?))
+        Ok(Minter::leased(LeasedGenerator::spawn(etcd)?))
     }
 
     /// Starts the PostgreSQL or MySQL identity source: a lease session over
@@ -260,23 +262,24 @@ impl Minter {
         let db = db.generator(Arc::new(crate::mint::generator::leased_generator));
         Ok(Minter::leased_from(
             coordinator,
-            snowmint_lease::LeasedGenerator::spawn(db)?,
+            LeasedGenerator::spawn(db)?,
         ))
     }
 
     /// A minter over an etcd lease session started elsewhere.
-    pub fn leased(leased: snowmint_lease::LeasedGenerator) -> Arc<Minter> {
+    pub fn leased(leased: LeasedGenerator) -> Arc<Minter> {
         Minter::leased_from("etcd", leased)
     }
 
     /// A minter over a lease session started elsewhere, from `coordinator`
     /// (`etcd`, `postgres`, `mysql`: the prefix of its lease metrics).
-    pub fn leased_from(
-        coordinator: &'static str,
-        leased: snowmint_lease::LeasedGenerator,
-    ) -> Arc<Minter> {
+    pub fn leased_from(coordinator: &'static str, leased: LeasedGenerator) -> Arc<Minter> {
         Arc::new(Minter {
-            source: Source::Leased(Arc::new(leased), coordinator),
+            holder: Arc::clone(leased.holder()),
+            lease: Some(Lease {
+                leased: Arc::new(leased),
+                coordinator,
+            }),
         })
     }
 
@@ -305,38 +308,20 @@ impl Minter {
     /// what it can at once and returns the rest, if any, as a
     /// [`PendingMint`] to [`finish`](PendingMint::finish) on a thread that
     /// may block (`tokio::task::spawn_blocking`). The rest is minted from
-    /// the same generator, so the runs stay in increasing order.
+    /// the same tenure, so the runs stay in increasing order.
     pub(crate) fn try_mint_ranges(
         &self,
         n: usize,
-        mut sink: impl FnMut(IdRange),
+        sink: impl FnMut(IdRange),
     ) -> Result<Option<PendingMint>, MintError> {
-        if !(1..=MAX_BATCH).contains(&n) {
-            return Err(MintError::Count(n));
-        }
-        match &self.source {
-            Source::Empty => Err(MintError::NotReady),
-            Source::Static { generator, .. } => {
-                let mut left = n;
-                if issue(generator, &mut left, false, &mut sink)? {
-                    Ok(None)
-                } else {
-                    Ok(Some(PendingMint(Pending::Static {
-                        generator: Arc::clone(generator),
-                        left,
-                    })))
-                }
-            }
-            Source::Leased(leased, _) => Ok(leased
-                .try_mint_ranges(n, sink)?
-                .map(|p| PendingMint(Pending::Leased(p)))),
-        }
+        Ok(self.holder.try_mint_ranges(n, sink)?.map(PendingMint))
     }
 
     /// If the generator's reservation mark is due for renewal (ahead of the
     /// IDs being issued, or to retry a failing store), renews it on a
-    /// blocking thread of the current tokio runtime, once at a time. Call
-    /// it from async code after a mint and from readiness probes.
+    /// blocking thread of the current tokio runtime. Call it from async
+    /// code after a mint and from readiness probes. Nothing while fenced
+    /// (a leased identity writes no mark then).
     ///
     /// The server also calls it every quarter window (`KEEP_EVERY`), so
     /// an idle instance probes its store at half the generator's
@@ -344,59 +329,34 @@ impl Minter {
     /// identity's etcd every 15 s) and `/readyz` finds a store that stopped
     /// taking writes within that age.
     pub fn renew_in_background_if_due(&self) {
-        match &self.source {
-            // Looked at in place: most mints find nothing due, and a clone
-            // of the `Arc` would touch a count every worker shares.
-            Source::Static { generator, .. } => {
-                if generator.renewal_due() {
-                    let generator = Arc::clone(generator);
-                    tokio::task::spawn_blocking(move || {
-                        if let Err(e) = generator.renew_reservation() {
-                            tracing::warn!(error = %e, "renewing the reservation mark failed");
-                        }
-                    });
+        // Looked at in place: most mints find nothing due, and a clone of
+        // the `Arc` would touch a count every worker shares.
+        if self.holder.renewal_due() {
+            let holder = Arc::clone(&self.holder);
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = holder.renew_reservation() {
+                    tracing::warn!(error = %e, "renewing the reservation mark failed");
                 }
-            }
-            // Through the lease, which writes nothing while fenced.
-            Source::Leased(leased, _) => {
-                if leased.renewal_due() {
-                    let leased = Arc::clone(leased);
-                    tokio::task::spawn_blocking(move || {
-                        if let Err(e) = leased.renew_reservation() {
-                            tracing::warn!(error = %e, "renewing the reservation mark failed");
-                        }
-                    });
-                }
-            }
-            Source::Empty => {}
+            });
         }
     }
 
-    /// The identity held, if any (for an etcd lease: also while fenced).
+    /// The identity held, if any (for a lease: also while fenced).
     pub fn identity(&self) -> Option<Identity> {
-        match &self.source {
-            Source::Empty => None,
-            Source::Static { identity, .. } => Some(*identity),
-            Source::Leased(leased, _) => leased.identity(),
-        }
+        self.holder.identity()
     }
 
     /// The current generator's counters, if one is held.
     pub fn generator_metrics(&self) -> Option<snowmint::GeneratorMetrics> {
-        match &self.source {
-            Source::Empty => None,
-            Source::Static { generator, .. } => Some(generator.metrics()),
-            Source::Leased(leased, _) => leased.generator_metrics(),
-        }
+        self.holder.generator_metrics()
     }
 
     /// The lease session's coordinator (`etcd`, `postgres`, `mysql`), state
     /// and counters, when the identity is leased.
     pub fn lease_metrics(&self) -> Option<(&'static str, snowmint_lease::LeaseMetrics)> {
-        match &self.source {
-            Source::Leased(leased, coordinator) => Some((coordinator, leased.metrics())),
-            _ => None,
-        }
+        self.lease
+            .as_ref()
+            .map(|lease| (lease.coordinator, lease.leased.metrics()))
     }
 
     /// An identity is held and, if leased, its fence is open.
@@ -409,78 +369,69 @@ impl Minter {
     /// behind, a failing reservation store, the end of the format's years).
     /// Never waits.
     pub fn ready(&self) -> Result<Identity, MintError> {
-        match &self.source {
-            Source::Empty => Err(MintError::NotReady),
-            Source::Static {
-                identity,
-                generator,
-            } => {
-                generator.check_ready()?;
-                Ok(*identity)
-            }
-            Source::Leased(leased, _) => match leased.ready() {
-                Err(snowmint_lease::MintError::NotHeld) if leased.all_taken() => {
-                    Err(MintError::AllTaken {
-                        datacenter: leased.datacenter_scope(),
-                    })
-                }
-                Err(snowmint_lease::MintError::Generate(
-                    error @ GenerateError::ClockBehind { .. },
-                )) => {
-                    let metrics = leased.metrics();
-                    match (metrics.claimed_ahead_ms, metrics.identity) {
-                        (Some(ahead_ms), Some(identity)) => Err(MintError::AheadOnly {
-                            error,
-                            identity,
-                            ahead_ms,
-                            datacenter: leased.datacenter_scope(),
-                        }),
-                        _ => Err(MintError::Generate(error)),
-                    }
-                }
-                other => Ok(other?),
-            },
-        }
+        self.holder.ready().map_err(|e| match &self.lease {
+            Some(lease) => lease.explain(e),
+            None => e.into(),
+        })
     }
 
     /// The identity, if held and (when leased) its fence still open: one
     /// look, so the answer never mixes two tenures.
     pub fn ready_identity(&self) -> Option<Identity> {
-        match &self.source {
-            Source::Empty => None,
-            Source::Static { identity, .. } => Some(*identity),
-            Source::Leased(leased, _) => leased.ready_identity(),
-        }
+        self.holder.ready_identity()
     }
 
     /// The end of the lifecycle: for a static identity, lowers the
     /// reservation file's mark to the last millisecond issued (renewals
-    /// write nothing after that); for an etcd lease, revokes it so the
-    /// identity is free at once (the mark in etcd is not lowered: see
-    /// `snowmint-etcd`'s `EtcdStore`). Call it once no mint runs any more.
+    /// write nothing after that); for a lease, stops issuing, releases the
+    /// identity and ends the lease so the identity is free at once (the
+    /// coordinator's mark is not lowered: see `snowmint_lease::LeaseStore`).
+    /// Call it once no mint runs any more.
     ///
     /// The write runs on a blocking thread and gives up after the store
     /// timeout (twice that if a write was in flight); a caller with a
     /// deadline of its own wraps this in `tokio::time::timeout`, as
     /// [`serve`](crate::serve) does with `--shutdown-timeout`.
     pub async fn shutdown(&self) -> Result<(), StoreError> {
-        match &self.source {
-            Source::Empty => Ok(()),
-            Source::Static { generator, .. } => {
-                let generator = Arc::clone(generator);
-                tokio::task::spawn_blocking(move || generator.persist_last_issued())
-                    .await
-                    .unwrap_or_else(|e| {
-                        Err(StoreError::new(
-                            snowmint::StoreErrorKind::Other,
-                            format!("the reservation write at shutdown did not run: {e}"),
-                        ))
-                    })
+        if let Some(lease) = &self.lease {
+            lease.leased.shutdown().await;
+            return Ok(());
+        }
+        let holder = Arc::clone(&self.holder);
+        tokio::task::spawn_blocking(move || holder.persist_last_issued())
+            .await
+            .unwrap_or_else(|e| {
+                Err(StoreError::new(
+                    snowmint::StoreErrorKind::Other,
+                    format!("the reservation write at shutdown did not run: {e}"),
+                ))
+            })
+    }
+}
+
+impl Lease {
+    /// Why a leased identity's mint would fail, in the words a client
+    /// reads: every identity taken, or a clock behind a mark that stood
+    /// ahead when no other identity was free, are the session's to tell.
+    fn explain(&self, e: snowmint_lease::MintError) -> MintError {
+        let leased = &self.leased;
+        match e {
+            snowmint_lease::MintError::NotHeld if leased.all_taken() => MintError::AllTaken {
+                datacenter: leased.datacenter_scope(),
+            },
+            snowmint_lease::MintError::Generate(error @ GenerateError::ClockBehind { .. }) => {
+                let metrics = leased.metrics();
+                match (metrics.claimed_ahead_ms, metrics.identity) {
+                    (Some(ahead_ms), Some(identity)) => MintError::AheadOnly {
+                        error,
+                        identity,
+                        ahead_ms,
+                        datacenter: leased.datacenter_scope(),
+                    },
+                    _ => MintError::Generate(error),
+                }
             }
-            Source::Leased(leased, _) => {
-                leased.shutdown().await;
-                Ok(())
-            }
+            other => other.into(),
         }
     }
 }
@@ -494,74 +445,24 @@ pub(crate) fn start_write(generator: &Generator) {
     }
 }
 
-fn static_source(identity: Identity, state_dir: &Path) -> Result<Source, StaticError> {
-    let generator = crate::mint::generator::static_generator(identity, state_dir)?;
-    start_write(&generator);
-    Ok(Source::Static {
-        identity,
-        generator: Arc::new(generator),
-    })
-}
-
-/// Issues `left` IDs from a static generator into `sink`, counting `left`
-/// down; with `block` false, stops without waiting where the generator
-/// would wait and returns `false` (the rest is still to mint).
-fn issue(
-    generator: &Generator,
-    left: &mut usize,
-    block: bool,
-    sink: &mut impl FnMut(IdRange),
-) -> Result<bool, MintError> {
-    while *left > 0 {
-        let range = if block {
-            generator.next_ids(*left)?
-        } else {
-            match generator.try_next_ids(*left) {
-                Err(GenerateError::WouldBlock) => return Ok(false),
-                other => other?,
-            }
-        };
-        *left -= range.len().min(*left);
-        sink(range);
-    }
-    Ok(true)
-}
-
 /// The rest of a mint that [`Minter::try_mint_ranges`] could not issue
-/// without waiting.
+/// without waiting: it mints from the same tenure (identity, generator,
+/// fence), so the runs stay in increasing order.
 #[derive(Debug)]
 #[must_use = "the rest of the mint is issued only by `finish`"]
-pub struct PendingMint(Pending);
-
-#[derive(Debug)]
-enum Pending {
-    Static {
-        generator: Arc<Generator>,
-        left: usize,
-    },
-    Leased(snowmint_lease::PendingMint),
-}
+pub struct PendingMint(snowmint_lease::PendingMint);
 
 impl PendingMint {
     /// How many IDs are still to mint.
     pub fn left(&self) -> usize {
-        match &self.0 {
-            Pending::Static { left, .. } => *left,
-            Pending::Leased(p) => p.left(),
-        }
+        self.0.left()
     }
 
     /// Mints the rest into `sink`, waiting as the generator allows (at most
     /// its `max_wait` plus a reservation write). Blocks: call it from a
     /// blocking thread.
-    pub fn finish(self, mut sink: impl FnMut(IdRange)) -> Result<(), MintError> {
-        match self.0 {
-            Pending::Static {
-                generator,
-                mut left,
-            } => issue(&generator, &mut left, true, &mut sink).map(drop),
-            Pending::Leased(p) => Ok(p.finish(sink)?),
-        }
+    pub fn finish(self, sink: impl FnMut(IdRange)) -> Result<(), MintError> {
+        Ok(self.0.finish(sink)?)
     }
 }
 
