@@ -11,12 +11,12 @@ use tokio::net::TcpListener;
 
 use crate::app::{admin_app, app};
 use crate::config::{Config, DbSettings, EtcdSettings, IdentitySource, StartError};
-use crate::guard::admission::Admission;
 use crate::guard::origin::Origins;
 use crate::guard::token::ApiToken;
 use crate::logs::{self, LogFormat};
 use crate::mint::generator;
 use crate::mint::hostname;
+use crate::mint::lane::Admission;
 use crate::mint::minter::{Identity, Minter};
 use crate::net::accept::{self as http, Limits};
 use crate::routes::state::AppState;

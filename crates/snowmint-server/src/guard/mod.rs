@@ -1,6 +1,5 @@
 //! What a request passes before a route answers it.
 
-pub(crate) mod admission;
 pub(crate) mod check;
 pub(crate) mod edge;
 pub(crate) mod origin;

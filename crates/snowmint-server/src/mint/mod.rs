@@ -2,4 +2,5 @@
 
 pub(crate) mod generator;
 pub(crate) mod hostname;
+pub(crate) mod lane;
 pub(crate) mod minter;

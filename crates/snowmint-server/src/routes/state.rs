@@ -6,9 +6,9 @@ use std::sync::Arc;
 // under "The layout: a request's way in"): plain values, the guards'
 // settings, kept here so that `AppState::with_token` and `with_origins`
 // configure a whole router. No guard middleware is reached from a route.
-use crate::guard::admission::Admission;
 use crate::guard::origin::Origins;
 use crate::guard::token::ApiToken;
+use crate::mint::lane::Admission;
 use crate::mint::minter::Minter;
 use crate::routes::metrics::Metrics;
 

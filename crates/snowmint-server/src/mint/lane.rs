@@ -1,5 +1,5 @@
-//! Admission control for mints: a bounded lane in front of the generator's
-//! waits, and optional per-client quotas.
+//! The mint lane: admission control for mints, a bounded lane in front of
+//! the generator's waits, and optional per-client quotas.
 //!
 //! One identity can issue at most 4,096 IDs per millisecond, whatever the
 //! demand. A mint issues what it can at once on the async worker
