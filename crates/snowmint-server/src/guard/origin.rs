@@ -265,76 +265,55 @@ mod tests {
         }
     }
 
+    /// Whether a request of these headers to `host` passes with `allowed`.
+    fn passes(
+        pairs: &[(&'static str, &'static str)],
+        host: Option<&[u8]>,
+        allowed: &Origins,
+    ) -> bool {
+        permitted(&headers(pairs), || host, allowed)
+    }
+
     #[test]
     fn the_check_follows_sec_fetch_site_then_origin_against_host() {
         let none = Origins::default();
         let allowed = Origins::new(["https://app.example.com"]).unwrap();
         let host = Some(&b"127.0.0.1:8080"[..]);
         // Not a browser.
-        assert!(permitted(&headers(&[]), || host, &none));
+        assert!(passes(&[], host, &none));
         // Sec-Fetch-Site decides when present.
-        assert!(permitted(
-            &headers(&[
-                ("sec-fetch-site", "same-origin"),
-                ("origin", "https://proxy.example")
-            ]),
-            || host,
-            &none
-        ));
-        assert!(permitted(
-            &headers(&[("sec-fetch-site", "none")]),
-            || host,
-            &none
-        ));
+        let same_origin = [
+            ("sec-fetch-site", "same-origin"),
+            ("origin", "https://proxy.example"),
+        ];
+        assert!(passes(&same_origin, host, &none));
+        assert!(passes(&[("sec-fetch-site", "none")], host, &none));
         for site in ["cross-site", "same-site"] {
             let h = [
                 ("sec-fetch-site", site),
                 ("origin", "https://app.example.com"),
             ];
-            assert!(!permitted(&headers(&h), || host, &none), "{site}");
-            assert!(permitted(&headers(&h), || host, &allowed), "{site}");
+            assert!(!passes(&h, host, &none), "{site}");
+            assert!(passes(&h, host, &allowed), "{site}");
         }
-        assert!(!permitted(
-            &headers(&[("sec-fetch-site", "cross-site")]),
-            || host,
-            &allowed
-        ));
+        assert!(!passes(&[("sec-fetch-site", "cross-site")], host, &allowed));
         // Without it, Origin against Host (default ports filled in).
-        assert!(permitted(
-            &headers(&[("origin", "http://127.0.0.1:8080")]),
-            || host,
+        let origin = |value| [("origin", value)];
+        assert!(passes(&origin("http://127.0.0.1:8080"), host, &none));
+        assert!(passes(
+            &origin("http://snow.example"),
+            Some(b"snow.example"),
             &none
         ));
-        assert!(permitted(
-            &headers(&[("origin", "http://snow.example")]),
-            || Some(b"snow.example"),
+        assert!(passes(
+            &origin("https://SNOW.example"),
+            Some(b"snow.example:443"),
             &none
         ));
-        assert!(permitted(
-            &headers(&[("origin", "https://SNOW.example")]),
-            || Some(b"snow.example:443"),
-            &none
-        ));
-        assert!(!permitted(
-            &headers(&[("origin", "http://127.0.0.1:8081")]),
-            || host,
-            &none
-        ));
-        assert!(!permitted(
-            &headers(&[("origin", "https://evil.example")]),
-            || host,
-            &none
-        ));
-        assert!(!permitted(&headers(&[("origin", "null")]), || host, &none));
-        assert!(!permitted(
-            &headers(&[("origin", "http://127.0.0.1:8080")]),
-            || None,
-            &none
-        ));
-        assert!(permitted(
-            &headers(&[("origin", "https://app.example.com")]),
-            || host,
-            &allowed
-        ));
+        assert!(!passes(&origin("http://127.0.0.1:8081"), host, &none));
+        assert!(!passes(&origin("https://evil.example"), host, &none));
+        assert!(!passes(&origin("null"), host, &none));
+        assert!(!passes(&origin("http://127.0.0.1:8080"), None, &none));
+        assert!(passes(&origin("https://app.example.com"), host, &allowed));
     }
 }

@@ -147,8 +147,7 @@ pub(crate) fn compose_in(
     pairs: &[(String, String)],
     now_ms: u64,
 ) -> Result<SnowflakeId, ApiError> {
-    let text = timestamp_input.filter(|t| !t.is_empty()).unwrap_or("now");
-    let t = layout.parse_timestamp(text, now_ms)?;
+    let t = layout.parse_timestamp(or_now(timestamp_input), now_ms)?;
     let fields: Vec<(&str, &str)> = pairs
         .iter()
         .filter(|(name, _)| name != "timestamp" && name != "layout")
@@ -157,11 +156,16 @@ pub(crate) fn compose_in(
     Ok(layout.parse_fields(t, &fields)?)
 }
 
-/// Reads the timestamp: missing, empty or `now` is `now_ms`. Whitespace
-/// alone is not "no timestamp" (as for `count`): the core refuses it.
+/// A time as typed, the one reading of a blank time of the API and the
+/// page: missing or empty is `now`. Whitespace alone is not "no time" (as
+/// for `count`): the core refuses it.
+pub(crate) fn or_now(input: Option<&str>) -> &str {
+    input.filter(|t| !t.is_empty()).unwrap_or("now")
+}
+
+/// Reads the timestamp: missing, empty or `now` is `now_ms` ([`or_now`]).
 pub(crate) fn timestamp(input: Option<&str>, now_ms: u64) -> Result<u64, snowmint::Error> {
-    let text = input.filter(|t| !t.is_empty()).unwrap_or("now");
-    snowmint::parse_timestamp(text, now_ms)
+    snowmint::parse_timestamp(or_now(input), now_ms)
 }
 
 /// Validates a compose query, reporting the first bad field in form order.
@@ -328,12 +332,7 @@ pub(crate) fn range_typed(
     layout: Layout,
     now_ms: u64,
 ) -> Result<snowmint::IdSpan, snowmint::Error> {
-    let blank = |t: &&str| !t.is_empty();
-    layout.parse_span(
-        from.filter(blank).unwrap_or("now"),
-        to.filter(blank),
-        now_ms,
-    )
+    layout.parse_span(or_now(from), to.filter(|t| !t.is_empty()), now_ms)
 }
 
 /// Query of `GET /api/v1/sql`. Values are text, as typed.

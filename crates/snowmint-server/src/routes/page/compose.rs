@@ -38,10 +38,8 @@ pub(super) fn outcome(q: &PageQuery, layout: Layout, lang: Lang, now_ms: u64) ->
             Err(()) => return Outcome::Invalid(f.name().to_owned().into(), (t.repeated)(f.name())),
         }
     }
-    // The API's reading: missing or empty is now; whitespace alone is no
-    // time, and the core refuses it (as for Twitter's layout).
-    let text = ts_input.filter(|s| !s.is_empty()).unwrap_or("now");
-    let time = match layout.parse_timestamp(text, now_ms) {
+    // The API's reading (as for Twitter's layout).
+    let time = match layout.parse_timestamp(params::or_now(ts_input), now_ms) {
         Ok(ms) => ms,
         Err(e) => {
             let msg = lang.field_error_in(layout, &e, ts_input.unwrap_or(""));

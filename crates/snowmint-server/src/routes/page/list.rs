@@ -281,33 +281,20 @@ mod tests {
         }
     }
 
+    /// A list of decimal IDs in Twitter's layout, as pasted.
+    fn pasted(text: &str, lang: Lang) -> Result<List, String> {
+        List::parse(text, Encoding::Decimal, Layout::TWITTER, None, lang)
+    }
+
     #[test]
     fn a_bad_line_is_named_by_its_number_and_the_length_is_bounded() {
-        let err = List::parse(
-            "1\n\nzz",
-            Encoding::Decimal,
-            Layout::TWITTER,
-            None,
-            Lang::En,
-        )
-        .err()
-        .unwrap();
+        let err = pasted("1\n\nzz", Lang::En).err().unwrap();
         assert!(err.starts_with("line 3: id must be"), "{err}");
-        let err = List::parse("1\nzz", Encoding::Decimal, Layout::TWITTER, None, Lang::Nb)
-            .err()
-            .unwrap();
+        let err = pasted("1\nzz", Lang::Nb).err().unwrap();
         assert!(err.starts_with("linje 2: ID-en må være"), "{err}");
         let many = "1\n".repeat(MAX_LINES);
-        assert!(List::parse(&many, Encoding::Decimal, Layout::TWITTER, None, Lang::En).is_ok());
-        let err = List::parse(
-            &format!("{many}1"),
-            Encoding::Decimal,
-            Layout::TWITTER,
-            None,
-            Lang::En,
-        )
-        .err()
-        .unwrap();
+        assert!(pasted(&many, Lang::En).is_ok());
+        let err = pasted(&format!("{many}1"), Lang::En).err().unwrap();
         assert_eq!(err, "at most 1,000 IDs at once, one a line; got 1,001");
     }
 }
