@@ -111,6 +111,7 @@ pub use error::{Error, Field};
 pub use generator::{
     BuildError, DEFAULT_MAX_BORROW_MS, DEFAULT_MAX_WAIT, DEFAULT_RESERVE_WINDOW_MS,
     DEFAULT_STORE_TIMEOUT, GenerateError, Generator, GeneratorBuilder, GeneratorMetrics,
+    PackedState,
 };
 pub use id::SnowflakeId;
 #[cfg(feature = "std")]

@@ -45,6 +45,7 @@ use error::timestamp_error;
 pub use error::{BuildError, GenerateError};
 use metrics::Counters;
 pub use metrics::GeneratorMetrics;
+pub use state::PackedState;
 use state::{AtomicMark, AtomicState, State};
 
 /// Every wait is charged at least this much against the wait budget, so a

@@ -1,9 +1,11 @@
 //! The generator's state word: the last issued position, packed into one
 //! `u64` so that one compare-and-swap moves it.
 //!
-//! Every read or write of the packing goes through [`State`]; no shift or
-//! mask on the state word is written anywhere else. Under `--cfg loom` the
-//! two words the hot path shares (the state and the reservation mark) are
+//! Every read or write of the packing goes through [`PackedState`] (public,
+//! for minters that keep their state word elsewhere, in any layout) and the
+//! generator's view of it in Twitter's layout, [`State`]; no shift or mask
+//! on a state word is written anywhere else. Under `--cfg loom` the two
+//! words the hot path shares (the state and the reservation mark) are
 //! loom's atomics, so `tests/loom.rs` model-checks the real code.
 
 use core::fmt;
@@ -20,15 +22,109 @@ use crate::layout::{MAX_DELTA_MS, MAX_SEQUENCE, SEQUENCE_BITS};
 /// (loom's atomic under `--cfg loom`).
 pub(super) type AtomicMark = AtomicU64;
 
-/// A (millisecond, sequence) position: `delta_ms << 12 | sequence`, where
-/// `delta_ms` is milliseconds since the Twitter epoch (41 bits, so the word
-/// never overflows) and `sequence` is 0..=4095.
+/// A minting position, (time unit, sequence), packed into one `u64` as
+/// `unit << sequence_bits | sequence`, so that one compare-and-swap moves
+/// it: the packing the [`Generator`](crate::Generator) keeps its state word
+/// in (with Twitter's 12 sequence bits), model-checked with loom.
+///
+/// It is public for minters that keep their state word elsewhere, in any
+/// layout: `sequence_bits` is the layout's
+/// [`sequence_bits`](crate::Layout::sequence_bits), the same for every call
+/// on one word. The word orders positions as (unit, sequence) does, so
+/// "the state only increases" is a plain comparison of words (or of
+/// `PackedState`s).
+///
+/// ```
+/// use snowmint::{Layout, PackedState};
+///
+/// let bits = Layout::TWITTER.sequence_bits();
+/// let state = PackedState::new(5, 7, bits);
+/// assert_eq!(state.word(), 5 << 12 | 7);
+/// assert_eq!((state.unit(bits), state.sequence(bits)), (5, 7));
+/// assert_eq!(PackedState::from_word(state.word()), state);
+/// // The last position of unit 5 comes before the first of unit 6.
+/// let end = PackedState::end_of(5, bits);
+/// assert_eq!(end.sequence(bits), 4095);
+/// assert!(state < end && end < PackedState::new(6, 0, bits));
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(transparent)]
+pub struct PackedState(u64);
+
+impl PackedState {
+    /// The position (`unit`, `sequence`): `sequence` must fit in
+    /// `sequence_bits` (below 64) and `unit` in the bits above them
+    /// (checked in debug builds).
+    #[inline]
+    pub const fn new(unit: u64, sequence: u64, sequence_bits: u32) -> PackedState {
+        debug_assert!(
+            sequence_bits < 64
+                && sequence <= max_sequence(sequence_bits)
+                && unit <= u64::MAX >> sequence_bits
+        );
+        PackedState((unit << sequence_bits) | sequence)
+    }
+
+    /// The last position of `unit`: the whole unit counts as used.
+    #[inline]
+    pub const fn end_of(unit: u64, sequence_bits: u32) -> PackedState {
+        PackedState::new(unit, max_sequence(sequence_bits), sequence_bits)
+    }
+
+    /// The time unit.
+    #[inline]
+    pub const fn unit(self, sequence_bits: u32) -> u64 {
+        self.0 >> sequence_bits
+    }
+
+    /// The sequence within the unit, `0..=2^sequence_bits - 1`.
+    #[inline]
+    pub const fn sequence(self, sequence_bits: u32) -> u64 {
+        self.0 & max_sequence(sequence_bits)
+    }
+
+    /// The word, as stored in an atomic.
+    #[inline]
+    pub const fn word(self) -> u64 {
+        self.0
+    }
+
+    /// A word loaded from an atomic, as [`word`](PackedState::word) gave
+    /// it.
+    #[inline]
+    pub const fn from_word(word: u64) -> PackedState {
+        PackedState(word)
+    }
+}
+
+impl fmt::Debug for PackedState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("PackedState")
+            .field(&format_args!("{:#x}", self.0))
+            .finish()
+    }
+}
+
+/// The largest sequence of `bits` bits (0 for none).
+#[inline]
+const fn max_sequence(bits: u32) -> u64 {
+    if bits == 0 {
+        0
+    } else {
+        u64::MAX >> (64 - bits)
+    }
+}
+
+/// The generator's position, a [`PackedState`] in Twitter's layout:
+/// `delta_ms << 12 | sequence`, where `delta_ms` is milliseconds since the
+/// Twitter epoch (41 bits, so the word never overflows) and `sequence` is
+/// 0..=4095.
 ///
 /// The packing orders positions as (millisecond, sequence) does, so "the
 /// state only increases" is a plain comparison of words.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(transparent)]
-pub(super) struct State(u64);
+pub(super) struct State(PackedState);
 
 impl State {
     /// Positions in one millisecond: 4096.
@@ -37,14 +133,14 @@ impl State {
     /// Not a position any generator holds (those are below 2^53): "none",
     /// for the claim loop, where an `Option<State>` would take one more
     /// register on the hot path.
-    pub(super) const NONE: State = State(u64::MAX);
+    pub(super) const NONE: State = State(PackedState::from_word(u64::MAX));
 
     /// The position (`delta_ms`, `sequence`); `delta_ms <= MAX_DELTA_MS` and
     /// `sequence <= 4095`.
     #[inline]
     pub(super) const fn new(delta_ms: u64, sequence: u64) -> State {
         debug_assert!(delta_ms <= MAX_DELTA_MS && sequence <= MAX_SEQUENCE);
-        State((delta_ms << SEQUENCE_BITS) | sequence)
+        State(PackedState::new(delta_ms, sequence, SEQUENCE_BITS))
     }
 
     /// The last position of `delta_ms`: the whole millisecond counts as used.
@@ -56,13 +152,13 @@ impl State {
     /// The millisecond, since the Twitter epoch.
     #[inline]
     pub(super) const fn ms(self) -> u64 {
-        self.0 >> SEQUENCE_BITS
+        self.0.unit(SEQUENCE_BITS)
     }
 
     /// The sequence within the millisecond, 0..=4095.
     #[inline]
     pub(super) const fn sequence(self) -> u64 {
-        self.0 & MAX_SEQUENCE
+        self.0.sequence(SEQUENCE_BITS)
     }
 
     /// How many positions of this millisecond come after this one.
@@ -74,14 +170,14 @@ impl State {
     /// The word as stored in the atomic.
     #[inline]
     const fn pack(self) -> u64 {
-        self.0
+        self.0.word()
     }
 
     /// A word loaded from the atomic (every word stored there was packed by
     /// [`State::new`]).
     #[inline]
     const fn unpack(word: u64) -> State {
-        State(word)
+        State(PackedState::from_word(word))
     }
 }
 
@@ -166,6 +262,22 @@ mod tests {
         assert_eq!(cell.load(Ordering::Acquire), new);
     }
 
+    #[test]
+    fn a_packed_state_packs_any_width_of_sequence() {
+        // Sonyflake's 8 bits, none, and the widest a layout can have.
+        let s = PackedState::new(5, 7, 8);
+        assert_eq!(s.word(), (5 << 8) | 7);
+        assert_eq!((s.unit(8), s.sequence(8)), (5, 7));
+        assert_eq!(PackedState::end_of(5, 8).sequence(8), 255);
+        let none = PackedState::end_of(9, 0);
+        assert_eq!((none.word(), none.unit(0), none.sequence(0)), (9, 9, 0));
+        let wide = PackedState::end_of(1, 63);
+        assert_eq!((wide.unit(63), wide.sequence(63)), (1, u64::MAX >> 1));
+        assert_eq!(format!("{s:?}"), "PackedState(0x507)");
+        // The generator's State is the packing with Twitter's 12 bits.
+        assert_eq!(State::new(5, 7).0, PackedState::new(5, 7, SEQUENCE_BITS));
+    }
+
     proptest! {
         #[test]
         fn packing_round_trips_and_keeps_the_order(
@@ -175,6 +287,20 @@ mod tests {
             let (sa, sb) = (State::new(a.0, a.1), State::new(b.0, b.1));
             prop_assert_eq!((sa.ms(), sa.sequence()), a);
             prop_assert_eq!(State::unpack(sa.pack()), sa);
+            prop_assert_eq!(sa.cmp(&sb), a.cmp(&b));
+        }
+
+        #[test]
+        fn a_packed_state_round_trips_and_keeps_the_order_in_any_width(
+            bits in 0u32..64,
+            a in any::<(u64, u64)>(),
+            b in any::<(u64, u64)>(),
+        ) {
+            let fit = |(unit, sequence): (u64, u64)| (unit >> bits, sequence & max_sequence(bits));
+            let (a, b) = (fit(a), fit(b));
+            let (sa, sb) = (PackedState::new(a.0, a.1, bits), PackedState::new(b.0, b.1, bits));
+            prop_assert_eq!((sa.unit(bits), sa.sequence(bits)), a);
+            prop_assert_eq!(PackedState::from_word(sa.word()), sa);
             prop_assert_eq!(sa.cmp(&sb), a.cmp(&b));
         }
     }
