@@ -1,0 +1,317 @@
+//! One tenure, from the claim to its end: look, grant a lease, claim an
+//! identity under it, build its generator, hold it (`hold.rs`), and let go
+//! of what is left once it is lost.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use snowmint::{Clock as _, Generator, Identity};
+use tokio::sync::Notify;
+
+use super::hold::Tenure;
+use super::{Carried, Session};
+use crate::claim;
+use crate::coordinator::{Census, Claimant, Claimed, Coordinator, Granted, Pool, Previous};
+use crate::error::LeaseError;
+use crate::status::{LeaseState, update};
+use crate::store::LeaseStore;
+
+/// A lease granted, and the identity a claim won under it.
+struct Claim {
+    granted: Granted,
+    /// When the grant was sent (lease clock): the first fence counts from
+    /// here.
+    sent: Duration,
+    won: Won,
+}
+
+/// What a claim won.
+struct Won {
+    /// The identity's number (its ordinal, 0..=1023).
+    n: u16,
+    /// How its last holder let go.
+    previous: Previous,
+    /// Its mark as the scan before the claim saw it.
+    mark: Option<u64>,
+}
+
+/// A generator built for an identity, and the signal its store raises when
+/// a reservation write is refused (the identity is not the lease's any more).
+pub(super) struct Built {
+    pub(super) generator: Arc<Generator>,
+    pub(super) lost: Arc<Notify>,
+}
+
+/// What a tenure leaves to the next: the identity it held, and the last
+/// millisecond it issued in.
+pub(super) struct Held {
+    pub(super) n: u16,
+    pub(super) floor_ms: u64,
+}
+
+impl<C: Coordinator> Session<C> {
+    /// Grants a lease, claims an identity, installs its generator and keeps
+    /// the lease alive until it is lost.
+    pub(super) async fn claim_and_hold(
+        &mut self,
+        carried: &mut Carried,
+    ) -> Result<Held, LeaseError> {
+        let claim = self.lease_and_claim(carried).await?;
+        let mut tenure = self.start_tenure(claim, carried).await?;
+        let ended = self.hold(&mut tenure).await;
+        // Fence at once: the identity may already be someone else's.
+        self.holder.clear();
+        let floor_ms = ended.floor_ms.max(tenure.generator.last_issued_ms());
+        // Usually gone already; if only the key was lost, free the lease too.
+        self.give_up(tenure.lease, None).await;
+        let identity = tenure.identity;
+        tracing::warn!(%identity, reason = %ended.why, "worker identity lost: not issuing; claiming again");
+        update(&self.status, |s| s.last_error = Some(ended.why.to_string()));
+        Ok(Held {
+            n: tenure.n,
+            floor_ms,
+        })
+    }
+
+    /// The order in which to try the identities of the pool (see
+    /// [`claim::order`]), preferring `prefer`.
+    fn order(
+        &self,
+        census: &Census,
+        avoid: &HashSet<u16>,
+        prefer: Option<u16>,
+        start: u64,
+        now_ms: u64,
+    ) -> Vec<u16> {
+        let pool = Pool::new(self.config.datacenter);
+        let ahead_ms = snowmint::DEFAULT_MAX_BORROW_MS;
+        claim::order(pool, census, avoid, prefer, start, now_ms, ahead_ms)
+    }
+
+    /// Looks for a free identity, grants a lease, and claims one under it;
+    /// a lease that won nothing is given up.
+    async fn lease_and_claim(&mut self, carried: &mut Carried) -> Result<Claim, LeaseError> {
+        let t = self.timing.request;
+        let pool = Pool::new(self.config.datacenter);
+        // Look before leasing: while every identity of the pool is held, a
+        // retry costs the coordinator this one read, and no lease.
+        let census = self.coordinator.scan(pool, t).await?;
+        let now_ms = self.config.wall.now_ms();
+        if self
+            .order(&census, &carried.avoid, carried.prefer, 0, now_ms)
+            .is_empty()
+        {
+            return Err(self.all_taken());
+        }
+        let sent = self.now();
+        let granted = self.coordinator.grant(self.timing.ttl, t).await?;
+        self.set_current(Some((granted.lease, None)));
+        update(&self.status, |s| {
+            s.state = LeaseState::Claiming;
+            s.lease = Some(granted.lease);
+            s.granted_ttl = Some(granted.ttl);
+        });
+        match self.claim(&granted, census, carried).await {
+            Ok(Some(won)) => Ok(Claim { granted, sent, won }),
+            other => {
+                // A claim cut off midway may have been applied all the same;
+                // it is not released: its last holder may not have let go
+                // cleanly, and a release would tell the next holder it had.
+                self.give_up(granted.lease, None).await;
+                Err(other.err().unwrap_or_else(|| self.all_taken()))
+            }
+        }
+    }
+
+    /// Claims an identity for `granted` in the order of [`claim::order`]:
+    /// one try per round; a try that lost the race scans again (the view it
+    /// chose from is stale) and tries from another random start. `None`:
+    /// every identity of the pool is held.
+    async fn claim(
+        &mut self,
+        granted: &Granted,
+        census: Census,
+        carried: &mut Carried,
+    ) -> Result<Option<Won>, LeaseError> {
+        let t = self.timing.request;
+        let pool = Pool::new(self.config.datacenter);
+        let who = Claimant {
+            holder: &self.config.holder,
+            instance: self.instance,
+            ttl: granted.ttl,
+        };
+        let mut census = Some(census);
+        // Each lost race is another instance's win, so the pool fills within
+        // its size in rounds; the bound only stops a pool that churns forever
+        // (leases expiring as fast as they are taken), which then waits as full.
+        for _ in 0..=pool.len() {
+            let seen = match census.take() {
+                Some(seen) => seen,
+                None => self.coordinator.scan(pool, t).await?,
+            };
+            let start = carried.spread.next_start();
+            let now_ms = self.config.wall.now_ms();
+            let candidates = self.order(&seen, &carried.avoid, carried.prefer, start, now_ms);
+            let Some(&n) = candidates.first() else {
+                break;
+            };
+            update(&self.status, |s| s.claim_txns += 1);
+            if let Claimed::Won(previous) =
+                self.coordinator.claim(granted.lease, n, &who, t).await?
+            {
+                return Ok(Some(Won {
+                    n,
+                    previous,
+                    mark: seen.marks.get(&n).copied(),
+                }));
+            }
+            // Someone else took it since the scan: look again.
+        }
+        Ok(None)
+    }
+
+    /// Builds the generator of the identity won and starts holding it
+    /// (issuing at once, or after an unclean hand-over's wait); a tenure
+    /// whose generator cannot be built gives its lease up.
+    async fn start_tenure(
+        &mut self,
+        claim: Claim,
+        carried: &mut Carried,
+    ) -> Result<Tenure, LeaseError> {
+        let Claim { granted, sent, won } = claim;
+        let Won { n, previous, mark } = won;
+        // A mark this far ahead makes the generator refuse until the clock
+        // reaches it; the claim order took it only because nothing else
+        // was free (or it was this session's own identity): readiness says so.
+        let now_ms = self.config.wall.now_ms();
+        let ahead_ms = snowmint::DEFAULT_MAX_BORROW_MS;
+        let claimed_ahead_ms = mark
+            .filter(|&mark| Some(n) != carried.prefer && mark > now_ms.saturating_add(ahead_ms))
+            .map(|mark| mark - now_ms);
+        // What a shutdown releases. An identity taken over uncleanly is
+        // released only once its hand-over wait is over (`hold`): before
+        // that the last holder's fence may still be open, and a release
+        // would let the next holder issue at once beside it.
+        let clean = matches!(previous, Previous::Clean);
+        self.set_current(Some((granted.lease, clean.then_some(n))));
+        let identity = Identity::from_ordinal(n.into()).expect("claims return 0..=1023");
+        let issue_from = self.handover_wait(identity, &previous);
+        let built = match self.build(identity, n, &granted, carried).await {
+            Ok(built) => built,
+            Err(e) => {
+                // Nothing was issued under this lease: release it, if its
+                // last holder had (see above).
+                self.give_up(granted.lease, clean.then_some(n)).await;
+                return Err(e);
+            }
+        };
+        carried.backoff.reset();
+        update(&self.status, |s| {
+            s.identity = Some(identity);
+            s.claims += 1;
+            s.claimed_ahead_ms = claimed_ahead_ms;
+            s.last_error = None;
+        });
+        tracing::info!(
+            %identity,
+            lease = %format_args!("{:x}", granted.lease),
+            ttl_s = granted.ttl.as_secs(),
+            reserved_until_ms = built.generator.reserved_until_ms(),
+            "holding worker identity"
+        );
+        Ok(self.begin(n, &granted, sent, built, issue_from))
+    }
+
+    /// When identity `n` may issue from (lease clock), if not at once: an
+    /// unclean hand-over's previous holder's fence may still be open if the
+    /// coordinator ended its lease early, for at most its TTL; issue only
+    /// once that has passed since the claim.
+    fn handover_wait(&self, identity: Identity, previous: &Previous) -> Option<Duration> {
+        match previous {
+            Previous::Clean => None,
+            Previous::Unclean { .. } if planted!(HandoverWithoutWait) => None,
+            Previous::Unclean { ttl, holder } => {
+                tracing::warn!(
+                    %identity,
+                    previous_holder = %holder,
+                    wait_s = ttl.as_secs_f64(),
+                    "the identity's last holder did not release it: waiting one lease TTL before \
+                     issuing, in case its lease was ended early"
+                );
+                Some(self.now() + *ttl)
+            }
+        }
+    }
+
+    /// Builds the generator of identity `n` over its store (which reads the
+    /// mark through the blocking bridge, so off the async workers), with its
+    /// start write (readiness trusts the store only once a write has
+    /// succeeded), and checks that a custom factory built it for that
+    /// identity over that store. A damaged mark puts `n` on the identities
+    /// to avoid.
+    async fn build(
+        &self,
+        identity: Identity,
+        n: u16,
+        granted: &Granted,
+        carried: &mut Carried,
+    ) -> Result<Built, LeaseError> {
+        let lost = Arc::new(Notify::new());
+        let store = LeaseStore::of_session(
+            self.bridge.clone(),
+            n,
+            granted.lease,
+            Arc::clone(&lost),
+            carried.floor_ms,
+        );
+        let probe = store.probe();
+        let factory = Arc::clone(&self.config.generator);
+        let built = self
+            .blocking
+            .run(move || {
+                factory(identity, store).inspect(|g| {
+                    let _ = g.renew_reservation();
+                })
+            })
+            .await;
+        let generator = match built {
+            Some(Ok(generator)) => generator,
+            Some(Err(e)) => {
+                let damaged = matches!(
+                    &e,
+                    snowmint::BuildError::Store(store) if store.kind() == snowmint::StoreErrorKind::Damaged
+                );
+                if damaged {
+                    carried.avoid.insert(n);
+                }
+                tracing::error!(
+                    %identity,
+                    error = %e,
+                    skipped_from_now_on = damaged,
+                    "cannot build the generator; releasing the identity"
+                );
+                return Err(LeaseError::Build {
+                    identity,
+                    source: e,
+                });
+            }
+            None => return Err(LeaseError::BuildPanicked { identity }),
+        };
+        let why = if generator.identity() != identity {
+            Some("it mints as another identity")
+        } else if !probe.loaded() || generator.reserved_until_ms().is_none() {
+            Some("it does not keep its mark in the store it was given")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            tracing::error!(%identity, why, "the generator factory built a generator that cannot be used; releasing the identity");
+            return Err(LeaseError::Factory { identity, why });
+        }
+        Ok(Built {
+            generator: Arc::new(generator),
+            lost,
+        })
+    }
+}
