@@ -5,13 +5,7 @@
 //! ([`check_log`](crate::support::log::check_log)). One module per kind of
 //! fault.
 
-/// The generator a session builds: slow to build, idle, or not what the
-/// session asked for.
 mod generator;
-/// etcd out of reach: frozen, cut off, not yet up, one endpoint dead.
 mod outage;
-/// Holders come and go: graceful stops, crashes, a full pool.
 mod takeover;
-/// Someone else writes the keys: a damaged mark, an identity key deleted or
-/// taken over under a live lease.
 mod tampering;
