@@ -96,12 +96,17 @@ fn query_error(text: &str) -> ApiError {
         .and_then(|(_, rest)| rest.split_once('`'))
         .map(|(name, _)| name);
     match repeated {
-        Some(name) => ApiError::bad_request(
-            Some(name),
-            format!("{name} is given more than once in the query; give it once"),
-        ),
+        Some(name) => given_twice(name),
         None => ApiError::bad_request(None, format!("the query string cannot be read: {text}")),
     }
+}
+
+/// The parameter `name` refused for being given more than once.
+fn given_twice(name: &str) -> ApiError {
+    ApiError::bad_request(
+        Some(name),
+        format!("{name} is given more than once in the query; give it once"),
+    )
 }
 
 /// The query of a route that takes no parameters.
@@ -198,7 +203,7 @@ pub(crate) fn compose_typed(
 }
 
 /// The value of the parameter `name` in `pairs`, if given; given more than
-/// once, it is refused naming it (in the words of [`query_error`]).
+/// once, it is refused naming it ([`given_twice`]), as serde's error is.
 pub(crate) fn single<'a>(
     pairs: &'a [(String, String)],
     name: &str,
@@ -209,10 +214,7 @@ pub(crate) fn single<'a>(
         .map(|(_, v)| v.as_str());
     let first = given.next();
     if given.next().is_some() {
-        return Err(ApiError::bad_request(
-            Some(name),
-            format!("{name} is given more than once in the query; give it once"),
-        ));
+        return Err(given_twice(name));
     }
     Ok(first)
 }
