@@ -427,24 +427,19 @@ fn write_kind(kind: &ErrorKind, name: Option<&str>, f: &mut fmt::Formatter<'_>) 
                 expected,
                 min,
                 max,
-            } if field.is_time() => write!(
-                f,
-                "{} must be {expected} in {min}..={max} ({} ..= {}), got {found}",
-                named(field),
-                Iso8601(*min as i64),
-                Iso8601(*max as i64)
-            ),
-            ErrorKind::Syntax {
-                field,
-                found,
-                expected,
-                min,
-                max,
-            } => write!(
-                f,
-                "{} must be {expected} {min}..={max}, got {found}",
-                named(field)
-            ),
+            } => {
+                let name = named(field);
+                if field.is_time() {
+                    write!(
+                        f,
+                        "{name} must be {expected} in {min}..={max} ({} ..= {}), got {found}",
+                        Iso8601(*min as i64),
+                        Iso8601(*max as i64)
+                    )
+                } else {
+                    write!(f, "{name} must be {expected} {min}..={max}, got {found}")
+                }
+            }
             ErrorKind::Layout(problem) => write!(f, "invalid layout: {problem}"),
             ErrorKind::Named { name, inner } => write_kind(inner, Some(name), f),
             ErrorKind::UnknownField { name, known } if known.is_empty() => write!(

@@ -3,10 +3,8 @@
 use alloc::string::String;
 use core::fmt;
 
+use crate::error::echo;
 use crate::time::Iso8601;
-
-/// Longest piece of user input repeated in a message.
-const MAX_ECHO: usize = 40;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -78,6 +76,22 @@ impl SqlError {
         })
     }
 
+    /// The one of `all` whose `name` is `s` (ASCII case-insensitive,
+    /// surrounding whitespace ignored), or else the error that names
+    /// `field` and the `allowed` names.
+    pub(crate) fn by_name<T: Copy>(
+        all: &[T],
+        name: fn(T) -> &'static str,
+        field: &'static str,
+        s: &str,
+        allowed: &'static str,
+    ) -> Result<T, SqlError> {
+        all.iter()
+            .copied()
+            .find(|&t| name(t).eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| SqlError::unknown(field, s, allowed))
+    }
+
     pub(crate) fn identifier(field: &'static str, found: &str, max_len: usize) -> SqlError {
         SqlError(Kind::Identifier {
             field,
@@ -101,15 +115,6 @@ impl SqlError {
             Kind::NoPeriod { .. } => "to",
         }
     }
-}
-
-/// `input` shortened to [`MAX_ECHO`] characters, for a message.
-fn echo(input: &str) -> String {
-    let mut out: String = input.chars().take(MAX_ECHO).collect();
-    if input.chars().nth(MAX_ECHO).is_some() {
-        out.push('…');
-    }
-    out
 }
 
 impl fmt::Display for SqlError {

@@ -110,10 +110,13 @@ impl Dialect {
     /// Reads a dialect's name (ASCII case-insensitive), naming `field` in
     /// the error (`dialect`, or `sql` for the CLI's `--sql`).
     pub fn parse_for(field: &'static str, s: &str) -> Result<Dialect, SqlError> {
-        Dialect::ALL
-            .into_iter()
-            .find(|d| d.name().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| SqlError::unknown(field, s, "postgres, mysql or sqlite"))
+        SqlError::by_name(
+            &Dialect::ALL,
+            Dialect::name,
+            field,
+            s,
+            "postgres, mysql or sqlite",
+        )
     }
 }
 

@@ -116,10 +116,13 @@ impl FromStr for Period {
 
     /// `day`, `week` or `month`, ASCII case-insensitive.
     fn from_str(s: &str) -> Result<Period, SqlError> {
-        Period::ALL
-            .into_iter()
-            .find(|p| p.name().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| SqlError::unknown("partition", s, "day, week or month"))
+        SqlError::by_name(
+            &Period::ALL,
+            Period::name,
+            "partition",
+            s,
+            "day, week or month",
+        )
     }
 }
 
