@@ -26,7 +26,10 @@ use std::hint::black_box;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{
+    BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main,
+};
 use snowmint::{Clock, Generator, ManualClock, SystemClock};
 
 mod support;
@@ -51,27 +54,26 @@ fn clock(c: &mut Criterion) {
     g.finish();
 }
 
+/// One `next_id` of a generator that reads `clock`, in chunks that start
+/// at a fresh millisecond of that clock.
+fn uncontended_on(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, clock: &Arc<SystemClock>) {
+    let ours = Generator::builder(1, 1)
+        .clock(Arc::clone(clock))
+        .build()
+        .unwrap();
+    g.bench_function(name, |b| {
+        b.iter_custom(|iters| chunked(iters, clock, || drop(black_box(ours.next_id()))))
+    });
+}
+
 fn uncontended(c: &mut Criterion) {
     // The generator and the chunking read one clock, so that a timed chunk
     // starts exactly at a fresh millisecond of the generator's clock.
     let wall = Arc::new(SystemClock::monotonic());
     let mut g = c.benchmark_group("uncontended");
-    let ours = Generator::builder(1, 1)
-        .clock(Arc::clone(&wall))
-        .build()
-        .unwrap();
-    g.bench_function("snowmint-std", |b| {
-        b.iter_custom(|iters| chunked(iters, &wall, || drop(black_box(ours.next_id()))))
-    });
+    uncontended_on(&mut g, "snowmint-std", &wall);
     if cfg!(feature = "tsc") {
-        let tsc = Arc::new(SystemClock::new());
-        let ours = Generator::builder(1, 1)
-            .clock(Arc::clone(&tsc))
-            .build()
-            .unwrap();
-        g.bench_function("snowmint-tsc", |b| {
-            b.iter_custom(|iters| chunked(iters, &tsc, || drop(black_box(ours.next_id()))))
-        });
+        uncontended_on(&mut g, "snowmint-tsc", &Arc::new(SystemClock::new()));
     }
     let manual = Generator::builder(1, 1)
         .clock(ManualClock::new(1_700_000_000_000))

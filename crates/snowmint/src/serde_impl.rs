@@ -54,6 +54,13 @@ impl<'de> Deserialize<'de> for SnowflakeId {
 mod tests {
     use super::*;
 
+    /// Why `json` is not read as an ID.
+    fn refusal(json: &str) -> String {
+        serde_json::from_str::<SnowflakeId>(json)
+            .unwrap_err()
+            .to_string()
+    }
+
     #[test]
     fn string_out_string_or_number_in() {
         let id = SnowflakeId::new(4194439168).unwrap();
@@ -66,24 +73,18 @@ mod tests {
             serde_json::from_str::<SnowflakeId>("4194439168").unwrap(),
             id
         );
-        let err = serde_json::from_str::<SnowflakeId>("-5")
-            .unwrap_err()
-            .to_string();
+        let err = refusal("-5");
         assert!(
             err.contains("id must be 0..=9223372036854775807, got -5"),
             "{err}"
         );
         assert!(serde_json::from_str::<SnowflakeId>("\"abc\"").is_err());
-        let err = serde_json::from_str::<SnowflakeId>("1.5")
-            .unwrap_err()
-            .to_string();
+        let err = refusal("1.5");
         assert!(
             err.starts_with("id must be an integer 0..=9223372036854775807, got 1.5"),
             "{err}"
         );
-        let err = serde_json::from_str::<SnowflakeId>("1e30")
-            .unwrap_err()
-            .to_string();
+        let err = refusal("1e30");
         assert!(
             err.starts_with(
                 "id must be an integer 0..=9223372036854775807, got 1000000000000000000000000000000"

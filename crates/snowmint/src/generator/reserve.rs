@@ -254,6 +254,43 @@ mod tests {
     use crate::reservation::StoreErrorKind;
     use crate::{FaultyStore, FileStore, ManualClock, MemoryStore, SnowflakeId};
 
+    /// A (0, 0) generator on a clock at [`T`] whose store (faults off, for
+    /// now) gets `timeout` per write, after its first write.
+    fn faulty(timeout: Duration) -> (std::sync::Arc<Generator>, FaultyStore, ManualClock) {
+        let store = FaultyStore::new();
+        let clock = ManualClock::new(T);
+        let g = std::sync::Arc::new(built_before(
+            &clock,
+            Generator::builder(0, 0)
+                .store(store.clone())
+                .store_timeout(timeout),
+        ));
+        g.renew_reservation().unwrap();
+        (g, store, clock)
+    }
+
+    /// Waits (a minute at most) until the write that outlived its
+    /// deadline has returned.
+    fn wait_for_the_late_write(g: &Generator) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while g.flight_busy() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the late write never ended"
+            );
+            std::thread::yield_now();
+        }
+    }
+
+    /// The message of the reservation error that keeps `g` from being
+    /// ready.
+    fn why_not_ready(g: &Generator) -> String {
+        let GenerateError::Reservation(e) = g.check_ready().unwrap_err() else {
+            panic!("not a reservation error");
+        };
+        e.to_string()
+    }
+
     #[test]
     fn a_restart_never_issues_at_or_below_the_mark() {
         let dir = tempfile::tempdir().unwrap();
@@ -336,9 +373,7 @@ mod tests {
 
     #[test]
     fn a_graceful_shutdown_lowers_the_mark() {
-        let store = MemoryStore::new();
-        let clock = ManualClock::new(T);
-        let g = stored(&clock, &store);
+        let (g, clock, store) = stored_at_t();
         let last = g.next_id().unwrap();
         assert_eq!(store.mark(), Some(T + 2000));
         g.persist_last_issued().unwrap();
@@ -360,9 +395,7 @@ mod tests {
     /// that needs a mark writes one.
     #[test]
     fn nothing_but_a_mint_raises_the_mark_after_it_was_lowered() {
-        let store = MemoryStore::new();
-        let clock = ManualClock::new(T);
-        let g = stored(&clock, &store);
+        let (g, clock, store) = stored_at_t();
         g.next_id().unwrap();
         g.persist_last_issued().unwrap();
         assert_eq!(store.mark(), Some(T));
@@ -383,9 +416,7 @@ mod tests {
 
     #[test]
     fn a_failed_reservation_issues_nothing_and_skips_the_claim() {
-        let store = MemoryStore::new();
-        let clock = ManualClock::new(T);
-        let g = stored(&clock, &store);
+        let (g, _, store) = stored_at_t();
         store.fail(true);
         let err = g.next_id().unwrap_err();
         assert_eq!(
@@ -487,16 +518,8 @@ mod tests {
     #[test]
     fn a_store_that_never_returns_holds_nobody_past_the_deadline() {
         let timeout = Duration::from_millis(50);
-        let store = FaultyStore::new();
+        let (g, store, clock) = faulty(timeout);
         let writes = store.writes();
-        let clock = ManualClock::new(T);
-        let g = std::sync::Arc::new(built_before(
-            &clock,
-            Generator::builder(0, 0)
-                .store(store.clone())
-                .store_timeout(timeout),
-        ));
-        g.renew_reservation().unwrap();
         assert_eq!(g.check_ready(), Ok(()));
         let mark = g.reserved_until_ms();
         assert_eq!(writes.calls(), 1);
@@ -548,14 +571,7 @@ mod tests {
         // The store comes back: the late write is taken as a failure (it
         // is not published), and the next write is a fresh one.
         writes.release();
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while g.flight_busy() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the late write never ended"
-            );
-            std::thread::yield_now();
-        }
+        wait_for_the_late_write(&g);
         assert_eq!(
             g.reserved_until_ms(),
             mark,
@@ -576,15 +592,7 @@ mod tests {
     #[test]
     fn readiness_tells_a_write_in_flight_from_an_overdue_one() {
         let build = |timeout| {
-            let store = FaultyStore::new();
-            let clock = ManualClock::new(T);
-            let g = std::sync::Arc::new(built_before(
-                &clock,
-                Generator::builder(0, 0)
-                    .store(store.clone())
-                    .store_timeout(timeout),
-            ));
-            g.renew_reservation().unwrap();
+            let (g, store, clock) = faulty(timeout);
             store.writes().park();
             // A probe is due; the newest success is still within the window.
             clock.advance(DEFAULT_RESERVE_WINDOW_MS / 2);
@@ -610,32 +618,19 @@ mod tests {
         let (g, writes) = build(Duration::from_millis(50));
         let err = g.renew_reservation().unwrap_err();
         assert_eq!(err.kind(), StoreErrorKind::Timeout);
-        let GenerateError::Reservation(e) = g.check_ready().unwrap_err() else {
-            panic!("not a reservation error");
-        };
+        let why = why_not_ready(&g);
         assert!(
-            e.to_string()
-                .starts_with("the reservation store did not answer within 50 ms"),
-            "{e}"
+            why.starts_with("the reservation store did not answer within 50 ms"),
+            "{why}"
         );
         // The store answers late: still not ready (a late success is taken
         // as a failure), until a write succeeds in time.
         writes.release();
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while g.flight_busy() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the late write never ended"
-            );
-            std::thread::yield_now();
-        }
-        let GenerateError::Reservation(e) = g.check_ready().unwrap_err() else {
-            panic!("not a reservation error");
-        };
+        wait_for_the_late_write(&g);
+        let why = why_not_ready(&g);
         assert!(
-            e.to_string()
-                .starts_with("the reservation store answered only after "),
-            "{e}"
+            why.starts_with("the reservation store answered only after "),
+            "{why}"
         );
         g.renew_reservation().unwrap();
         assert_eq!(g.check_ready(), Ok(()));

@@ -27,6 +27,15 @@ pub(super) fn stored(clock: &ManualClock, store: &MemoryStore) -> Generator {
     built_before(clock, Generator::builder(0, 0).store(store.clone()))
 }
 
+/// A fresh [`MemoryStore`], a clock at [`T`], and a [`stored`] generator
+/// on them.
+pub(super) fn stored_at_t() -> (Generator, ManualClock, MemoryStore) {
+    let store = MemoryStore::new();
+    let clock = ManualClock::new(T);
+    let generator = stored(&clock, &store);
+    (generator, clock, store)
+}
+
 pub(super) fn parts(id: SnowflakeId) -> (u64, u16) {
     (id.timestamp_ms(), id.sequence())
 }
