@@ -3,12 +3,11 @@
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 
 use clap::Args;
-use clap::builder::{PossibleValue, TypedValueParser};
 use snowmint::{Encoding, Layout};
 
 use crate::GlobalArgs;
 use crate::error::CliError;
-use crate::render::{self, Table, View, written};
+use crate::render::{self, NameParser, Table, View, written};
 
 /// Show the time, fields and bits of an existing ID.
 #[derive(Debug, Args)]
@@ -33,7 +32,7 @@ pub struct DecodeArgs {
     #[arg(value_name = "ID", allow_negative_numbers = true)]
     pub id: String,
     /// The ID's textual form
-    #[arg(long, value_name = "FORM", default_value = "decimal", value_parser = EncodingParser)]
+    #[arg(long, value_name = "FORM", default_value = "decimal", value_parser = encoding_parser())]
     pub from: Encoding,
     /// The bit layout to read it in: a preset or a spec `epoch=...;unit=...;fields=NAME:BITS,...`
     #[arg(long, value_name = "NAME|SPEC", default_value = "twitter", value_parser = render::parse_layout)]
@@ -46,33 +45,22 @@ pub struct DecodeArgs {
 /// `--from`, read by the core's parser as the API and the page read `from`
 /// (any case, surrounding whitespace ignored), and refused in the page's
 /// words; `--help` lists the forms.
-#[derive(Debug, Clone, Copy)]
-pub struct EncodingParser;
-
-impl TypedValueParser for EncodingParser {
-    type Value = Encoding;
-
-    fn parse_ref(
-        &self,
-        cmd: &clap::Command,
-        _arg: Option<&clap::Arg>,
-        value: &std::ffi::OsStr,
-    ) -> Result<Encoding, clap::Error> {
-        let text = value.to_string_lossy();
+pub fn encoding_parser() -> NameParser<Encoding> {
+    const NAMES: [&str; Encoding::ALL.len()] = {
+        let mut names = [""; Encoding::ALL.len()];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = Encoding::ALL[i].name();
+            i += 1;
+        }
+        names
+    };
+    NameParser::new("from", &NAMES, |field, text| {
         text.parse().map_err(|_| {
-            let names = Encoding::ALL.map(Encoding::name).join(", ");
-            let message = format!("from must be one of {names}, got {}", echo(&text));
-            clap::Error::raw(clap::error::ErrorKind::ValueValidation, message).with_cmd(cmd)
+            let names = NAMES.join(", ");
+            format!("{field} must be one of {names}, got {}", echo(text))
         })
-    }
-
-    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
-        Some(Box::new(
-            Encoding::ALL
-                .into_iter()
-                .map(|e| PossibleValue::new(e.name())),
-        ))
-    }
+    })
 }
 
 /// `"text"`, shortened as the core's messages shorten what they repeat.

@@ -58,14 +58,11 @@ pub fn run(args: DetectArgs, _global: &GlobalArgs) -> Result<(), CliError> {
         }
     }
     let d = snowmint::detect(&ids, &layouts, snowmint::unix_now_ms());
-    let text = if args.json {
-        let mut s = serde_json::to_string(&d).map_err(|e| CliError::Runtime(e.into()))?;
-        s.push('\n');
-        s
-    } else {
-        human(&d)
-    };
-    render::print(&text)
+    render::print(&render::json_or_human(
+        args.json,
+        || serde_json::to_string(&d),
+        || human(&d),
+    )?)
 }
 
 /// One ID a line, blank lines skipped; a bad line is `line N: ...`.

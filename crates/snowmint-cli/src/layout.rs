@@ -31,14 +31,11 @@ pub struct LayoutArgs {
 /// Runs `snowmint layout`.
 pub fn run(args: LayoutArgs, _global: &GlobalArgs) -> Result<(), CliError> {
     let report = LayoutReport::new(&args.layout, snowmint::unix_now_ms());
-    let text = if args.json {
-        let mut s = serde_json::to_string(&report).map_err(|e| CliError::Runtime(e.into()))?;
-        s.push('\n');
-        s
-    } else {
-        human(&report)
-    };
-    render::print(&text)
+    render::print(&render::json_or_human(
+        args.json,
+        || serde_json::to_string(&report),
+        || human(&report),
+    )?)
 }
 
 /// The human view.

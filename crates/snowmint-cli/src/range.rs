@@ -68,14 +68,11 @@ pub fn run(args: RangeArgs, _global: &GlobalArgs) -> Result<(), CliError> {
     let span = args
         .layout
         .parse_span(&args.from, args.to.as_deref(), snowmint::unix_now_ms())?;
-    let text = if args.json {
-        let mut s = serde_json::to_string(&span).map_err(|e| CliError::Runtime(e.into()))?;
-        s.push('\n');
-        s
-    } else {
-        human(&span, args.layout)
-    };
-    render::print(&text)
+    render::print(&render::json_or_human(
+        args.json,
+        || serde_json::to_string(&span),
+        || human(&span, args.layout),
+    )?)
 }
 
 /// `range --partition`: the partitions' DDL.

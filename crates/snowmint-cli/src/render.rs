@@ -45,6 +45,57 @@ pub fn parse_layout(text: &str) -> Result<Layout, snowmint::Error> {
     Layout::parse(text)
 }
 
+/// A value of a closed set (an encoding, a dialect, a partition period),
+/// read by the core; a refusal is `parse`'s message naming `field`, and
+/// `--help` lists the names.
+#[derive(Clone)]
+pub struct NameParser<T> {
+    field: &'static str,
+    names: &'static [&'static str],
+    parse: fn(&'static str, &str) -> Result<T, String>,
+}
+
+impl<T> NameParser<T> {
+    /// Reads `field`'s value with `parse`; `names` are the ones `--help` lists.
+    pub fn new(
+        field: &'static str,
+        names: &'static [&'static str],
+        parse: fn(&'static str, &str) -> Result<T, String>,
+    ) -> NameParser<T> {
+        NameParser {
+            field,
+            names,
+            parse,
+        }
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for NameParser<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        let text = value.to_string_lossy();
+        (self.parse)(self.field, &text).map_err(|message| {
+            clap::Error::raw(clap::error::ErrorKind::ValueValidation, message).with_cmd(cmd)
+        })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            self.names
+                .iter()
+                .map(|n| clap::builder::PossibleValue::new(*n)),
+        ))
+    }
+}
+
 /// `worker, process and increment`: the fields below a layout's time.
 pub fn field_list(layout: &Layout) -> String {
     let names: Vec<&str> = layout.node_fields().map(|f| f.name()).collect();
@@ -67,12 +118,26 @@ pub struct View {
 /// Renders `b` (an ID read in `layout`) the way `view` asks, ending with a
 /// newline.
 pub fn render(b: &Breakdown, layout: Layout, view: View) -> Result<String, CliError> {
-    if view.json {
-        let mut s = serde_json::to_string(b).map_err(|e| CliError::Runtime(e.into()))?;
+    json_or_human(
+        view.json,
+        || serde_json::to_string(b),
+        || human(b, layout, view.color),
+    )
+}
+
+/// What a command prints, ending with a newline: the JSON line `json`
+/// makes (with `--json`), or else the human view.
+pub fn json_or_human(
+    json: bool,
+    to_json: impl FnOnce() -> serde_json::Result<String>,
+    human: impl FnOnce() -> String,
+) -> Result<String, CliError> {
+    if json {
+        let mut s = to_json().map_err(|e| CliError::Runtime(e.into()))?;
         s.push('\n');
         Ok(s)
     } else {
-        Ok(human(b, layout, view.color))
+        Ok(human())
     }
 }
 

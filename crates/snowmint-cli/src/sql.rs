@@ -8,7 +8,7 @@ use snowmint::sql::{self, DEFAULT_PREFIX, Dialect, Options, Period};
 
 use crate::GlobalArgs;
 use crate::error::{CliError, FlagError};
-use crate::render;
+use crate::render::{self, NameParser};
 
 /// The SQL functions of a layout's IDs: time, unix_ms, one per field,
 /// min_id, max_id and compose.
@@ -103,58 +103,18 @@ pub fn run(args: SqlArgs, _global: &GlobalArgs) -> Result<(), CliError> {
     render::print(&script)
 }
 
-/// A value of a closed set (a dialect, a partition period), read by the
-/// core so that a refusal is the core's message naming `field`; `--help`
-/// lists the names.
-#[derive(Clone)]
-pub struct NameParser<T> {
-    field: &'static str,
-    names: &'static [&'static str],
-    parse: fn(&'static str, &str) -> Result<T, snowmint::sql::SqlError>,
-}
-
-impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for NameParser<T> {
-    type Value = T;
-
-    fn parse_ref(
-        &self,
-        cmd: &clap::Command,
-        _arg: Option<&clap::Arg>,
-        value: &std::ffi::OsStr,
-    ) -> Result<T, clap::Error> {
-        let text = value.to_string_lossy();
-        (self.parse)(self.field, &text).map_err(|e| {
-            clap::Error::raw(clap::error::ErrorKind::ValueValidation, e.to_string()).with_cmd(cmd)
-        })
-    }
-
-    fn possible_values(
-        &self,
-    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
-        Some(Box::new(
-            self.names
-                .iter()
-                .map(|n| clap::builder::PossibleValue::new(*n)),
-        ))
-    }
-}
-
 /// A dialect's name, refused naming `field` (`dialect`, or `sql` for `--sql`).
 pub fn dialect_parser(field: &'static str) -> NameParser<Dialect> {
-    NameParser {
-        field,
-        names: &Dialect::NAMES,
-        parse: Dialect::parse_for,
-    }
+    NameParser::new(field, &Dialect::NAMES, |field, s| {
+        Dialect::parse_for(field, s).map_err(|e| e.to_string())
+    })
 }
 
 /// A partition period's name.
 pub fn period_parser() -> NameParser<Period> {
-    NameParser {
-        field: "partition",
-        names: &Period::NAMES,
-        parse: |_, s| s.parse(),
-    }
+    NameParser::new("partition", &Period::NAMES, |_, s| {
+        s.parse().map_err(|e: sql::SqlError| e.to_string())
+    })
 }
 
 /// A name that goes into SQL text: a plain identifier, or the core's
