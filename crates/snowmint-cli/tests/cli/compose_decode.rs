@@ -23,6 +23,17 @@ fn compose(ts: &str, dc: &str, worker: &str, seq: &str) -> Vec<String> {
     .to_vec()
 }
 
+/// The reference case (1288834975657, 1, 1, 0) with `--FIELD` given `value`.
+fn compose_with(field: &str, value: &str) -> Vec<String> {
+    let mut argv = compose("1288834975657", "1", "1", "0");
+    let i = argv
+        .iter()
+        .position(|a| *a == format!("--{field}"))
+        .unwrap();
+    argv[i + 1] = value.to_owned();
+    argv
+}
+
 fn args(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
@@ -142,7 +153,7 @@ fn boundaries_compose() {
 fn one_past_each_bound_is_refused() {
     const RANGE: &str =
         "1288834974657..=3487858230208 (2010-11-04T01:42:54.657Z ..= 2080-07-10T17:30:30.208Z)";
-    let cases = [
+    let mut cases = vec![
         (
             compose("1288834974656", "0", "0", "0"),
             format!("timestamp must be {RANGE}, got 1288834974656: before the epoch"),
@@ -154,31 +165,16 @@ fn one_past_each_bound_is_refused() {
                  past the last millisecond the timestamp bits can hold"
             ),
         ),
-        (
-            compose("1288834975657", "32", "1", "0"),
-            "datacenter must be 0..=31, got 32".to_string(),
-        ),
-        (
-            compose("1288834975657", "-1", "1", "0"),
-            "datacenter must be 0..=31, got -1".to_string(),
-        ),
-        (
-            compose("1288834975657", "1", "32", "0"),
-            "worker must be 0..=31, got 32".to_string(),
-        ),
-        (
-            compose("1288834975657", "1", "-1", "0"),
-            "worker must be 0..=31, got -1".to_string(),
-        ),
-        (
-            compose("1288834975657", "1", "1", "4096"),
-            "sequence must be 0..=4095, got 4096".to_string(),
-        ),
-        (
-            compose("1288834975657", "1", "1", "-1"),
-            "sequence must be 0..=4095, got -1".to_string(),
-        ),
     ];
+    // Each field below the time one past its largest value, and negative.
+    for (field, max) in [("datacenter", 31), ("worker", 31), ("sequence", 4095)] {
+        for value in [(max + 1).to_string(), "-1".to_owned()] {
+            cases.push((
+                compose_with(field, &value),
+                format!("{field} must be 0..={max}, got {value}"),
+            ));
+        }
+    }
     for (argv, expected) in cases {
         assert_eq!(bad(&args(&argv)), expected, "{argv:?}");
         let mut json = argv.clone();
@@ -201,12 +197,7 @@ fn non_numbers_and_huge_numbers_name_the_field() {
             "0x1",
             "99999999999999999999999999999999999999999",
         ] {
-            let mut argv = compose("1288834975657", "1", "1", "0");
-            let i = argv
-                .iter()
-                .position(|a| *a == format!("--{field}"))
-                .unwrap();
-            argv[i + 1] = value.to_string();
+            let argv = compose_with(field, value);
             let msg = bad(&args(&argv));
             assert!(
                 msg.starts_with(&format!("{field} must be ")) && msg.contains(range),
@@ -459,32 +450,20 @@ fn iso_8601_timestamps() {
 #[test]
 fn without_a_timestamp_it_is_now() {
     let now = snowmint::unix_now_ms;
-    for argv in [
-        &[
-            "compose",
-            "--datacenter",
-            "3",
-            "--worker",
-            "7",
-            "--sequence",
-            "9",
-            "--json",
-        ][..],
-        &[
-            "compose",
-            "--timestamp",
-            "now",
-            "--datacenter",
-            "3",
-            "--worker",
-            "7",
-            "--sequence",
-            "9",
-            "--json",
-        ],
-    ] {
+    let node = [
+        "--datacenter",
+        "3",
+        "--worker",
+        "7",
+        "--sequence",
+        "9",
+        "--json",
+    ];
+    // No --timestamp, and `--timestamp now`.
+    for time in [&[][..], &["--timestamp", "now"]] {
+        let argv = [&["compose"][..], time, &node].concat();
         let before = now();
-        let v: Value = serde_json::from_str(&ok(argv)).unwrap();
+        let v: Value = serde_json::from_str(&ok(&argv)).unwrap();
         let after = now();
         let t = v["timestamp_ms"].as_u64().unwrap();
         assert!((before..=after).contains(&t), "{before} <= {t} <= {after}");

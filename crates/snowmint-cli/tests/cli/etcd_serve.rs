@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use snowmint_testkit::etcd::EtcdServer;
 
-use crate::support::{Serve, Signal};
+use crate::support::{Response, Serve, Signal};
 
 /// `snowmint serve` with a 2 s lease of one of datacenter 0's workers from
 /// the etcd at `url`, under `prefix`.
@@ -69,7 +69,13 @@ fn serve_leases_frees_on_sigterm_and_is_taken_over_after_sigkill() {
     two.sort_unstable();
     assert_eq!(two, [(0, 0), (0, 1)], "the two free identities");
     let (a_w, b_w) = (a_identity.1, b_identity.1);
-    let key = |kind: &str, w: u64| format!("/cli/{kind}/0/{w}");
+    // Who holds worker `w` (empty: nobody), and its mark.
+    let holder = |w: u64| etcdctl_get(&url, &format!("/cli/identities/0/{w}"));
+    let mark_of = |w: u64| -> u64 {
+        etcdctl_get(&url, &format!("/cli/reserved/0/{w}"))
+            .parse()
+            .unwrap()
+    };
     let mut issued: Vec<u64> = Vec::new();
     for _ in 0..20 {
         issued.extend(a.mint(100));
@@ -116,18 +122,14 @@ fn serve_leases_frees_on_sigterm_and_is_taken_over_after_sigkill() {
         .map(|&id| snowmint::SnowflakeId::new(id).unwrap().timestamp_ms())
         .max()
         .unwrap();
-    let b_mark: u64 = etcdctl_get(&url, &key("reserved", b_w)).parse().unwrap();
+    let b_mark = mark_of(b_w);
 
     // SIGTERM: graceful; the lease is revoked before the process exits.
     stop(&mut b, Signal::TERM);
-    assert_eq!(
-        etcdctl_get(&url, &key("identities", b_w)),
-        "",
-        "b's identity is free at once"
-    );
+    assert_eq!(holder(b_w), "", "b's identity is free at once");
     // The mark in etcd is not lowered at shutdown (its writes only raise
     // it: see EtcdStore), so it stays a window ahead of b's last ID.
-    let kept: u64 = etcdctl_get(&url, &key("reserved", b_w)).parse().unwrap();
+    let kept = mark_of(b_w);
     assert!(kept >= b_mark, "lowered from {b_mark} to {kept}");
     assert!(
         kept > b_last_ms,
@@ -136,12 +138,8 @@ fn serve_leases_frees_on_sigterm_and_is_taken_over_after_sigkill() {
 
     // SIGKILL: a's identity stays held until its lease expires.
     stop(&mut a, Signal::KILL);
-    assert_ne!(
-        etcdctl_get(&url, &key("identities", a_w)),
-        "",
-        "a's lease outlives it"
-    );
-    let mark: u64 = etcdctl_get(&url, &key("reserved", a_w)).parse().unwrap();
+    assert_ne!(holder(a_w), "", "a's lease outlives it");
+    let mark = mark_of(a_w);
     assert!(mark >= snowmint::SnowflakeId::new(a_max).unwrap().timestamp_ms());
 
     // A newcomer gets b's (released) at once, and a's after a's lease
@@ -149,7 +147,7 @@ fn serve_leases_frees_on_sigterm_and_is_taken_over_after_sigkill() {
     let c = serve_etcd(&url, "/cli");
     assert_eq!(c.wait_ready(), b_identity);
     let start = Instant::now();
-    while !etcdctl_get(&url, &key("identities", a_w)).is_empty() {
+    while !holder(a_w).is_empty() {
         assert!(
             start.elapsed() < Duration::from_secs(10),
             "a's lease never expired"
@@ -246,6 +244,19 @@ fn etcdctl(etcd: &str, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// `server`'s `/readyz` answer once its body holds `words`, or the one
+/// after 20 s.
+fn readyz_saying(server: &Serve, words: &str) -> Response {
+    let start = Instant::now();
+    loop {
+        let readyz = server.http("GET", "/readyz");
+        if readyz.body.contains(words) || start.elapsed() > Duration::from_secs(20) {
+            return readyz;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// A single etcd for one test, if it and `etcdctl` are installed (else a
 /// printed skip, or a failure under SNOWMINT_REQUIRE_SERVICES=1).
 fn etcd_and_etcdctl() -> Option<EtcdServer> {
@@ -301,14 +312,7 @@ fn serve_with_a_datacenter_leases_only_its_workers_and_says_when_they_are_all_he
         etcdctl(&url, &["put", "--lease", &lease, &key, "someone else"]);
     }
     let waiting = scoped("5");
-    let start = Instant::now();
-    let readyz = loop {
-        let readyz = waiting.http("GET", "/readyz");
-        if readyz.body.contains("datacenter 5") || start.elapsed() > Duration::from_secs(20) {
-            break readyz;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let readyz = readyz_saying(&waiting, "datacenter 5");
     assert_eq!(readyz.status, 503, "{}", readyz.body);
     assert_eq!(
         readyz.json()["error"],
@@ -362,14 +366,7 @@ fn an_identity_whose_mark_is_far_ahead_is_taken_last_and_readyz_says_why() {
 
     // Only worker 0 is left: taken, but it cannot issue for an hour.
     let second = scoped();
-    let start = Instant::now();
-    let readyz = loop {
-        let readyz = second.http("GET", "/readyz");
-        if readyz.body.contains("was taken") || start.elapsed() > Duration::from_secs(20) {
-            break readyz;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let readyz = readyz_saying(&second, "was taken");
     assert_eq!(readyz.status, 503, "{}", readyz.body);
     let error = readyz.json()["error"]
         .as_str()

@@ -2,12 +2,22 @@
 //! cross-site refusal and `--cors-origin`, the admin listener, the security
 //! headers, and the logs.
 
-use std::path::Path;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 
-use crate::support::{Serve, Signal, bad, header, http, http_with};
+use crate::support::{Response, Serve, Signal, bad, header, http, http_with};
 
 fn write_token(path: &Path, token: &str) {
     std::fs::write(path, format!("{token}\n")).unwrap();
+}
+
+/// A fresh directory whose file `token` holds `token`; the directory and
+/// the file.
+fn token_dir(token: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    write_token(&file, token);
+    (dir, file)
 }
 
 #[test]
@@ -49,9 +59,7 @@ fn bad_hardening_flags_exit_2_naming_the_flag() {
 #[cfg(unix)]
 #[test]
 fn the_token_guards_minting_and_metrics_and_sighup_rotates_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    write_token(&token, "first-token");
+    let (dir, token) = token_dir("first-token");
     let server = Serve::start(
         &["--api-token-file", token.to_str().unwrap()],
         Some(&dir.path().join("state")),
@@ -217,13 +225,7 @@ fn metrics_are_only_on_the_admin_port_and_both_carry_the_headers() {
         ("PUT", "/api/v1/ids", 405),
         ("GET", "/assets/%FF", 400),
     ] {
-        let (response, head) = http_with(server.addr, method, path, &[]);
-        assert_eq!(
-            response.status, status,
-            "{method} {path}: {}",
-            response.body
-        );
-        assert_hardened(&format!("{method} {path}"), &head);
+        let response = hardened(server.addr, method, path, status, "");
         if status >= 400 {
             let error = response.json();
             assert!(
@@ -239,22 +241,24 @@ fn metrics_are_only_on_the_admin_port_and_both_carry_the_headers() {
         ("POST", "/api/v1/ids", 404),
         ("POST", "/metrics", 405),
     ] {
-        let (response, head) = http_with(admin, method, path, &[]);
-        assert_eq!(
-            response.status, status,
-            "admin {method} {path}: {}",
-            response.body
-        );
-        assert_hardened(&format!("admin {method} {path}"), &head);
+        hardened(admin, method, path, status, "admin ");
     }
+}
+
+/// `METHOD PATH` on `addr`, which must answer `status` with the security
+/// headers; `listener` names the admin one in a failure.
+fn hardened(addr: SocketAddr, method: &str, path: &str, status: u16, listener: &str) -> Response {
+    let what = format!("{listener}{method} {path}");
+    let (response, head) = http_with(addr, method, path, &[]);
+    assert_eq!(response.status, status, "{what}: {}", response.body);
+    assert_hardened(&what, &head);
+    response
 }
 
 #[cfg(unix)]
 #[test]
 fn json_logs_parse_and_the_access_log_never_holds_the_token_or_query() {
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    write_token(&token, "log-secret-token");
+    let (dir, token) = token_dir("log-secret-token");
     let mut server = Serve::spawn(
         Serve::builder()
             .args([

@@ -55,22 +55,16 @@ fn prometheus_fires_an_alert_when_the_clock_steps_behind_the_issued_ids() {
     // before the clock moves, so the counters have a sample before the
     // refusals.
     let limit = Duration::from_secs(60) + 20 * INTERVAL;
-    let started = Instant::now();
-    loop {
+    until(&prometheus, limit, || {
         let targets = prometheus.targets();
         if let Some(target) = targets.first()
             && target["health"] == "up"
         {
             assert_eq!(target["lastError"], "", "{target}");
-            break;
+            return Ok(());
         }
-        assert!(
-            started.elapsed() < limit,
-            "no successful scrape: {targets:?}\n{}",
-            prometheus.log()
-        );
-        std::thread::sleep(INTERVAL / 4);
-    }
+        Err(format!("no successful scrape: {targets:?}"))
+    });
     std::thread::sleep(2 * INTERVAL);
 
     // Stopped (the mark saved), started again on the same address with
@@ -84,14 +78,13 @@ fn prometheus_fires_an_alert_when_the_clock_steps_behind_the_issued_ids() {
     let refused = http(server.addr, "POST", "/api/v1/ids?count=1");
     assert_eq!(refused.status, 503, "{}", refused.body);
 
-    let started = Instant::now();
     let state_of = |alerts: &[serde_json::Value], name: &str| {
         alerts
             .iter()
             .find(|a| a["labels"]["alertname"] == name)
             .and_then(|a| a["state"].as_str().map(str::to_owned))
     };
-    loop {
+    until(&prometheus, limit, || {
         let alerts = prometheus.alerts();
         let refusing = state_of(&alerts, "SnowmintClockBehindRefusingMints");
         let not_ready = state_of(&alerts, "SnowmintNotReady");
@@ -113,13 +106,20 @@ fn prometheus_fires_an_alert_when_the_clock_steps_behind_the_issued_ids() {
                 ),
                 "{firing}"
             );
-            break;
+            return Ok(());
         }
-        assert!(
-            started.elapsed() < limit,
-            "the alert did not fire within {limit:?}: {alerts:?}\n{}",
-            prometheus.log()
-        );
+        Err(format!(
+            "the alert did not fire within {limit:?}: {alerts:?}"
+        ))
+    });
+}
+
+/// Calls `probe` every quarter interval until it returns `Ok`; past
+/// `limit`, fails the test with its last `Err` and Prometheus's log.
+fn until(prometheus: &Prometheus, limit: Duration, mut probe: impl FnMut() -> Result<(), String>) {
+    let started = Instant::now();
+    while let Err(why) = probe() {
+        assert!(started.elapsed() < limit, "{why}\n{}", prometheus.log());
         std::thread::sleep(INTERVAL / 4);
     }
 }

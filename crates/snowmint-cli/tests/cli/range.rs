@@ -2,12 +2,11 @@
 //! IDs at once.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{bad, ok, run_stdin, snowmint};
+use crate::support::{bad, ok, run_stdin, spawn_piped};
 
 const EPOCH: u64 = 1288834974657;
 /// The contract's formula, `((t - epoch) << 22) | dc << 17 | worker << 12 | seq`.
@@ -293,13 +292,7 @@ fn decode_stdin_stops_at_a_bad_line() {
 /// Each ID is printed as soon as its line arrives, not when stdin ends.
 #[test]
 fn decode_stdin_streams() {
-    let mut child = snowmint()
-        .args(["decode", "-", "--json"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_piped(&["decode", "-", "--json"]);
     let mut stdin = child.stdin.take().unwrap();
     let stdout = BufReader::new(child.stdout.take().unwrap());
     // Lines arrive through a channel, so a run that holds its output back
@@ -325,13 +318,7 @@ fn decode_stdin_streams() {
 /// A reader that goes away ends the run quietly, like the other commands.
 #[test]
 fn decode_stdin_into_a_closed_pipe() {
-    let mut child = snowmint()
-        .args(["decode", "-", "--json"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_piped(&["decode", "-", "--json"]);
     drop(child.stdout.take());
     let mut stdin = child.stdin.take().unwrap();
     // Keep writing until the child has gone (its stdin closes with it).

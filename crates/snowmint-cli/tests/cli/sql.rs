@@ -701,6 +701,18 @@ struct Expect {
     last: u64,
 }
 
+impl Expect {
+    /// The partition of the period from `start` up to `end` (ISO-8601),
+    /// whose last time unit of `unit_ms` begins one unit before `end`.
+    fn period(suffix: &'static str, start: &str, end: &str, unit_ms: u64) -> Expect {
+        Expect {
+            suffix,
+            first: ms(start),
+            last: ms(end) - unit_ms,
+        }
+    }
+}
+
 /// Rows at each partition's first and last millisecond (its smallest and
 /// largest IDs there), with the partition each must land in.
 fn boundary_rows(layout: &Layout, parts: &[Expect]) -> Vec<(u64, &'static str)> {
@@ -726,47 +738,19 @@ fn partition_ddl(args: &[&str]) -> String {
 /// The cases both databases run: (arguments, layout, partitions).
 fn partition_cases() -> Vec<(Vec<&'static str>, Layout, Vec<Expect>)> {
     let months = vec![
-        Expect {
-            suffix: "2024_01",
-            first: ms("2024-01-01"),
-            last: ms("2024-02-01") - 1,
-        },
-        Expect {
-            suffix: "2024_02",
-            first: ms("2024-02-01"),
-            last: ms("2024-03-01") - 1,
-        },
-        Expect {
-            suffix: "2024_03",
-            first: ms("2024-03-01"),
-            last: ms("2024-04-01") - 1,
-        },
+        Expect::period("2024_01", "2024-01-01", "2024-02-01", 1),
+        Expect::period("2024_02", "2024-02-01", "2024-03-01", 1),
+        Expect::period("2024_03", "2024-03-01", "2024-04-01", 1),
     ];
     // ISO weeks of a 64-bit layout (Instagram's top bit is the sign).
     let weeks = vec![
-        Expect {
-            suffix: "2024_w52",
-            first: ms("2024-12-23"),
-            last: ms("2024-12-30") - 1,
-        },
-        Expect {
-            suffix: "2025_w01",
-            first: ms("2024-12-30"),
-            last: ms("2025-01-06") - 1,
-        },
+        Expect::period("2024_w52", "2024-12-23", "2024-12-30", 1),
+        Expect::period("2025_w01", "2024-12-30", "2025-01-06", 1),
     ];
     // Days of 10 ms units (Sonyflake): the last unit starts 10 ms early.
     let days = vec![
-        Expect {
-            suffix: "2024_02_28",
-            first: ms("2024-02-28"),
-            last: ms("2024-02-29") - 10,
-        },
-        Expect {
-            suffix: "2024_02_29",
-            first: ms("2024-02-29"),
-            last: ms("2024-03-01") - 10,
-        },
+        Expect::period("2024_02_28", "2024-02-28", "2024-02-29", 10),
+        Expect::period("2024_02_29", "2024-02-29", "2024-03-01", 10),
     ];
     // The end of the format: the last month's upper bound is MAXVALUE.
     let end = vec![Expect {

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -57,6 +57,17 @@ pub struct Run {
     pub stderr: String,
 }
 
+impl Run {
+    /// The exit status and output of a finished run.
+    fn of(out: std::process::Output) -> Run {
+        Run {
+            code: out.status.code(),
+            stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
+            stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
+        }
+    }
+}
+
 /// Runs `snowmint ARGS` with extra environment variables.
 pub fn run_with(args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut cmd = snowmint();
@@ -64,23 +75,23 @@ pub fn run_with(args: &[&str], env: &[(&str, &str)]) -> Run {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().expect("run snowmint");
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
-        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
-    }
+    Run::of(cmd.output().expect("run snowmint"))
 }
 
-/// Runs `snowmint ARGS` with `input` on stdin.
-pub fn run_stdin(args: &[&str], input: &str) -> Run {
-    let mut child = snowmint()
+/// Starts `snowmint ARGS` with its three streams piped.
+pub fn spawn_piped(args: &[&str]) -> Child {
+    snowmint()
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn snowmint");
+        .expect("spawn snowmint")
+}
+
+/// Runs `snowmint ARGS` with `input` on stdin.
+pub fn run_stdin(args: &[&str], input: &str) -> Run {
+    let mut child = spawn_piped(args);
     let mut stdin = child.stdin.take().unwrap();
     let input = input.to_owned();
     // Written from a thread, so a child that stops reading early (a bad
@@ -90,11 +101,7 @@ pub fn run_stdin(args: &[&str], input: &str) -> Run {
     });
     let out = child.wait_with_output().expect("run snowmint");
     writer.join().unwrap();
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
-        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
-    }
+    Run::of(out)
 }
 
 /// Runs `snowmint ARGS`.

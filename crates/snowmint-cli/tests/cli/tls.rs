@@ -333,26 +333,21 @@ fn bad_tls_flags_exit_2_naming_the_flag_and_the_file() {
             pki.ca().display()
         )
     );
-    assert_eq!(
-        serve(&[
-            "--etcd",
-            "https://127.0.0.1:2379",
-            "--etcd-ca",
-            path(&pki.ca()),
-            "--etcd-cert",
-            path(&pki.client_cert())
-        ]),
-        "missing --etcd-key <PATH>"
-    );
-    assert_eq!(
-        serve(&[
-            "--etcd",
-            "https://127.0.0.1:2379",
-            "--etcd-ca",
-            path(&pki.ca()),
-            "--etcd-key",
-            path(&pki.client_key())
-        ]),
-        "missing --etcd-cert <PATH>"
-    );
+    // Either half of the client pair without the other.
+    for (given, file, missing) in [
+        ("--etcd-cert", pki.client_cert(), "--etcd-key"),
+        ("--etcd-key", pki.client_key(), "--etcd-cert"),
+    ] {
+        assert_eq!(
+            serve(&[
+                "--etcd",
+                "https://127.0.0.1:2379",
+                "--etcd-ca",
+                path(&pki.ca()),
+                given,
+                path(&file)
+            ]),
+            format!("missing {missing} <PATH>")
+        );
+    }
 }
