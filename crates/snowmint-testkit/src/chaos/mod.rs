@@ -25,6 +25,7 @@
 //! [--instances N]` builds and runs it.
 
 pub mod checker;
+pub mod config;
 pub mod database;
 pub mod history;
 pub mod report;

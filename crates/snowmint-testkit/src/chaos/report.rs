@@ -12,8 +12,8 @@ use std::path::Path;
 use serde_json::json;
 
 use super::checker::Findings;
+use super::config::{Config, Outcome};
 use super::history::{History, Readiness};
-use super::run::{Config, Outcome};
 use super::schedule::{Coordinator, Fault, FaultKind};
 
 /// What the report is made of.
@@ -230,7 +230,7 @@ pub fn write(input: &Input<'_>, out: &Path) -> std::io::Result<Outcome> {
         "instances": input.config.instances,
         "etcd_members": if etcd { input.config.members } else { 0 },
         "database": (!etcd).then(|| input.lanes[instances..].join(",")),
-        "free_identities": (!etcd).then(|| super::run::free_identities(input.config)),
+        "free_identities": (!etcd).then(|| super::config::free_identities(input.config)),
         "through_pgbouncer": if input.config.coordinator == Coordinator::Postgres {
             (0..input.config.instances)
                 .filter(|&i| super::database::through_pgbouncer(i))

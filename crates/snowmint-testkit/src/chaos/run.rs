@@ -25,11 +25,13 @@ use super::checker;
 use super::database::{self, Database};
 use super::history::{FaultRecord, History, Mint, Probe, Readiness};
 use super::report;
-use super::schedule::{self, Coordinator, Fault, FaultKind, Plan};
+use super::schedule::{self, Coordinator, Fault, FaultKind};
 use crate::clock::{self, FakeClock};
 use crate::etcd::{self, EtcdCluster};
 use crate::proxy::Proxy;
 use crate::serve::{self, Listen, Output, Served};
+
+pub use super::config::{Config, ETCD_DATACENTER, Outcome, free_identities, plan};
 
 /// How long faults still under way when the load stops may take to heal.
 pub const GRACE: Duration = Duration::from_secs(60);
@@ -40,49 +42,6 @@ pub const PROBE_EVERY: Duration = Duration::from_millis(150);
 /// The identity of the static-mode instance (leased instances lease
 /// workers of datacenter [`ETCD_DATACENTER`] only, so they never reach it).
 pub const STATIC_IDENTITY: (u8, u8) = (31, 31);
-
-/// The datacenter the leased instances lease their workers in
-/// (`--datacenter` with `--etcd`, `--postgres` or `--mysql`): any other
-/// than the static instance's.
-pub const ETCD_DATACENTER: u8 = 0;
-
-/// What to run.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// Length of the load, seconds.
-    pub seconds: u64,
-    /// The seed of the schedule and of the clients' batch sizes.
-    pub seed: u64,
-    /// What the instances lease from: etcd, PostgreSQL or MariaDB.
-    pub coordinator: Coordinator,
-    /// How many `serve --etcd` (`--postgres`, `--mysql`) instances (one
-    /// static-mode instance runs too).
-    pub instances: usize,
-    /// How many etcd members (with etcd).
-    pub members: usize,
-    /// The instances' `--lease-ttl`, seconds.
-    pub lease_ttl: u64,
-    /// Each client waits up to this long (drawn from the seed) between mints, ms.
-    pub think_ms: u64,
-    /// With a database: how many identities of datacenter
-    /// [`ETCD_DATACENTER`] are left free for the instances (its first
-    /// workers; a crowd holds the others for good, see
-    /// [`Database::crowd`]); `None` for `instances + 1`, 32 for all.
-    pub free_identities: Option<usize>,
-    /// The `snowmint` binary, built with `--features etcd` (and the default `db`).
-    pub snowmint: PathBuf,
-    /// Where the report goes (`ids.txt`, `summary.json`, `report.html`, `logs/`).
-    pub out: PathBuf,
-}
-
-/// How a run ended.
-#[derive(Debug)]
-pub struct Outcome {
-    /// Whether the checker passed (and nothing else went wrong).
-    pub passed: bool,
-    /// The one-line summary printed at the end.
-    pub line: String,
-}
 
 /// A `snowmint serve` process the harness owns, on a fixed address.
 struct Instance {
@@ -358,28 +317,6 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
     };
     let outcome = report::write(&input, &world.config.out)?;
     Ok(outcome)
-}
-
-/// How many identities of datacenter [`ETCD_DATACENTER`] a database run
-/// leaves free: [`Config::free_identities`], else one more than the
-/// instances; at least one, at most 32.
-pub fn free_identities(config: &Config) -> usize {
-    config
-        .free_identities
-        .unwrap_or(config.instances + 1)
-        .clamp(1, 32)
-}
-
-/// The schedule's inputs for `config`.
-pub fn plan(config: &Config) -> Plan {
-    Plan {
-        seed: config.seed,
-        coordinator: config.coordinator,
-        seconds: config.seconds,
-        instances: config.instances,
-        members: config.members,
-        lease_ttl: config.lease_ttl,
-    }
 }
 
 /// Checks that libfaketime shifts the wall clock the `snowmint` binary
@@ -829,23 +766,21 @@ async fn etcd_fault(world: &World, fault: &Fault, update: &Recorder<'_>) -> anyh
             .map(|()| true)
     };
     match fault.kind {
-        FaultKind::EtcdLeaderKill => {
-            let killed = blocking(Box::new(move |c| Ok(c.kill(m)))).await??;
-            update.set(|r| {
-                r.happened = killed;
-                r.detail = format!("SIGKILL the leader, down {} ms", fault.hold_ms);
-            });
-            tokio::time::sleep(hold).await;
-            blocking(Box::new(restart)).await??;
-        }
-        FaultKind::EtcdMemberRestart => {
-            let stopped = blocking(Box::new(move |c| {
-                Ok(c.terminate(m, Duration::from_secs(10)))
-            }))
-            .await??;
+        FaultKind::EtcdLeaderKill | FaultKind::EtcdMemberRestart => {
+            // Down (killed, or stopped as an operator stops it) for the
+            // fault's hold, then restarted on its data.
+            let (down, how): (ClusterOp, &str) = if fault.kind == FaultKind::EtcdLeaderKill {
+                (Box::new(move |c| Ok(c.kill(m))), "SIGKILL the leader")
+            } else {
+                (
+                    Box::new(move |c| Ok(c.terminate(m, Duration::from_secs(10)))),
+                    "SIGTERM",
+                )
+            };
+            let stopped = blocking(down).await??;
             update.set(|r| {
                 r.happened = stopped;
-                r.detail = format!("SIGTERM, down {} ms", fault.hold_ms);
+                r.detail = format!("{how}, down {} ms", fault.hold_ms);
             });
             tokio::time::sleep(hold).await;
             blocking(Box::new(restart)).await??;
