@@ -77,23 +77,28 @@ fn path(p: &Path) -> &str {
     p.to_str().expect("a UTF-8 path")
 }
 
-/// `snowmint serve` over HTTPS with `pki`'s server certificate.
-fn serve_https(pki: &Pki, state_dir: &Path, more: &[&str]) -> Serve {
+/// `snowmint serve ARGS` over HTTPS with a new PKI's server certificate
+/// and a state directory of its own (kept while the directory is), when
+/// curl is there to talk to it (else a printed skip).
+fn serve_https(more: &[&str]) -> Option<(Pki, tempfile::TempDir, Serve)> {
+    if !curl_available() {
+        return None;
+    }
+    let pki = Pki::new();
+    let dir = tempfile::tempdir().unwrap();
     let cert = pki.server_cert();
     let key = pki.server_key();
     let mut args = vec!["--tls-cert", path(&cert), "--tls-key", path(&key)];
     args.extend_from_slice(more);
-    Serve::start(&args, Some(state_dir))
+    let server = Serve::start(&args, Some(dir.path()));
+    Some((pki, dir, server))
 }
 
 #[test]
 fn https_speaks_h2_and_http11_and_mints() {
-    if !curl_available() {
+    let Some((pki, _dir, server)) = serve_https(&[]) else {
         return;
-    }
-    let pki = Pki::new();
-    let dir = tempfile::tempdir().unwrap();
-    let server = serve_https(&pki, dir.path(), &[]);
+    };
     assert!(server.https, "the announced URL is https://");
     let base = format!("https://127.0.0.1:{}", server.addr.port());
     let ca = pki.ca();
@@ -150,12 +155,9 @@ fn https_speaks_h2_and_http11_and_mints() {
 /// scrapes are not left in clear text beside an HTTPS service).
 #[test]
 fn the_admin_listener_speaks_https_too() {
-    if !curl_available() {
+    let Some((pki, _dir, server)) = serve_https(&["--admin-listen", "127.0.0.1:0"]) else {
         return;
-    }
-    let pki = Pki::new();
-    let dir = tempfile::tempdir().unwrap();
-    let server = serve_https(&pki, dir.path(), &["--admin-listen", "127.0.0.1:0"]);
+    };
     let admin = server.admin.expect("the admin line was announced");
     let ca = pki.ca();
     let base = format!("https://127.0.0.1:{}", admin.port());
@@ -192,12 +194,9 @@ fn plain_http_speaks_h2_by_prior_knowledge_and_http11() {
 
 #[test]
 fn a_handshake_that_never_completes_is_cut_at_the_header_timeout_while_others_are_served() {
-    if !curl_available() {
+    let Some((pki, _dir, server)) = serve_https(&["--header-timeout", "3"]) else {
         return;
-    }
-    let pki = Pki::new();
-    let dir = tempfile::tempdir().unwrap();
-    let server = serve_https(&pki, dir.path(), &["--header-timeout", "3"]);
+    };
     let addr: SocketAddr = server.addr;
 
     // 20 clients that start a handshake and never finish it: a TLS record
