@@ -5,14 +5,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use snowmint_lease::{LeaseError, LeaseStore};
+use snowmint_lease::{LeaseError, LeaseStore, MarkIo};
 
 use super::{M, T, client, hold_with_mark_thread};
 use crate::keys::Keys;
 
-/// Writes `value` at `key` with a plain client, as an operator would.
-async fn put_by_hand(url: &str, key: &str, value: &str) {
+/// Writes `value` by hand as identity 0's mark under `prefix` (as an
+/// operator would: `etcdctl put <prefix>/reserved/0/0 <value>`), then holds
+/// identity 0 with a mark thread: the lease and the thread's mark I/O.
+async fn hand_written_mark(url: &str, prefix: &str, value: &str) -> (i64, Arc<dyn MarkIo>) {
+    let key = Keys::new(prefix).reserved(0);
     client(url).await.put(key, value, None).await.unwrap();
+    hold_with_mark_thread(url, prefix, T).await
 }
 
 /// The coordinator's mark I/O from threads of every kind, bounded when etcd
@@ -73,11 +77,12 @@ fn a_hand_written_unpadded_mark_is_raised_and_never_issued_under() {
     };
     let keys = Keys::new("/unpadded");
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let (lease, io) = rt.block_on(async {
-        // As an operator would: `etcdctl put /unpadded/reserved/0/0 1700000000000`.
-        put_by_hand(&server.url(), &keys.reserved(0), &M.to_string()).await;
-        hold_with_mark_thread(&server.url(), "/unpadded", T).await
-    });
+    // As an operator would: `etcdctl put /unpadded/reserved/0/0 1700000000000`.
+    let (lease, io) = rt.block_on(hand_written_mark(
+        &server.url(),
+        "/unpadded",
+        &M.to_string(),
+    ));
     let store = LeaseStore::new(Arc::clone(&io), 0, lease);
     // The clock is a second behind the mark: only a raised mark lets the
     // generator issue (above the mark, on borrowed time).
@@ -123,12 +128,8 @@ fn a_malformed_mark_is_refused_naming_the_key_and_the_value() {
     let Some(server) = snowmint_testkit::etcd::EtcdServer::start() else {
         return;
     };
-    let keys = Keys::new("/malformed");
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let (lease, io) = rt.block_on(async {
-        put_by_hand(&server.url(), &keys.reserved(0), "1700000000").await;
-        hold_with_mark_thread(&server.url(), "/malformed", T).await
-    });
+    let (lease, io) = rt.block_on(hand_written_mark(&server.url(), "/malformed", "1700000000"));
     for err in [io.load(0).unwrap_err(), io.store(0, lease, M).unwrap_err()] {
         assert!(matches!(err, LeaseError::DamagedMark { .. }), "{err:?}");
         assert_eq!(
