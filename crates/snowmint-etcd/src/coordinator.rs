@@ -1,4 +1,28 @@
 //! [`EtcdCoordinator`]: the lease protocol's [`Coordinator`] on etcd.
+//!
+//! # What etcd's answers mean to the protocol
+//!
+//! - **Terms.** etcd has terms ([`Coordinator::has_terms`]): the term of a
+//!   [`Renewal`] and of a [`Confirmation`] is the raft term in the answer's
+//!   response header, the term the answering member had applied when it
+//!   took the request. etcd answers a keep-alive from the lease table of the
+//!   member that leads (a follower forwards it there); a leader that was
+//!   stuck (a paused process, a slow disk) and has been replaced can, for a
+//!   moment after it resumes, still take itself for the leader and answer
+//!   from its stale table while the new leader renews nothing (etcd issue
+//!   15247; servers before 3.4.31 and 3.5.13 do). The read that confirms a
+//!   renewal is a plain linearizable `Get` of the identity key, which etcd
+//!   serves only once a leader has confirmed with a quorum that it still
+//!   leads: a deposed leader's keep-alive answer carries the old term, the
+//!   read the new one, and the renewal does not count (`renewal.rs` in
+//!   `snowmint-lease`). "Lease not found" is an answer with TTL 0, believed
+//!   only once that read agrees: a deposed leader's table lacks the leases
+//!   granted after it.
+//! - **Leases ended early.** etcd before 3.4.31 and 3.5.13 may also revoke
+//!   a lease early (a deposed leader revoking what its stale table says
+//!   expired, etcd issue 12528): the identity's tenure record then says its
+//!   holder did not release it ([`Previous::Unclean`](snowmint_lease::Previous::Unclean)),
+//!   and its next holder waits one lease TTL before it issues.
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -40,7 +40,10 @@ pub struct Renewal {
     /// the lease does not exist (expired, revoked, or unknown to the member
     /// that answered).
     pub ttl: Duration,
-    /// The raft term of the answer, if the coordinator has terms.
+    /// The coordinator's term when it answered, if it has terms
+    /// ([`Coordinator::has_terms`]): a number that grows with each new
+    /// leader of a replicated coordinator and names one, so that an answer
+    /// can be matched to the read that confirms it (`renewal.rs`).
     pub term: Option<u64>,
 }
 
@@ -49,7 +52,8 @@ pub struct Renewal {
 pub struct Confirmation {
     /// Whether the identity is still bound to the lease.
     pub holds: bool,
-    /// The raft term of the answer, if the coordinator has terms.
+    /// The coordinator's term when it answered the read, if it has terms
+    /// (see [`Renewal::term`]).
     pub term: Option<u64>,
 }
 
@@ -75,8 +79,8 @@ pub enum Previous {
     /// last held by this same process (`instance`): issue at once.
     Clean,
     /// Held by a lease that ended without a release. If the coordinator
-    /// ended it early (etcd issue 12528: a deposed leader revokes leases it
-    /// wrongly thinks expired; a database clock stepped forward), its
+    /// ended it early (a deposed leader revoking leases it wrongly thinks
+    /// expired; a database clock stepped forward), its
     /// holder's fence may still be open, for at most its `ttl`; so the new
     /// holder issues only once `ttl` has passed since the claim.
     Unclean {
@@ -123,8 +127,9 @@ pub type Background = Pin<Box<dyn Future<Output = ()> + Send>>;
 ///   with TTL `t` ([`keep_alive`](Coordinator::keep_alive)) does not expire
 ///   before `t` has passed on the coordinator's clock since the request was
 ///   sent (the fence closes a margin earlier on the holder's clock). Where a
-///   coordinator may end a lease early anyway (etcd issue 12528, a database
-///   clock stepped forward), [`claim`](Coordinator::claim) must still say
+///   coordinator may end a lease early anyway (a deposed leader revoking
+///   what its stale table says expired, a database clock stepped forward),
+///   [`claim`](Coordinator::claim) must still say
 ///   truthfully whether the last holder released the identity
 ///   ([`Previous`]): the hand-over wait after an unclean one covers it.
 /// - [`raise_mark`](Coordinator::raise_mark) writes only while the
@@ -238,11 +243,12 @@ pub trait Coordinator: Send + Sync + 'static {
         t: Duration,
     ) -> impl Future<Output = Result<(), LeaseError>> + Send;
 
-    /// Whether answers carry raft terms that a renewal must be confirmed by
-    /// (etcd: a deposed leader may answer from a stale lease table, issue
-    /// 15247), or whether each answer comes from the one primary that
-    /// decides (a database: the statement that renews is the truth, and a
-    /// read after it is linearizable without a term). Default: terms.
+    /// Whether answers carry terms ([`Renewal::term`]) that a renewal must
+    /// be confirmed by (a replicated coordinator, where a deposed leader may
+    /// answer from a stale lease table), or whether each answer comes from
+    /// the one primary that decides (a database: the statement that renews
+    /// is the truth, and a read after it is linearizable without a term).
+    /// Default: terms.
     fn has_terms(&self) -> bool {
         true
     }

@@ -1,26 +1,31 @@
-//! When a keep-alive counts: a renewal moves the fence only once etcd's
-//! leadership is confirmed after its answer (etcd issue 15247).
+//! When a keep-alive counts: a renewal moves the fence only once a read
+//! after its answer confirms that the one who answered still decided.
 //!
-//! etcd answers a keep-alive from the lease table of the member that leads
-//! (a follower forwards it there). A leader that was stuck (a paused process,
-//! a slow disk) and has been replaced can, for a moment after it resumes,
-//! still take itself for the leader and answer from its stale table, while
-//! the new leader renews nothing and lets the lease expire. Servers before
-//! 3.4.31 and 3.5.13 do; so the answer alone proves nothing.
+//! A coordinator that replicates its leases answers a keep-alive from the
+//! lease table of the member that leads. A leader that was stuck (a paused
+//! process, a slow disk) and has been replaced can, for a moment after it
+//! resumes, still take itself for the leader and answer from its stale
+//! table, while the new leader renews nothing and lets the lease expire; so
+//! the answer alone proves nothing. Such a coordinator gives each answer a
+//! term ([`Renewal::term`](crate::Renewal::term)): a number that grows with
+//! each new leader and names one.
 //!
-//! The rule, kept in [`judge`]: the answer's header carries the raft term
-//! the answering member had applied when it took the request; after the
-//! answer has arrived, the session reads the identity key linearizably (a
-//! plain `Get`), which etcd serves only once a leader has confirmed with a
-//! quorum that it still leads, and whose header carries a term at least that
-//! leader's. The renewal counts only when the two terms are equal: then no
-//! leader of a later term had been elected when that confirmation happened,
-//! so the leader that renewed was the cluster's leader when it renewed. A
-//! deposed leader's answer carries the old term, a read after the election
-//! the new one: it does not count, and the fence stays where it was; the next
-//! renewal (answered by the new leader) may count. The fence deadline is
-//! still measured from when the keep-alive was *sent*. The argument, and what
-//! it assumes, is in `docs/distributed.md`.
+//! The rule, kept in [`judge`]: after the keep-alive's answer has arrived,
+//! the session reads the identity linearizably
+//! ([`Coordinator::confirm`](crate::Coordinator::confirm)), which the
+//! coordinator serves only once a leader has confirmed that it still leads,
+//! with a term at least that leader's. The renewal counts only when the two
+//! terms are equal: then no leader of a later term had been elected when
+//! that confirmation happened, so the leader that renewed was the leader
+//! when it renewed. A deposed leader's answer carries the old term, a read
+//! after the election the new one: it does not count, and the fence stays
+//! where it was; the next renewal (answered by the new leader) may count. A
+//! coordinator without terms, whose one primary answers everything
+//! ([`Coordinator::has_terms`](crate::Coordinator::has_terms)), needs only
+//! the read. The fence deadline is still measured from when the keep-alive
+//! was *sent*. The argument, and what it assumes, is in
+//! `docs/distributed.md`; what this means on etcd (raft terms, etcd issue
+//! 15247) is on crate `snowmint-etcd`'s coordinator.
 
 use std::time::Duration;
 
@@ -34,7 +39,8 @@ pub struct KeepAlive {
     pub sent: Duration,
     /// The TTL the coordinator answered with (> 0).
     pub ttl: Duration,
-    /// The raft term in the answer; `None` without one.
+    /// The answer's term (see [`Renewal::term`](crate::Renewal::term));
+    /// `None` without one.
     pub term: Option<u64>,
 }
 
@@ -55,14 +61,14 @@ pub enum Verdict {
     NotHolder,
 }
 
-/// The rule: with `t_k` the keep-alive answer's raft term and `t_r` the term
-/// of a linearizable read of the identity sent after that answer arrived, the
+/// The rule: with `t_k` the keep-alive answer's term and `t_r` the term of a
+/// linearizable read of the identity sent after that answer arrived, the
 /// renewal counts (the fence moves to *sent + TTL - margin*) only when the read
 /// shows the identity still bound to the lease and `t_k == t_r > 0`: no leader
-/// of a later term had been elected when it renewed (etcd issue 15247; the
-/// argument is in `docs/distributed.md`). With `confirm` false (a test-only
-/// switch, `LeaseConfig::confirm_renewals`),
-/// every answer counts, terms or not.
+/// of a later term had been elected when it renewed (the argument is in
+/// `docs/distributed.md`). With `confirm` false (a coordinator without terms,
+/// or the test-only switch `LeaseConfig::confirm_renewals`), every answer
+/// counts, terms or not.
 pub fn judge(renewal: &KeepAlive, read: &Confirmation, confirm: bool) -> Verdict {
     if !read.holds {
         return Verdict::NotHolder;
@@ -72,7 +78,8 @@ pub fn judge(renewal: &KeepAlive, read: &Confirmation, confirm: bool) -> Verdict
         return Verdict::Extend(deadline);
     }
     match (renewal.term, read.term) {
-        // Term 0 is no term: Raft's first election makes term 1.
+        // Term 0 is no term: terms count from 1 (Raft's first election
+        // makes term 1).
         (Some(renewed), Some(read)) if renewed == read && renewed > 0 => Verdict::Extend(deadline),
         (renewed, read) => Verdict::Unconfirmed { renewed, read },
     }

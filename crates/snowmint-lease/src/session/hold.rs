@@ -373,15 +373,15 @@ impl<C: Coordinator> Session<C> {
                 keep_alive_term = ?renewed,
                 read_term = ?read,
                 "the coordinator answered a lease keep-alive that a read after it does \
-                 not confirm (a deposed leader, etcd issue 15247): not counted, the \
-                 fence stays"
+                 not confirm (a deposed leader's answer, or a stale member's): not \
+                 counted, the fence stays"
             );
         }
         tenure.renewals.unconfirmed += 1;
         update(&self.status, |s| {
             s.unconfirmed_renewals += 1;
             s.last_error = Some(format!(
-                "keep-alive answered at raft term {} but confirmed at {}: not counted",
+                "keep-alive answered at term {} but confirmed at {}: not counted",
                 term_text(renewed),
                 term_text(read)
             ));
