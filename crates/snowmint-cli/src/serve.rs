@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args as _};
-use snowmint_server::{Config, DbKind, DbSettings, EtcdSettings, IdentitySource};
+use snowmint_server::{Config, DbKind, DbSettings, EtcdSettings, IdentitySource, LeaseSettings};
 
 use crate::error::{CliError, FlagError};
 
@@ -508,32 +508,32 @@ impl Serve {
             });
         };
         self.given.refuse_with(mode, &NOT_WHEN_LEASED)?;
-        let lease_ttl = Duration::from_secs(args.lease_ttl);
+        let mut lease = LeaseSettings::default();
+        lease.ttl = Duration::from_secs(args.lease_ttl);
+        lease.datacenter = args.datacenter;
         let (kind, url) = match (&args.postgres, &args.mysql) {
             (Some(url), _) => (DbKind::Postgres, url),
             (None, Some(url)) => (DbKind::Mysql, url),
             (None, None) => {
                 self.given
                     .refuse_without("--postgres or --mysql", &DB_ONLY)?;
-                return self.etcd_source(lease_ttl);
+                return self.etcd_source(lease);
             }
         };
         self.given.refuse_without("--etcd", &ETCD_ONLY)?;
         let mut db = DbSettings::new(kind, url.clone());
         db.table = args.db_table.clone();
-        db.lease_ttl = lease_ttl;
-        db.datacenter = args.datacenter;
+        db.lease = lease;
         Ok(IdentitySource::Database(db))
     }
 
     /// `--etcd` and its own flags.
-    fn etcd_source(&self, lease_ttl: Duration) -> Result<IdentitySource, CliError> {
+    fn etcd_source(&self, lease: LeaseSettings) -> Result<IdentitySource, CliError> {
         let args = &self.args;
         let endpoints = args.etcd.as_deref().unwrap_or_default();
         let mut etcd = EtcdSettings::new(endpoints.iter().cloned());
         etcd.prefix = args.etcd_prefix.clone();
-        etcd.lease_ttl = lease_ttl;
-        etcd.datacenter = args.datacenter;
+        etcd.lease = lease;
         etcd.ca = args.etcd_ca.clone();
         etcd.client_cert = args
             .etcd_cert

@@ -82,7 +82,7 @@ impl DbConfig {
     /// The lease TTL, whole seconds in 2..=3600.
     #[must_use]
     pub fn lease_ttl(mut self, ttl: Duration) -> DbConfig {
-        self.lease = self.lease.ttl(ttl);
+        self.lease = self.lease.lease_ttl(ttl);
         self
     }
 
@@ -122,6 +122,17 @@ impl DbConfig {
     /// Which database.
     pub fn dialect(&self) -> Dialect {
         self.dialect
+    }
+
+    /// The lease TTL asked for.
+    pub fn ttl(&self) -> Duration {
+        self.lease.ttl()
+    }
+
+    /// The datacenter whose workers are leased, if scoped to one
+    /// ([`datacenter`](DbConfig::datacenter)); `None`: any of the 1024.
+    pub fn datacenter_scope(&self) -> Option<u8> {
+        self.lease.datacenter_scope()
     }
 
     /// The table, as given.

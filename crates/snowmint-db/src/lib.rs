@@ -44,12 +44,16 @@
 //! `docs/distributed.md`.
 #![deny(missing_docs)]
 
-#[cfg(not(any(feature = "postgres", feature = "mysql")))]
-compile_error!("snowmint-db needs the `postgres` or the `mysql` feature (or both)");
-
+// Without a driver (`postgres`, `mysql`) the crate is its table alone: the
+// name, the layout and the DDL, which a program that only prints the table
+// or names its default (`snowmint serve --help`) needs.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 mod answer;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 mod backend;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 mod config;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 mod coordinator;
 #[cfg(feature = "mysql")]
 mod my;
@@ -59,8 +63,11 @@ mod table;
 #[cfg(feature = "postgres")]
 mod tls;
 
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 pub use config::{ConfigError, DbConfig};
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 pub use coordinator::DbCoordinator;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 pub use snowmint_lease::{
     DEFAULT_LEASE_TTL, Fence, GeneratorFactory, Identity, LeaseClock, LeaseConfig, LeaseError,
     LeaseMetrics, LeaseState, LeaseStore, LeasedGenerator, MAX_LEASE_TTL, MIN_LEASE_TTL, MintError,

@@ -106,7 +106,7 @@ impl EtcdConfig {
     /// hiccups; a shorter one frees a crashed holder's identity sooner.
     #[must_use]
     pub fn lease_ttl(mut self, ttl: Duration) -> EtcdConfig {
-        self.lease = self.lease.ttl(ttl);
+        self.lease = self.lease.lease_ttl(ttl);
         self
     }
 
@@ -198,7 +198,7 @@ impl EtcdConfig {
 
     /// The lease TTL asked for.
     pub fn ttl(&self) -> Duration {
-        self.lease.lease_ttl()
+        self.lease.ttl()
     }
 
     /// Checks the values, and reads the TLS files; the error names the

@@ -47,10 +47,10 @@ pub fn fence_margin(ttl: Duration) -> Duration {
 /// use std::time::Duration;
 /// use snowmint_lease::LeaseConfig;
 ///
-/// let config = LeaseConfig::default().ttl(Duration::from_secs(10)).datacenter(5);
+/// let config = LeaseConfig::default().lease_ttl(Duration::from_secs(10)).datacenter(5);
 /// assert!(config.validate().is_ok());
 /// assert_eq!(
-///     config.ttl(Duration::from_secs(1)).validate().unwrap_err().to_string(),
+///     config.lease_ttl(Duration::from_secs(1)).validate().unwrap_err().to_string(),
 ///     "lease-ttl must be 2..=3600 whole seconds, got 1"
 /// );
 /// ```
@@ -103,9 +103,12 @@ impl LeaseConfig {
     /// The lease TTL, whole seconds in 2..=3600 (the coordinator may grant
     /// more; the session uses what it grants). A longer TTL rides out longer
     /// coordinator hiccups; a shorter one frees a crashed holder's identity
-    /// sooner.
+    /// sooner. Every coordinator's configuration names its setters and
+    /// getters alike: `lease_ttl(ttl)` sets, [`ttl`](LeaseConfig::ttl) gets;
+    /// `datacenter(n)` sets, [`datacenter_scope`](LeaseConfig::datacenter_scope)
+    /// gets.
     #[must_use]
-    pub fn ttl(mut self, ttl: Duration) -> LeaseConfig {
+    pub fn lease_ttl(mut self, ttl: Duration) -> LeaseConfig {
         self.ttl = ttl;
         self
     }
@@ -164,7 +167,7 @@ impl LeaseConfig {
     }
 
     /// The lease TTL asked for.
-    pub fn lease_ttl(&self) -> Duration {
+    pub fn ttl(&self) -> Duration {
         self.ttl
     }
 
@@ -292,14 +295,14 @@ mod tests {
     fn settings_are_checked_with_the_flag_name() {
         let o = LeaseConfig::default();
         assert_eq!(o.validate(), Ok(()));
-        let o = o.ttl(Duration::from_secs(1));
+        let o = o.lease_ttl(Duration::from_secs(1));
         assert_eq!(
             o.validate().unwrap_err().to_string(),
             "lease-ttl must be 2..=3600 whole seconds, got 1"
         );
-        let o = o.ttl(Duration::from_millis(2500));
+        let o = o.lease_ttl(Duration::from_millis(2500));
         assert!(o.validate().unwrap_err().to_string().contains("got 2.5"));
-        let o = o.ttl(DEFAULT_LEASE_TTL).datacenter(32);
+        let o = o.lease_ttl(DEFAULT_LEASE_TTL).datacenter(32);
         assert_eq!(
             o.validate().unwrap_err().to_string(),
             "datacenter must be 0..=31, got 32"

@@ -134,6 +134,55 @@ impl DbKind {
     }
 }
 
+/// What every coordinator's lease shares: its TTL (`--lease-ttl`) and the
+/// datacenter it is scoped to (`--datacenter` with a coordinator). One type,
+/// held by [`EtcdSettings`] and [`DbSettings`] alike.
+///
+/// ```
+/// let lease = snowmint_server::LeaseSettings::default();
+/// assert_eq!(lease.ttl, snowmint_server::DEFAULT_LEASE_TTL);
+/// assert_eq!(lease.datacenter, None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LeaseSettings {
+    /// TTL of the identity lease (`--lease-ttl`).
+    pub ttl: Duration,
+    /// Lease only the workers of this datacenter (`--datacenter` with a
+    /// coordinator; one coordinator per region, each region its own
+    /// datacenter); `None`: any of the 1024 identities.
+    pub datacenter: Option<u8>,
+}
+
+impl Default for LeaseSettings {
+    /// [`DEFAULT_LEASE_TTL`], any datacenter.
+    fn default() -> LeaseSettings {
+        LeaseSettings {
+            ttl: DEFAULT_LEASE_TTL,
+            datacenter: None,
+        }
+    }
+}
+
+impl LeaseSettings {
+    /// The lease crate's common settings for these.
+    #[cfg(any(feature = "etcd", feature = "db"))]
+    pub(crate) fn config(&self) -> snowmint_lease::LeaseConfig {
+        let config = snowmint_lease::LeaseConfig::default().lease_ttl(self.ttl);
+        match self.datacenter {
+            Some(dc) => config.datacenter(dc),
+            None => config,
+        }
+    }
+
+    /// `, workers of datacenter N` when scoped to one, for the start line.
+    pub(crate) fn scope_text(&self) -> String {
+        self.datacenter
+            .map(|dc| format!(", workers of datacenter {dc}"))
+            .unwrap_or_default()
+    }
+}
+
 /// The settings of an identity leased from a database: `--postgres` or
 /// `--mysql` and the flags that only they honour.
 ///
@@ -141,7 +190,7 @@ impl DbKind {
 /// use snowmint_server::{DbKind, DbSettings};
 ///
 /// let mut db = DbSettings::new(DbKind::Postgres, "postgres://snowmint@db/ids");
-/// db.datacenter = Some(5);
+/// db.lease.datacenter = Some(5);
 /// assert_eq!(db.table, snowmint_server::DEFAULT_DB_TABLE);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,14 +203,13 @@ pub struct DbSettings {
     /// The table of the identities (`--db-table`; several clusters can
     /// share one database).
     pub table: String,
-    /// TTL of the identity lease (`--lease-ttl`).
-    pub lease_ttl: Duration,
-    /// Lease only the workers of this datacenter (`--datacenter`).
-    pub datacenter: Option<u8>,
+    /// The lease's TTL and datacenter scope.
+    pub lease: LeaseSettings,
 }
 
-/// The database table of the identities unless told otherwise.
-pub const DEFAULT_DB_TABLE: &str = "snowmint_identities";
+/// The database table of the identities unless told otherwise:
+/// snowmint-db's [`DEFAULT_TABLE`](snowmint_db::DEFAULT_TABLE).
+pub const DEFAULT_DB_TABLE: &str = snowmint_db::DEFAULT_TABLE;
 
 impl DbSettings {
     /// This database, with the default table ([`DEFAULT_DB_TABLE`]) and TTL
@@ -171,8 +219,7 @@ impl DbSettings {
             kind,
             url: url.into(),
             table: DEFAULT_DB_TABLE.to_owned(),
-            lease_ttl: DEFAULT_LEASE_TTL,
-            datacenter: None,
+            lease: LeaseSettings::default(),
         }
     }
 
@@ -183,11 +230,7 @@ impl DbSettings {
             DbKind::Postgres => snowmint_db::DbConfig::postgres(self.url.clone()),
             DbKind::Mysql => snowmint_db::DbConfig::mysql(self.url.clone()),
         };
-        let db = db.table(self.table.clone()).lease_ttl(self.lease_ttl);
-        match self.datacenter {
-            Some(dc) => db.datacenter(dc),
-            None => db,
-        }
+        db.lease(self.lease.config()).table(self.table.clone())
     }
 }
 
@@ -199,7 +242,7 @@ impl DbSettings {
 ///
 /// ```
 /// let mut etcd = snowmint_server::EtcdSettings::new(["http://127.0.0.1:2379"]);
-/// etcd.datacenter = Some(5);
+/// etcd.lease.datacenter = Some(5);
 /// assert_eq!(etcd.prefix, snowmint_server::DEFAULT_ETCD_PREFIX);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -210,12 +253,8 @@ pub struct EtcdSettings {
     /// Key prefix of the identities (`--etcd-prefix`; several clusters can
     /// share one etcd).
     pub prefix: String,
-    /// TTL of the identity lease (`--lease-ttl`).
-    pub lease_ttl: Duration,
-    /// Lease only the workers of this datacenter (`--datacenter` with
-    /// `--etcd`; one etcd cluster per region, each region its own
-    /// datacenter); `None`: any of the 1024 identities.
-    pub datacenter: Option<u8>,
+    /// The lease's TTL and datacenter scope.
+    pub lease: LeaseSettings,
     /// TLS to etcd: the CA that signed etcd's certificate (`--etcd-ca`);
     /// the endpoints must then be `https://` URLs.
     pub ca: Option<PathBuf>,
@@ -235,8 +274,7 @@ impl EtcdSettings {
         EtcdSettings {
             endpoints: endpoints.into_iter().map(Into::into).collect(),
             prefix: DEFAULT_ETCD_PREFIX.to_owned(),
-            lease_ttl: DEFAULT_LEASE_TTL,
-            datacenter: None,
+            lease: LeaseSettings::default(),
             ca: None,
             client_cert: None,
         }
@@ -246,11 +284,8 @@ impl EtcdSettings {
     #[cfg(feature = "etcd")]
     pub(crate) fn etcd_config(&self) -> snowmint_etcd::EtcdConfig {
         let mut etcd = snowmint_etcd::EtcdConfig::new(self.endpoints.iter().cloned())
-            .prefix(self.prefix.clone())
-            .lease_ttl(self.lease_ttl);
-        if let Some(dc) = self.datacenter {
-            etcd = etcd.datacenter(dc);
-        }
+            .lease(self.lease.config())
+            .prefix(self.prefix.clone());
         if let Some(ca) = &self.ca {
             etcd = etcd.ca_cert(ca);
         }
@@ -261,19 +296,17 @@ impl EtcdSettings {
     }
 }
 
-/// The etcd lease's TTL unless told otherwise: snowmint-etcd's own
-/// [`DEFAULT_LEASE_TTL`](snowmint_etcd::DEFAULT_LEASE_TTL) (feature `etcd`).
-#[cfg(feature = "etcd")]
-pub const DEFAULT_LEASE_TTL: Duration = snowmint_etcd::DEFAULT_LEASE_TTL;
-/// The etcd lease's TTL unless told otherwise. This build has no `etcd`
-/// feature, so it cannot lease and does not link snowmint-etcd; the value
-/// repeats that crate's for `--help`.
-#[cfg(not(feature = "etcd"))]
-pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
-/// The etcd key prefix unless told otherwise; see [`DEFAULT_LEASE_TTL`].
+/// Every coordinator's lease TTL unless told otherwise: the lease crate's
+/// [`DEFAULT_LEASE_TTL`](snowmint_lease::DEFAULT_LEASE_TTL).
+pub const DEFAULT_LEASE_TTL: Duration = snowmint_lease::DEFAULT_LEASE_TTL;
+/// The etcd key prefix unless told otherwise: snowmint-etcd's own
+/// [`DEFAULT_PREFIX`](snowmint_etcd::DEFAULT_PREFIX) (feature `etcd`).
 #[cfg(feature = "etcd")]
 pub const DEFAULT_ETCD_PREFIX: &str = snowmint_etcd::DEFAULT_PREFIX;
-/// The etcd key prefix unless told otherwise; see [`DEFAULT_LEASE_TTL`].
+/// The etcd key prefix unless told otherwise. This build has no `etcd`
+/// feature, so it cannot lease from etcd and does not link snowmint-etcd
+/// (which needs `protoc` to build); the value repeats that crate's for
+/// `--help`.
 #[cfg(not(feature = "etcd"))]
 pub const DEFAULT_ETCD_PREFIX: &str = "/snowmint";
 

@@ -55,7 +55,7 @@ mod serve;
 pub use app::{App, admin_app, app};
 pub use config::{
     Config, DEFAULT_DB_TABLE, DEFAULT_ETCD_PREFIX, DEFAULT_LEASE_TTL, DEFAULT_LISTEN, DbKind,
-    DbSettings, EtcdSettings, IdentitySource, StartError, default_state_dir,
+    DbSettings, EtcdSettings, IdentitySource, LeaseSettings, StartError, default_state_dir,
 };
 pub use guard::edge::{MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_URI_BYTES, REQUEST_TIMEOUT};
 pub use guard::origin::{OriginError, Origins};

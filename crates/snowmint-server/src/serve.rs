@@ -235,7 +235,7 @@ fn announce(config: &Config, listener: &TcpListener, admin: Option<&TcpListener>
 /// The public listener's line in etcd mode: where the identity is leased.
 fn announce_leased(url: &str, etcd: &EtcdSettings, json: bool) {
     let endpoints = etcd.endpoints.join(",");
-    let ttl_s = etcd.lease_ttl.as_secs();
+    let ttl_s = etcd.lease.ttl.as_secs();
     if json {
         tracing::info!(
             target: logs::BANNER_TARGET,
@@ -243,14 +243,11 @@ fn announce_leased(url: &str, etcd: &EtcdSettings, json: bool) {
             etcd = %endpoints,
             prefix = %etcd.prefix,
             lease_ttl_s = ttl_s,
-            datacenter = etcd.datacenter,
+            datacenter = etcd.lease.datacenter,
             "serving the explorer on {url} (identity leased from etcd)"
         );
     } else {
-        let scope = etcd
-            .datacenter
-            .map(|dc| format!(", workers of datacenter {dc}"))
-            .unwrap_or_default();
+        let scope = etcd.lease.scope_text();
         eprintln!(
             "snowmint: serving the explorer on {url} (identity leased from etcd {endpoints} under {}, lease TTL {ttl_s} s{scope})",
             etcd.prefix,
@@ -261,7 +258,7 @@ fn announce_leased(url: &str, etcd: &EtcdSettings, json: bool) {
 /// The public listener's line in database mode: which database (never its
 /// URL, which may hold a password) and table.
 fn announce_db(url: &str, db: &DbSettings, json: bool) {
-    let ttl_s = db.lease_ttl.as_secs();
+    let ttl_s = db.lease.ttl.as_secs();
     let kind = db.kind.flag();
     if json {
         tracing::info!(
@@ -270,14 +267,11 @@ fn announce_db(url: &str, db: &DbSettings, json: bool) {
             coordinator = kind,
             table = %db.table,
             lease_ttl_s = ttl_s,
-            datacenter = db.datacenter,
+            datacenter = db.lease.datacenter,
             "serving the explorer on {url} (identity leased from {kind})"
         );
     } else {
-        let scope = db
-            .datacenter
-            .map(|dc| format!(", workers of datacenter {dc}"))
-            .unwrap_or_default();
+        let scope = db.lease.scope_text();
         eprintln!(
             "snowmint: serving the explorer on {url} (identity leased from {kind} table {}, lease TTL {ttl_s} s{scope})",
             db.table,

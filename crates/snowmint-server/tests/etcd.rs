@@ -27,10 +27,10 @@ impl Served {
     async fn start(etcd: &str, prefix: &str, ttl: u64) -> Served {
         let mut settings = EtcdSettings::new([etcd]);
         settings.prefix = prefix.to_owned();
-        settings.lease_ttl = Duration::from_secs(ttl);
+        settings.lease.ttl = Duration::from_secs(ttl);
         let mut config = Config::default();
         // Datacenter 0's 32 workers: a test can take the others away.
-        settings.datacenter = Some(0);
+        settings.lease.datacenter = Some(0);
         config.identity_source = IdentitySource::Etcd(settings);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -234,7 +234,7 @@ async fn a_stopped_server_frees_its_identity_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_etcd_setting_is_refused_before_serving() {
     let mut settings = EtcdSettings::new(["http://127.0.0.1:1"]);
-    settings.lease_ttl = Duration::from_secs(1);
+    settings.lease.ttl = Duration::from_secs(1);
     let mut config = Config::default();
     config.identity_source = IdentitySource::Etcd(settings);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

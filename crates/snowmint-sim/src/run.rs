@@ -245,7 +245,7 @@ async fn run(seed: u64) -> Outcome {
         let factory_wall = wall.clone();
         let lease_clock: Arc<dyn LeaseClock> = m.lease_clock.clone();
         let config = LeaseConfig::default()
-            .ttl(Duration::from_secs(shape.ttl_s))
+            .lease_ttl(Duration::from_secs(shape.ttl_s))
             .datacenter(3)
             .holder(format!("slot {} #{}", m.slot, m.incarnation))
             .clock(lease_clock)
