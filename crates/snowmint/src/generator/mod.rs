@@ -850,14 +850,7 @@ mod tests {
 
     #[test]
     fn try_next_ids_never_waits() {
-        let store = MemoryStore::new();
-        let clock = ManualClock::new(T);
-        let g = built_before(
-            &clock,
-            Generator::builder(0, 0)
-                .store(store.clone())
-                .reserve_window_ms(100),
-        );
+        let (g, clock, store) = stored_at_t_with(|b| b.reserve_window_ms(100));
         // The first ID needs a mark: no write from a call that may not block.
         assert_eq!(g.try_next_ids(1), Err(GenerateError::WouldBlock));
         assert_eq!(store.writes(), 0);
@@ -901,9 +894,7 @@ mod tests {
 
     #[test]
     fn readiness_follows_the_clock_and_the_store() {
-        let store = MemoryStore::new();
-        let clock = ManualClock::new(T);
-        let g = stored(&clock, &store);
+        let (g, clock, store) = stored_at_t();
         // Nothing shows yet that the store takes writes: not ready until a
         // write (the start write a server makes) succeeds.
         assert!(matches!(
@@ -955,9 +946,7 @@ mod tests {
     /// ready, and a mint fails as readiness said it would.
     #[test]
     fn a_store_that_refuses_writes_from_the_start_is_never_ready() {
-        let store = MemoryStore::new();
-        let clock = ManualClock::new(T);
-        let g = stored(&clock, &store);
+        let (g, _, store) = stored_at_t();
         store.fail(true);
         assert!(matches!(
             g.check_ready(),
@@ -979,9 +968,7 @@ mod tests {
     /// probes.
     #[test]
     fn an_idle_store_is_probed_and_readiness_expires_after_a_window() {
-        let store = MemoryStore::new();
-        let clock = ManualClock::new(T);
-        let g = stored(&clock, &store);
+        let (g, clock, store) = stored_at_t();
         g.renew_reservation().unwrap();
         let writes = store.writes();
         clock.advance(DEFAULT_RESERVE_WINDOW_MS / 2 - 1);
@@ -1031,14 +1018,7 @@ mod tests {
             }
             true
         };
-        let store = MemoryStore::new();
-        let clock = ManualClock::new(T);
-        let g = built_before(
-            &clock,
-            Generator::builder(0, 0)
-                .store(store.clone())
-                .max_proof_age_ms(30_000),
-        );
+        let (g, clock, store) = stored_at_t_with(|b| b.max_proof_age_ms(30_000));
         g.renew_reservation().unwrap();
         let writes = store.writes();
         assert!(idle_minute(&g, &clock), "ready all the idle minute");

@@ -30,9 +30,19 @@ pub(super) fn stored(clock: &ManualClock, store: &MemoryStore) -> Generator {
 /// A fresh [`MemoryStore`], a clock at [`T`], and a [`stored`] generator
 /// on them.
 pub(super) fn stored_at_t() -> (Generator, ManualClock, MemoryStore) {
+    stored_at_t_with(|builder| builder)
+}
+
+/// [`stored_at_t`] with the builder's other options set by `configure`.
+pub(super) fn stored_at_t_with(
+    configure: impl FnOnce(GeneratorBuilder) -> GeneratorBuilder,
+) -> (Generator, ManualClock, MemoryStore) {
     let store = MemoryStore::new();
     let clock = ManualClock::new(T);
-    let generator = stored(&clock, &store);
+    let generator = built_before(
+        &clock,
+        configure(Generator::builder(0, 0).store(store.clone())),
+    );
     (generator, clock, store)
 }
 
