@@ -249,25 +249,10 @@ impl PostgresBuilder {
                 "PostgreSQL's initdb and psql are not installed (apt-get install postgresql)",
             );
         };
-        let library = match (self.faketime, clock::libfaketime()) {
-            (false, _) => None,
-            (true, Some(library)) => Some(library),
-            (true, None) => {
-                return crate::skip("libfaketime is not installed (apt-get install faketime)");
-            }
-        };
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        if is_root() {
-            // The server's user must own its directory and reach it.
-            let uid =
-                user_id("postgres").expect("a `postgres` user (the postgresql package makes it)");
-            std::os::unix::fs::chown(dir.path(), Some(uid), None).expect("chown to postgres");
-        }
-        let clock = library.map(|library| {
-            let file = dir.path().join("clock");
-            let clock = FakeClock::new(library, file).expect("write the faketime control file");
-            Mutex::new(clock)
-        });
+        let library = ServerClock::library(self.faketime)?;
+        // The server's user must own its directory and reach it.
+        let dir = server_user_dir();
+        let clock = ServerClock::new(library, dir.path());
         let own = self
             .max_connections
             .or(self.tcp.then_some(TCP_MAX_CONNECTIONS));
@@ -287,22 +272,13 @@ impl PostgresBuilder {
             None => pg.initdb(),
             Some(primary) => pg.base_backup(primary),
         }
-        let mut attempt = 1;
-        loop {
-            pg.port = self.tcp.then(free_port);
+        on_a_free_port(self.tcp, |port| {
+            pg.port = port;
             let _ = std::fs::remove_file(pg.log());
-            match pg.pg_ctl_start("start") {
-                Ok(()) => return Some(pg),
-                Err(e)
-                    if pg.port.is_some()
-                        && attempt < PORT_TRIES
-                        && e.contains("Address already in use") =>
-                {
-                    attempt += 1;
-                }
-                Err(e) => panic!("the PostgreSQL server did not start: {e}"),
-            }
-        }
+            pg.pg_ctl_start("start")
+        })
+        .unwrap_or_else(|e| panic!("the PostgreSQL server did not start: {e}"));
+        Some(pg)
     }
 }
 
@@ -322,8 +298,8 @@ pub struct Postgres {
     max_connections: Option<u32>,
     /// Other `-c` settings.
     settings: Vec<(String, String)>,
-    /// The server's wall clock, when it runs under libfaketime.
-    clock: Option<Mutex<FakeClock>>,
+    /// The server's wall clock.
+    clock: ServerClock,
 }
 
 impl Postgres {
@@ -438,11 +414,7 @@ impl Postgres {
     /// `pg_ctl` as the server's user, under the server's clock if any
     /// (`pg_ctl -w` compares the server's start time with its own).
     fn pg_ctl(&self) -> Command {
-        let env = self
-            .clock
-            .as_ref()
-            .map(|c| lock(c).env())
-            .unwrap_or_default();
+        let env = self.clock.env();
         let mut cmd = self.as_server_user_env(&self.bin.join("pg_ctl"), &env);
         cmd.args(["-D", path(&self.data())]);
         cmd
@@ -580,6 +552,16 @@ impl Postgres {
             .expect("the PostgreSQL server is not running")
     }
 
+    /// SIGCONT to every process of the server, if it runs (a stopped
+    /// process cannot obey pg_ctl).
+    fn thaw(&self) {
+        if let Some(postmaster) = self.try_pid() {
+            for pid in signal::children(postmaster).into_iter().chain([postmaster]) {
+                let _ = signal::send(pid, Signal::CONT);
+            }
+        }
+    }
+
     fn try_pid(&self) -> Option<u32> {
         let pidfile = std::fs::read_to_string(self.data().join("postmaster.pid")).ok()?;
         pidfile.lines().next()?.trim().parse().ok()
@@ -665,11 +647,7 @@ impl Postgres {
     ///
     /// When pg_ctl fails (the server is not running).
     pub fn crash(&self) {
-        if let Some(postmaster) = self.try_pid() {
-            for pid in signal::children(postmaster).into_iter().chain([postmaster]) {
-                let _ = signal::send(pid, Signal::CONT);
-            }
-        }
+        self.thaw();
         let out = self
             .pg_ctl()
             .args([
@@ -721,30 +699,19 @@ impl Postgres {
     /// When the server was started without [`PostgresBuilder::faketime`],
     /// or the control file cannot be written.
     pub fn set_clock_offset_ms(&self, offset_ms: i64) {
-        let clock = self
-            .clock
-            .as_ref()
-            .expect("this PostgreSQL does not run under libfaketime: start it with .faketime()");
-        lock(clock)
-            .set_offset_ms(offset_ms)
-            .expect("write the faketime control file");
+        self.clock.set_offset_ms(offset_ms, "PostgreSQL");
     }
 
     /// The server's clock offset from the real time, in milliseconds (0
     /// when not under libfaketime).
     pub fn clock_offset_ms(&self) -> i64 {
-        self.clock.as_ref().map_or(0, |c| lock(c).offset_ms())
+        self.clock.offset_ms()
     }
 }
 
 impl Drop for Postgres {
     fn drop(&mut self) {
-        // A stopped process cannot obey pg_ctl.
-        if let Some(postmaster) = self.try_pid() {
-            for pid in signal::children(postmaster).into_iter().chain([postmaster]) {
-                let _ = signal::send(pid, Signal::CONT);
-            }
-        }
+        self.thaw();
         let _ = self
             .pg_ctl()
             .args(["-m", "immediate", "stop"])
@@ -801,6 +768,96 @@ fn first_program(names: &[&str]) -> Option<PathBuf> {
     names.iter().map(PathBuf::from).find(|p| runs(p))
 }
 
+/// A temporary directory for a PostgreSQL program's files; when we are
+/// root, owned by `postgres`, the user it runs as.
+fn server_user_dir() -> TempDir {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    if is_root() {
+        let uid = user_id("postgres").expect("a `postgres` user (the postgresql package makes it)");
+        std::os::unix::fs::chown(dir.path(), Some(uid), None).expect("chown to postgres");
+    }
+    dir
+}
+
+/// Starts a server with `start`: on a free port of 127.0.0.1 when `tcp`
+/// (else `None`: its socket only), trying another port ([`PORT_TRIES`] in
+/// all) when another process took the one picked before the server bound
+/// it; `start`'s last answer.
+fn on_a_free_port<T>(
+    tcp: bool,
+    mut start: impl FnMut(Option<u16>) -> Result<T, String>,
+) -> Result<T, String> {
+    let mut attempt = 1;
+    loop {
+        let port = tcp.then(free_port);
+        match start(port) {
+            Err(e)
+                if port.is_some()
+                    && attempt < PORT_TRIES
+                    && e.contains("Address already in use") =>
+            {
+                attempt += 1;
+            }
+            answer => return answer,
+        }
+    }
+}
+
+/// A server's wall clock: under libfaketime (stepped while it runs), or
+/// the real one.
+struct ServerClock(Option<Mutex<FakeClock>>);
+
+impl ServerClock {
+    /// libfaketime's library when `faketime` is asked for, looked up before
+    /// anything is made: `Some(None)` when it is not, `None` (after
+    /// printing why) when it is and libfaketime is not installed.
+    fn library(faketime: bool) -> Option<Option<PathBuf>> {
+        match (faketime, clock::libfaketime()) {
+            (false, _) => Some(None),
+            (true, Some(library)) => Some(Some(library)),
+            (true, None) => crate::skip("libfaketime is not installed (apt-get install faketime)"),
+        }
+    }
+
+    /// Under `library`, if any, its control file in `dir`.
+    fn new(library: Option<PathBuf>, dir: &Path) -> ServerClock {
+        ServerClock(library.map(|library| {
+            let clock = FakeClock::new(library, dir.join("clock"))
+                .expect("write the faketime control file");
+            Mutex::new(clock)
+        }))
+    }
+
+    /// The environment that puts a process under it (none for the real
+    /// clock).
+    fn env(&self) -> Vec<(&'static str, String)> {
+        self.0.as_ref().map(|c| lock(c).env()).unwrap_or_default()
+    }
+
+    /// Puts `cmd` under it.
+    fn apply(&self, cmd: &mut Command) {
+        if let Some(clock) = &self.0 {
+            lock(clock).apply(cmd);
+        }
+    }
+
+    /// Steps it to `offset_ms` from the real time; a panic when `server`
+    /// (`"PostgreSQL"`) does not run under libfaketime.
+    fn set_offset_ms(&self, offset_ms: i64, server: &str) {
+        let clock = self.0.as_ref().unwrap_or_else(|| {
+            panic!("this {server} does not run under libfaketime: start it with .faketime()")
+        });
+        lock(clock)
+            .set_offset_ms(offset_ms)
+            .expect("write the faketime control file");
+    }
+
+    /// Its offset from the real time, in milliseconds (0 for the real one).
+    fn offset_ms(&self) -> i64 {
+        self.0.as_ref().map_or(0, |c| lock(c).offset_ms())
+    }
+}
+
 /// The MariaDB user of [`Mariadb::url`]: every privilege but `SUPER` and
 /// `READ_ONLY ADMIN`, so that `read_only` binds it as it binds an
 /// application ([`Mariadb::set_read_only`]).
@@ -854,19 +911,9 @@ impl MariadbBuilder {
                  (apt-get install mariadb-server mariadb-client)",
             );
         };
-        let library = match (self.faketime, clock::libfaketime()) {
-            (false, _) => None,
-            (true, Some(library)) => Some(library),
-            (true, None) => {
-                return crate::skip("libfaketime is not installed (apt-get install faketime)");
-            }
-        };
+        let library = ServerClock::library(self.faketime)?;
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let clock = library.map(|library| {
-            let file = dir.path().join("clock");
-            let clock = FakeClock::new(library, file).expect("write the faketime control file");
-            Mutex::new(clock)
-        });
+        let clock = ServerClock::new(library, dir.path());
         let db = Mariadb {
             child: Mutex::new(None),
             client,
@@ -896,23 +943,13 @@ impl MariadbBuilder {
             String::from_utf8_lossy(&out.stderr)
         );
         let mut db = db;
-        let mut attempt = 1;
-        loop {
-            db.port = self.tcp.then(free_port);
+        on_a_free_port(self.tcp, |port| {
+            db.port = port;
             let _ = std::fs::remove_file(db.log());
             db.spawn();
-            match db.wait_ready() {
-                Ok(()) => break,
-                Err(e)
-                    if db.port.is_some()
-                        && attempt < PORT_TRIES
-                        && e.contains("Address already in use") =>
-                {
-                    attempt += 1;
-                }
-                Err(e) => panic!("{e}"),
-            }
-        }
+            db.wait_ready()
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
         if self.tcp {
             // Over TCP from 127.0.0.1 (names unresolved) only accounts of
             // host 127.0.0.1 match: `root@localhost` is the socket's.
@@ -943,8 +980,8 @@ pub struct Mariadb {
     server: PathBuf,
     /// The TCP port on 127.0.0.1, if any.
     port: Option<u16>,
-    /// The server's wall clock, when it runs under libfaketime.
-    clock: Option<Mutex<FakeClock>>,
+    /// The server's wall clock.
+    clock: ServerClock,
     dir: TempDir,
 }
 
@@ -1012,9 +1049,7 @@ impl Mariadb {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        if let Some(clock) = &self.clock {
-            lock(clock).apply(&mut cmd);
-        }
+        self.clock.apply(&mut cmd);
         *lock(&self.child) = Some(cmd.spawn().expect("start mariadbd"));
     }
 
@@ -1259,19 +1294,13 @@ impl Mariadb {
     /// When the server was started without [`MariadbBuilder::faketime`],
     /// or the control file cannot be written.
     pub fn set_clock_offset_ms(&self, offset_ms: i64) {
-        let clock = self
-            .clock
-            .as_ref()
-            .expect("this MariaDB does not run under libfaketime: start it with .faketime()");
-        lock(clock)
-            .set_offset_ms(offset_ms)
-            .expect("write the faketime control file");
+        self.clock.set_offset_ms(offset_ms, "MariaDB");
     }
 
     /// The server's clock offset from the real time, in milliseconds (0
     /// when not under libfaketime).
     pub fn clock_offset_ms(&self) -> i64 {
-        self.clock.as_ref().map_or(0, |c| lock(c).offset_ms())
+        self.clock.offset_ms()
     }
 }
 

@@ -71,6 +71,36 @@ fn assert_clock(offset: f64, query: impl Fn() -> String) {
     );
 }
 
+/// The server's clock (`now`: seconds since the epoch, as it reads them)
+/// stepped by `set` (ms): real, 30 s ahead, 30 s behind, and still behind
+/// after `restart`.
+fn steps_both_ways(set: impl Fn(i64), restart: impl Fn(), now: impl Fn() -> String) {
+    assert_clock(0.0, &now);
+    set(30_000);
+    assert_clock(30.0, &now);
+    set(-30_000);
+    assert_clock(-30.0, &now);
+    restart();
+    assert_clock(-30.0, &now);
+}
+
+/// `mariadb -h 127.0.0.1 -P PORT -u root ARGS` (root over TCP, no
+/// password); its output, trimmed.
+fn mariadb_root_tcp(port: u16, args: &[&str]) -> String {
+    let out = Command::new("mariadb")
+        .args(["--no-defaults", "-h", "127.0.0.1", "-P", &port.to_string()])
+        .args(["-u", "root"])
+        .args(args)
+        .output()
+        .expect("run mariadb");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
 /// Polls `check` until it holds, for up to [`LIMIT`].
 fn eventually(what: &str, check: impl Fn() -> bool) {
     let deadline = Instant::now() + LIMIT;
@@ -237,16 +267,13 @@ fn postgres_under_faketime_steps_now_both_ways() {
     };
     let url = pg.url("postgres");
     let now = || psql(&url, "SELECT extract(epoch FROM now())");
-    assert_clock(0.0, now);
-    pg.set_clock_offset_ms(30_000);
-    assert_eq!(pg.clock_offset_ms(), 30_000);
-    assert_clock(30.0, now);
-    pg.set_clock_offset_ms(-30_000);
-    assert_clock(-30.0, now);
+    let set = |ms| {
+        pg.set_clock_offset_ms(ms);
+        assert_eq!(pg.clock_offset_ms(), ms);
+    };
     // A restart keeps the clock (pg_ctl runs under it too, and waits).
-    pg.restart();
-    assert_clock(-30.0, now);
-    pg.set_clock_offset_ms(0);
+    steps_both_ways(set, || pg.restart(), now);
+    set(0);
     assert_clock(0.0, now);
 }
 
@@ -374,19 +401,16 @@ fn mariadb_on_loopback_refuses_writes_when_read_only_and_restarts() {
         format!("mysql://root@127.0.0.1:{port}/app")
     );
     // root over TCP, no password, as `mariadb -h 127.0.0.1 -P PORT`.
-    let out = Command::new("mariadb")
-        .args(["--no-defaults", "-h", "127.0.0.1", "-P", &port.to_string()])
-        .args(["-u", "root", "--batch", "--skip-column-names"])
-        .args(["-e", "SELECT CURRENT_USER()"])
-        .output()
-        .expect("run mariadb");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
+        mariadb_root_tcp(
+            port,
+            &[
+                "--batch",
+                "--skip-column-names",
+                "-e",
+                "SELECT CURRENT_USER()"
+            ]
+        ),
         "root@127.0.0.1"
     );
 
@@ -409,16 +433,7 @@ fn mariadb_on_loopback_refuses_writes_when_read_only_and_restarts() {
         .unwrap_err();
     assert!(refused.contains("--read-only"), "{refused}");
     // root holds READ_ONLY ADMIN: read_only does not bind it.
-    let out = Command::new("mariadb")
-        .args(["--no-defaults", "-h", "127.0.0.1", "-P", &port.to_string()])
-        .args(["-u", "root", "app", "-e", "INSERT INTO t VALUES (2)"])
-        .output()
-        .expect("run mariadb");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    mariadb_root_tcp(port, &["app", "-e", "INSERT INTO t VALUES (2)"]);
     my.set_read_only(false);
     sql("INSERT INTO t VALUES (3);");
 
@@ -451,11 +466,5 @@ fn mariadb_under_faketime_steps_now_both_ways() {
             .trim()
             .to_owned()
     };
-    assert_clock(0.0, now);
-    my.set_clock_offset_ms(30_000);
-    assert_clock(30.0, now);
-    my.set_clock_offset_ms(-30_000);
-    assert_clock(-30.0, now);
-    my.restart();
-    assert_clock(-30.0, now);
+    steps_both_ways(|ms| my.set_clock_offset_ms(ms), || my.restart(), now);
 }

@@ -2,14 +2,14 @@
 
 use std::fs::File;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
 use tempfile::TempDir;
 
-use super::{PORT_TRIES, Postgres, START_LIMIT, free_port, is_root, path, runs, user_id};
+use super::{Postgres, START_LIMIT, first_program, is_root, on_a_free_port, path, server_user_dir};
 
 /// PgBouncer's `max_client_conn`: more clients than any test opens.
 pub const PGBOUNCER_MAX_CLIENT_CONN: u32 = 4096;
@@ -49,20 +49,11 @@ impl PgBouncer {
     /// When PgBouncer does not start (with its log), or it is missing
     /// under `SNOWMINT_REQUIRE_SERVICES=1`.
     pub fn start(postgres: &Postgres, pool_size: u32) -> Option<PgBouncer> {
-        let Some(program) = ["pgbouncer", "/usr/sbin/pgbouncer"]
-            .into_iter()
-            .map(PathBuf::from)
-            .find(|p| runs(p))
-        else {
+        let Some(program) = first_program(&["pgbouncer", "/usr/sbin/pgbouncer"]) else {
             return crate::skip("PgBouncer is not installed (apt-get install pgbouncer)");
         };
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        if is_root() {
-            // PgBouncer refuses root: it runs as `postgres`, in here.
-            let uid =
-                user_id("postgres").expect("a `postgres` user (the postgresql package makes it)");
-            std::os::unix::fs::chown(dir.path(), Some(uid), None).expect("chown to postgres");
-        }
+        // PgBouncer refuses root: it runs as `postgres`, in here.
+        let dir = server_user_dir();
         std::fs::write(dir.path().join("userlist.txt"), "\"postgres\" \"\"\n")
             .expect("write PgBouncer's auth_file");
         // A client socket each, a server socket per pooled connection, and
@@ -76,9 +67,8 @@ impl PgBouncer {
                 postgres.socket_port()
             ),
         };
-        let mut attempt = 1;
-        loop {
-            let port = free_port();
+        let (child, port) = on_a_free_port(true, |port| {
+            let port = port.expect("a port, with TCP");
             let config = dir.path().join("pgbouncer.ini");
             std::fs::write(&config, config_text(dir.path(), &server, port, pool_size))
                 .expect("write pgbouncer.ini");
@@ -96,25 +86,21 @@ impl PgBouncer {
                 .spawn()
                 .expect("start pgbouncer");
             match wait_ready(&mut child, &log, port) {
-                Ok(()) => {
-                    return Some(PgBouncer {
-                        child,
-                        dir,
-                        port,
-                        pool_size,
-                    });
-                }
+                Ok(()) => Ok((child, port)),
                 Err(e) => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    if attempt < PORT_TRIES && e.contains("Address already in use") {
-                        attempt += 1;
-                    } else {
-                        panic!("{e}");
-                    }
+                    Err(e)
                 }
             }
-        }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        Some(PgBouncer {
+            child,
+            dir,
+            port,
+            pool_size,
+        })
     }
 
     /// The TCP port on 127.0.0.1.
