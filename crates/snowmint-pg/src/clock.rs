@@ -16,13 +16,12 @@
 //!   their times ahead of the wall clock until it catches up).
 
 use std::cell::Cell;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rustix::time::{ClockId, clock_gettime};
 
 use crate::error::Refusal;
-use crate::shared::Hot;
 
 const NANOS_PER_MS: u64 = 1_000_000;
 
@@ -48,30 +47,42 @@ fn wall_ns() -> Result<u64, Refusal> {
         .map_err(|_| Refusal::Limit("the system clock reads a time before 1970".to_owned()))
 }
 
-/// Anchors the clock at start: no earlier than the wall clock and the mark.
-pub fn anchor(hot: &Hot, mark_ms: u64) {
-    let mono = monotonic_ns();
-    let start_ns = wall_ns()
-        .unwrap_or(0)
-        .max(mark_ms.saturating_mul(NANOS_PER_MS));
-    hot.clock_offset_ns
-        .store(start_ns.saturating_sub(mono), Ordering::SeqCst);
+/// The server's clock, in shared memory: its anchor, Unix ns at monotonic
+/// 0, which is only raised.
+#[derive(Default)]
+#[repr(transparent)]
+pub struct Clock {
+    offset_ns: AtomicU64,
 }
 
-/// The server's clock in Unix ms; never goes back (invariant of the anchor).
-pub fn now_ms(hot: &Hot) -> Result<u64, Refusal> {
-    let mono = monotonic_ns();
-    let mut offset = hot.clock_offset_ns.load(Ordering::Acquire);
-    if mono >= NEXT_CHECK_NS.get() {
-        NEXT_CHECK_NS.set(mono + RECHECK_EVERY_NS);
-        let wall = wall_ns()?;
-        if wall > offset + mono {
-            let raised = wall - mono;
-            offset = hot
-                .clock_offset_ns
-                .fetch_max(raised, Ordering::AcqRel)
-                .max(raised);
-        }
+impl Clock {
+    /// Anchors the clock at start: no earlier than the wall clock and the
+    /// mark.
+    pub fn anchor(&self, mark_ms: u64) {
+        let mono = monotonic_ns();
+        let start_ns = wall_ns()
+            .unwrap_or(0)
+            .max(mark_ms.saturating_mul(NANOS_PER_MS));
+        self.offset_ns
+            .store(start_ns.saturating_sub(mono), Ordering::SeqCst);
     }
-    Ok((offset + mono) / NANOS_PER_MS)
+
+    /// The server's clock in Unix ms; never goes back (invariant of the
+    /// anchor).
+    pub fn now_ms(&self) -> Result<u64, Refusal> {
+        let mono = monotonic_ns();
+        let mut offset = self.offset_ns.load(Ordering::Acquire);
+        if mono >= NEXT_CHECK_NS.get() {
+            NEXT_CHECK_NS.set(mono + RECHECK_EVERY_NS);
+            let wall = wall_ns()?;
+            if wall > offset + mono {
+                let raised = wall - mono;
+                offset = self
+                    .offset_ns
+                    .fetch_max(raised, Ordering::AcqRel)
+                    .max(raised);
+            }
+        }
+        Ok((offset + mono) / NANOS_PER_MS)
+    }
 }

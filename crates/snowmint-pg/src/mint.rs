@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use pgrx::prelude::*;
-use snowmint::{DEFAULT_MAX_WAIT, DEFAULT_RESERVE_WINDOW_MS, Identity, Layout};
+use snowmint::{DEFAULT_MAX_WAIT, DEFAULT_RESERVE_WINDOW_MS, Identity, Layout, PackedState};
 
 use crate::clock;
 use crate::error::{Refusal, or_raise};
@@ -110,18 +110,17 @@ fn node_bits(layout: &Layout, identity: Identity) -> Result<u64, Refusal> {
 fn claim(hot: &Hot, m: &Minter) -> Result<i64, Refusal> {
     let layout = &m.layout;
     let state = &hot.states[m.slot];
-    let seq_bits = layout.sequence_bits();
+    let bits = layout.sequence_bits();
     let max_seq = layout.max_sequence();
     let mut waited_since = None;
-    let (unit, seq) = loop {
-        let cur = state.load(Ordering::Acquire);
-        let now = clock::now_ms(hot)?;
-        let now_unit = unit_of(layout, now)?;
-        let (last, seq) = (cur >> seq_bits, cur & max_seq);
+    let next = loop {
+        let cur = PackedState::from_word(state.load(Ordering::Acquire));
+        let now_unit = unit_of(layout, hot.clock.now_ms()?)?;
+        let (last, seq) = (cur.unit(bits), cur.sequence(bits));
         let next = if now_unit > last {
-            (now_unit, 0)
+            PackedState::new(now_unit, 0, bits)
         } else if seq < max_seq {
-            (last, seq + 1)
+            PackedState::new(last, seq + 1, bits)
         } else {
             // The unit's sequence is used up: wait for the next unit.
             let start = *waited_since.get_or_insert_with(clock::monotonic_ns);
@@ -139,14 +138,14 @@ fn claim(hot: &Hot, m: &Minter) -> Result<i64, Refusal> {
             std::thread::yield_now();
             continue;
         };
-        let new = (next.0 << seq_bits) | next.1;
         if state
-            .compare_exchange_weak(cur, new, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange_weak(cur.word(), next.word(), Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
         {
             break next;
         }
     };
+    let (unit, seq) = (next.unit(bits), next.sequence(bits));
     let ms = layout.epoch_ms() + unit * layout.unit_ms();
     let reserved = hot.reserved_until.load(Ordering::SeqCst);
     if ms > reserved {

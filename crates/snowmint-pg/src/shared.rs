@@ -3,8 +3,8 @@
 //! # Invariants
 //!
 //! 1. `states[i]` is the last issued position of the layout in slot `i`
-//!    (time unit since the layout's epoch, sequence), packed as
-//!    `unit << sequence_bits | sequence`. It only increases, by
+//!    (time unit since the layout's epoch, sequence), packed by the core's
+//!    [`PackedState`] with the layout's sequence bits. It only increases, by
 //!    compare-and-swap (`mint.rs`); a backend that wins the swap from `old`
 //!    owns the positions after `old` up to its new value, and no other can.
 //! 2. `reserved_until` is a durable mark (Unix ms): every ID returned so far
@@ -27,9 +27,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use pgrx::prelude::*;
 use pgrx::{PGRXSharedMemory, PgAtomic, PgLwLock, pg_shmem_init};
-use snowmint::{FileStore, Layout, ReservationStore, StoreError};
+use snowmint::{FileStore, Layout, PackedState, ReservationStore, StoreError};
 
-use crate::clock;
+use crate::clock::Clock;
 use crate::error::Refusal;
 
 /// How many layouts (by their bits) one server mints in.
@@ -45,8 +45,8 @@ pub struct Hot {
     pub states: [AtomicU64; MAX_LAYOUTS],
     /// Invariant 2.
     pub reserved_until: AtomicU64,
-    /// The clock's anchor: Unix ns at monotonic 0 (`clock.rs`).
-    pub clock_offset_ns: AtomicU64,
+    /// The server's clock, anchored at start (`clock.rs`).
+    pub clock: Clock,
     /// The mark loaded at start (Unix ms; 0 without one).
     pub floor_ms: AtomicU64,
     /// The start hook ran and the mark was loaded.
@@ -159,7 +159,7 @@ fn start() -> Result<(), String> {
     let hot = HOT.get();
     hot.reserved_until.store(mark, Ordering::SeqCst);
     hot.floor_ms.store(mark, Ordering::SeqCst);
-    clock::anchor(hot, mark);
+    hot.clock.anchor(mark);
     *WRITTEN.exclusive() = Written(mark);
     hot.started.store(true, Ordering::SeqCst);
     Ok(())
@@ -214,14 +214,12 @@ pub fn slot(hot: &Hot, layout: &Layout) -> Result<usize, Refusal> {
             "snowmint mints in at most {MAX_LAYOUTS} layouts per server, and all are in use"
         )));
     }
-    let now = clock::now_ms(hot)?;
+    let now = hot.clock.now_ms()?;
     let start_ms = now.max(hot.floor_ms.load(Ordering::SeqCst));
     let unit = start_ms.saturating_sub(layout.epoch_ms()) / layout.unit_ms();
     let i = slots.used;
-    hot.states[i].store(
-        (unit << layout.sequence_bits()) | layout.max_sequence(),
-        Ordering::SeqCst,
-    );
+    let start = PackedState::end_of(unit, layout.sequence_bits());
+    hot.states[i].store(start.word(), Ordering::SeqCst);
     slots.keys[i] = key;
     slots.used += 1;
     Ok(i)
