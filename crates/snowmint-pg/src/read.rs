@@ -98,25 +98,28 @@ fn names(layout: &Layout) -> String {
         .join(", ")
 }
 
-/// The datacenter field of an ID (the field in the datacenter slot:
-/// Discord's `worker`).
-#[pg_extern(immutable, parallel_safe)]
-fn datacenter(id: i64, layout: default!(&str, "'twitter'")) -> i32 {
-    or_raise(slot_value(id, layout, Field::Datacenter))
+/// One SQL function per slot's field: `name(id, layout) -> integer`, the
+/// value of the field in that slot ([`slot_value`]).
+macro_rules! slot_functions {
+    ($($(#[doc = $doc:literal])* $name:ident => $slot:expr;)*) => {$(
+        $(#[doc = $doc])*
+        #[pg_extern(immutable, parallel_safe)]
+        fn $name(id: i64, layout: default!(&str, "'twitter'")) -> i32 {
+            or_raise(slot_value(id, layout, $slot))
+        }
+    )*};
 }
 
-/// The worker field of an ID (the field in the worker slot: Discord's
-/// `process`, Instagram's `shard`, Sonyflake's `machine`).
-#[pg_extern(immutable, parallel_safe)]
-fn worker(id: i64, layout: default!(&str, "'twitter'")) -> i32 {
-    or_raise(slot_value(id, layout, Field::Worker))
-}
-
-/// The sequence field of an ID (Discord's `increment`, Mastodon's
-/// `sequence_data`).
-#[pg_extern(immutable, parallel_safe)]
-fn sequence(id: i64, layout: default!(&str, "'twitter'")) -> i32 {
-    or_raise(slot_value(id, layout, Field::Sequence))
+slot_functions! {
+    /// The datacenter field of an ID (the field in the datacenter slot:
+    /// Discord's `worker`).
+    datacenter => Field::Datacenter;
+    /// The worker field of an ID (the field in the worker slot: Discord's
+    /// `process`, Instagram's `shard`, Sonyflake's `machine`).
+    worker => Field::Worker;
+    /// The sequence field of an ID (Discord's `increment`, Mastodon's
+    /// `sequence_data`).
+    sequence => Field::Sequence;
 }
 
 /// Any field of an ID below the time, by its name in the layout.
