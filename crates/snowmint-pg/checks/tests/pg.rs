@@ -12,7 +12,7 @@ use postgres::types::ToSql;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use snowmint::sql::{self, Dialect, Options};
 use snowmint::{Field, Layout};
-use snowmint_pg_checks::{Clock, Cluster, Setup, db_error};
+use snowmint_pg_checks::{Cluster, Setup, db_error};
 
 /// `count` IDs from `snowmint.nextval()` in one statement, in call order.
 fn mint(client: &mut postgres::Client, count: i64) -> Vec<i64> {
@@ -31,6 +31,29 @@ fn assert_increasing(ids: &[i64], what: &str) {
     for w in ids.windows(2) {
         assert!(w[0] < w[1], "{what}: {} then {}", w[0], w[1]);
     }
+}
+
+/// The default setup, with the server under libfaketime.
+fn faked_clock() -> Setup {
+    Setup {
+        faketime: true,
+        ..Setup::default()
+    }
+}
+
+/// The message and SQLSTATE of `call`, which must fail.
+fn refusal(client: &mut postgres::Client, call: &str) -> (String, String) {
+    db_error(&client.query_one(call, &[]).unwrap_err())
+}
+
+/// The reading functions answer (they need no preloading, no identity and
+/// no mark).
+fn assert_reads(client: &mut postgres::Client) {
+    let ms: i64 = client
+        .query_one("SELECT snowmint.unix_ms(4194439168)", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(ms, 1288834975657);
 }
 
 #[test]
@@ -106,10 +129,7 @@ fn layouts_of_the_same_bits_share_one_sequence() {
     let parts = Layout::DISCORD.decode(snowmint::SnowflakeId::new(id as u64).unwrap());
     assert_eq!((parts.datacenter, parts.worker), (1, 2));
     // An identity that does not fit a layout is refused, naming both.
-    let err = client
-        .query_one("SELECT snowmint.nextval('instagram')", &[])
-        .unwrap_err();
-    let (message, code) = db_error(&err);
+    let (message, code) = refusal(&mut client, "SELECT snowmint.nextval('instagram')");
     assert_eq!(code, "55000");
     assert_eq!(
         message,
@@ -120,15 +140,22 @@ fn layouts_of_the_same_bits_share_one_sequence() {
 
 #[test]
 fn a_restart_with_the_clock_an_hour_back_mints_above_every_earlier_id() {
-    let cluster = Cluster::start(&Setup::default());
+    let cluster = Cluster::start(&faked_clock());
     let before = mint(&mut cluster.connect(), 50_000);
-    let highest = *before.iter().max().unwrap();
     cluster.stop_server();
-    cluster.start_server(Clock::Offset("-3600"));
+    restart_an_hour_back_minting_above(&cluster, &before, "after the restart");
+}
+
+/// Starts the stopped (or killed) server again with its wall clock an hour
+/// back: it mints above every ID of `before`, in increasing order.
+fn restart_an_hour_back_minting_above(cluster: &Cluster, before: &[i64], what: &str) {
+    let highest = *before.iter().max().unwrap();
+    cluster.set_clock_offset_ms(-3_600_000);
+    cluster.start_server();
     let mut client = cluster.connect();
     wait_for_clock_back(&mut client);
     let after = mint(&mut client, 50_000);
-    assert_increasing(&after, "after the restart");
+    assert_increasing(&after, what);
     assert!(after[0] > highest, "{} after {highest}", after[0]);
 }
 
@@ -158,7 +185,7 @@ fn wait_for_clock_back(client: &mut postgres::Client) {
 
 #[test]
 fn kill_9_of_the_postmaster_then_a_clock_an_hour_back_mints_above_every_earlier_id() {
-    let cluster = Arc::new(Cluster::start(&Setup::default()));
+    let cluster = Arc::new(Cluster::start(&faked_clock()));
     // A session minting as the postmaster dies: every ID it received
     // counts, also those its orphaned backend minted after the kill.
     let received = Arc::new(AtomicUsize::new(0));
@@ -188,24 +215,15 @@ fn kill_9_of_the_postmaster_then_a_clock_an_hour_back_mints_above_every_earlier_
     }
     cluster.kill_postmaster();
     let before = minting.join().unwrap();
-    let highest = *before.iter().max().unwrap();
-    cluster.start_server(Clock::Offset("-3600"));
-    let mut client = cluster.connect();
-    wait_for_clock_back(&mut client);
-    let after = mint(&mut client, 50_000);
-    assert_increasing(&after, "after the crash");
-    assert!(after[0] > highest, "{} after {highest}", after[0]);
+    restart_an_hour_back_minting_above(&cluster, &before, "after the crash");
 }
 
 #[test]
 fn the_clock_stepping_back_while_running_changes_nothing() {
-    let cluster = Cluster::start(&Setup {
-        clock: Clock::File,
-        ..Setup::default()
-    });
+    let cluster = Cluster::start(&faked_clock());
     let mut client = cluster.connect();
     let before = mint(&mut client, 50_000);
-    cluster.set_clock_file("-3600");
+    cluster.set_clock_offset_ms(-3_600_000);
     wait_for_clock_back(&mut client);
     let after = mint(&mut client, 50_000);
     assert_increasing(&[before.clone(), after.clone()].concat(), "across the step");
@@ -221,7 +239,7 @@ fn an_unset_identity_is_refused_until_both_settings_are_given() {
     });
     let mut client = cluster.connect();
     for call in ["SELECT snowmint.nextval()", "SELECT snowmint.identity()"] {
-        let (message, code) = db_error(&client.query_one(call, &[]).unwrap_err());
+        let (message, code) = refusal(&mut client, call);
         assert_eq!(code, "55000", "{call}");
         assert_eq!(
             message,
@@ -233,11 +251,7 @@ fn an_unset_identity_is_refused_until_both_settings_are_given() {
     }
     set_and_reload(&mut client, "snowmint.datacenter", 3);
     wait_for_setting(&mut client, "snowmint.datacenter", "3");
-    let (message, _) = db_error(
-        &client
-            .query_one("SELECT snowmint.nextval()", &[])
-            .unwrap_err(),
-    );
+    let (message, _) = refusal(&mut client, "SELECT snowmint.nextval()");
     assert!(
         message.starts_with("snowmint.worker is not set: "),
         "{message}"
@@ -308,18 +322,10 @@ fn without_preloading_nextval_is_refused_and_reading_works() {
         ..Setup::default()
     });
     let mut client = cluster.connect();
-    let (message, code) = db_error(
-        &client
-            .query_one("SELECT snowmint.nextval()", &[])
-            .unwrap_err(),
-    );
+    let (message, code) = refusal(&mut client, "SELECT snowmint.nextval()");
     assert_eq!(code, "55000");
     assert!(message.contains("shared_preload_libraries"), "{message}");
-    let ms: i64 = client
-        .query_one("SELECT snowmint.unix_ms(4194439168)", &[])
-        .unwrap()
-        .get(0);
-    assert_eq!(ms, 1288834975657);
+    assert_reads(&mut client);
 }
 
 /// Random IDs of `layout`, with its smallest and largest.
@@ -495,8 +501,7 @@ fn the_reading_functions_refuse_input_out_of_range_naming_it() {
             "ts must be a finite time, got infinity",
         ),
     ] {
-        let err = client.query_one(call, &[]).unwrap_err();
-        let (message, code) = db_error(&err);
+        let (message, code) = refusal(&mut client, call);
         assert_eq!(code, "22023", "{call}: {message}");
         if expected.is_empty() {
             let core = Layout::parse("nope").unwrap_err().to_string();
@@ -526,7 +531,7 @@ fn the_reading_functions_refuse_input_out_of_range_naming_it() {
                 .to_string(),
         ),
     ] {
-        let (message, code) = db_error(&client.query_one(call, &[]).unwrap_err());
+        let (message, code) = refusal(&mut client, call);
         assert_eq!(
             (message.as_str(), code.as_str()),
             (core.as_str(), "22023"),
@@ -592,22 +597,14 @@ fn a_standby_refuses_to_mint() {
         .unwrap()
         .get(0);
     assert!(in_recovery);
-    let (message, code) = db_error(
-        &client
-            .query_one("SELECT snowmint.nextval()", &[])
-            .unwrap_err(),
-    );
+    let (message, code) = refusal(&mut client, "SELECT snowmint.nextval()");
     assert_eq!(code, "25006");
     assert!(
         message.starts_with("snowmint.nextval() cannot mint on a standby"),
         "{message}"
     );
     // Reading works there.
-    let ms: i64 = client
-        .query_one("SELECT snowmint.unix_ms(4194439168)", &[])
-        .unwrap()
-        .get(0);
-    assert_eq!(ms, 1288834975657);
+    assert_reads(&mut client);
 }
 
 #[test]
@@ -619,13 +616,9 @@ fn a_damaged_mark_is_refused_naming_it_never_taken_for_none() {
     let text = std::fs::read_to_string(&mark).unwrap();
     assert!(text.starts_with("reserved_until_ms="), "{text}");
     std::fs::write(&mark, "reserved_until_ms=soon\n").unwrap();
-    cluster.start_server(Clock::Real);
+    cluster.start_server();
     let mut client = cluster.connect();
-    let (message, code) = db_error(
-        &client
-            .query_one("SELECT snowmint.nextval()", &[])
-            .unwrap_err(),
-    );
+    let (message, code) = refusal(&mut client, "SELECT snowmint.nextval()");
     assert_eq!(code, "55000");
     assert!(
         message.starts_with("snowmint cannot use its mark in the data directory: ")
@@ -633,11 +626,7 @@ fn a_damaged_mark_is_refused_naming_it_never_taken_for_none() {
         "{message}"
     );
     // The server itself runs, and reads.
-    let ms: i64 = client
-        .query_one("SELECT snowmint.unix_ms(4194439168)", &[])
-        .unwrap()
-        .get(0);
-    assert_eq!(ms, 1288834975657);
+    assert_reads(&mut client);
 }
 
 #[test]
