@@ -119,11 +119,12 @@ impl DbCoordinator {
             }
         }
         match state.rows {
-            Some(1024) => Ok(()),
+            Some(rows) if rows == i64::from(snowmint::Identity::COUNT) => Ok(()),
             rows => Err(format!(
-                "table {table} has {} rows, not one for each of the 1024 identities; load the \
+                "table {table} has {} rows, not one for each of the {} identities; load the \
                  INSERT of `snowmint sql coordinator {}`",
                 rows.unwrap_or(0),
+                snowmint::Identity::COUNT,
                 self.target.dialect()
             )
             .into()),

@@ -315,3 +315,17 @@ impl Pool {
         first..first + len
     }
 }
+
+/// How messages name a pool: `all 1024 worker identities`, or `all 32
+/// worker identities of datacenter N` (the one home of those words).
+impl std::fmt::Display for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.datacenter {
+            None => write!(f, "all {} worker identities", Identity::COUNT),
+            Some(dc) => write!(
+                f,
+                "all {WORKERS_PER_DATACENTER} worker identities of datacenter {dc}"
+            ),
+        }
+    }
+}

@@ -129,14 +129,15 @@ pub enum LeaseError {
 }
 
 fn all_taken(scope: &str, datacenter: Option<u8>) -> String {
+    let pool = crate::Pool::new(datacenter);
     match datacenter {
         None => format!(
-            "all 1024 worker identities of {scope} are held by other instances; stop one, or \
+            "{pool} of {scope} are held by other instances; stop one, or \
              give this cluster a scope of its own (an etcd prefix, a table)"
         ),
-        Some(dc) => format!(
-            "all 32 worker identities of datacenter {dc} in {scope} are held by other \
-             instances; stop one, or run more in another datacenter"
+        Some(_) => format!(
+            "{pool} in {scope} are held by other instances; stop one, or run more in \
+             another datacenter"
         ),
     }
 }

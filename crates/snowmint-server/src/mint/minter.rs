@@ -84,17 +84,10 @@ impl MintError {
             MintError::NotReady => {
                 "this instance holds no worker identity right now; try again later".to_owned()
             }
-            MintError::AllTaken {
-                datacenter: Some(dc),
-            } => format!(
-                "all 32 worker identities of datacenter {dc} are held by other instances; \
-                 this instance waits for one to be freed"
+            MintError::AllTaken { datacenter } => format!(
+                "{} are held by other instances; this instance waits for one to be freed",
+                snowmint_lease::Pool::new(*datacenter)
             ),
-            MintError::AllTaken { datacenter: None } => {
-                "all 1024 worker identities are held by other instances; \
-                 this instance waits for one to be freed"
-                    .to_owned()
-            }
             MintError::Fenced => "this instance's worker identity lease may have expired; \
                  it issues no IDs until the lease is renewed"
                 .to_owned(),
