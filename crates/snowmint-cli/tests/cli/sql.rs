@@ -824,15 +824,34 @@ fn partition_names(i: usize) -> (String, &'static str) {
     }
 }
 
+/// [`partition_cases`] as `--sql dialect` DDL, each under its
+/// [`partition_names`]: (table, column, DDL, layout, partitions).
+fn partition_scripts(dialect: &str) -> Vec<(String, &'static str, String, Layout, Vec<Expect>)> {
+    let mut scripts = Vec::new();
+    for (i, (mut args, layout, parts)) in partition_cases().into_iter().enumerate() {
+        let (table, column) = partition_names(i);
+        args.extend(["--sql", dialect, "--table", &table, "--column", column]);
+        let ddl = partition_ddl(&args);
+        scripts.push((table, column, ddl, layout, parts));
+    }
+    scripts
+}
+
+/// Rows of `partition SEP id`, as (id, partition).
+fn routed<'a>(lines: impl Iterator<Item = &'a str>, sep: char) -> Vec<(u64, String)> {
+    lines
+        .map(|l| {
+            let (partition, id) = l.split_once(sep).unwrap();
+            (id.parse().unwrap(), partition.to_owned())
+        })
+        .collect()
+}
+
 #[test]
 fn postgres_partitions_route_boundary_ids() {
     let Some(pg) = Postgres::start() else { return };
     pg.create_database("t");
-    for (i, (args, layout, parts)) in partition_cases().into_iter().enumerate() {
-        let (table, column) = partition_names(i);
-        let mut args = args.clone();
-        args.extend(["--sql", "postgres", "--table", &table, "--column", column]);
-        let ddl = partition_ddl(&args);
+    for (table, column, ddl, layout, parts) in partition_scripts("postgres") {
         assert!(
             ddl.contains(&format!("PARTITION BY RANGE (\"{column}\")")),
             "{ddl}"
@@ -857,12 +876,7 @@ fn postgres_partitions_route_boundary_ids() {
             Some(parts.len().to_string().as_str()),
             "{ddl}"
         );
-        let got: Vec<(u64, String)> = lines
-            .map(|l| {
-                let (t, id) = l.split_once('|').unwrap();
-                (id.parse().unwrap(), t.to_owned())
-            })
-            .collect();
+        let got = routed(lines, '|');
         let mut want: Vec<(u64, String)> = rows
             .iter()
             .map(|(id, s)| (*id, format!("{table}_{s}")))
@@ -898,11 +912,7 @@ fn postgres_partitions_route_boundary_ids() {
 fn mariadb_partitions_route_boundary_ids() {
     let Some(my) = Mariadb::start() else { return };
     my.create_database("t");
-    for (i, (args, layout, parts)) in partition_cases().into_iter().enumerate() {
-        let (table, column) = partition_names(i);
-        let mut args = args.clone();
-        args.extend(["--sql", "mysql", "--table", &table, "--column", column]);
-        let ddl = partition_ddl(&args);
+    for (table, column, ddl, layout, parts) in partition_scripts("mysql") {
         let mut rows = boundary_rows(&layout, &parts);
         // MySQL's first partition takes what is older.
         let first = layout.min_id_at(parts[0].first).unwrap().get();
@@ -936,13 +946,7 @@ fn mariadb_partitions_route_boundary_ids() {
                 select.join(" UNION ALL ")
             ),
         );
-        let got: Vec<(u64, String)> = out
-            .lines()
-            .map(|l| {
-                let (p, id) = l.split_once('\t').unwrap();
-                (id.parse().unwrap(), p.to_owned())
-            })
-            .collect();
+        let got = routed(out.lines(), '\t');
         let mut want: Vec<(u64, String)> = rows
             .iter()
             .map(|(id, s)| {
