@@ -102,15 +102,14 @@ impl Keys {
     }
 }
 
-/// Every identity number, in ordinal order.
-#[cfg(test)]
-fn all_identities() -> impl Iterator<Item = u16> {
-    Identity::all().map(Identity::ordinal)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every identity number, in ordinal order.
+    fn all_identities() -> impl Iterator<Item = u16> {
+        Identity::all().map(Identity::ordinal)
+    }
 
     #[test]
     fn keys_round_trip_and_ignore_strangers() {
