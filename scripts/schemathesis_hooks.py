@@ -29,7 +29,7 @@ request goes to the server as schemathesis generated it.
   bits) is replaced by one of them, picked by the spec's text.
   (`GET /api/v1/compose` takes a layout's own field names as parameters,
   which OpenAPI cannot state: the document gives Twitter's and no
-  `layout`; tests/api.rs composes in other layouts.)
+  `layout`; tests/api/ composes in other layouts.)
 
 Negative cases (schemathesis's own mode) are left as generated, so negative
 testing is untouched, and a rule fires only when the values it joins are

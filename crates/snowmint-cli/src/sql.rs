@@ -64,7 +64,7 @@ pub struct CoordinatorArgs {
     #[arg(value_name = "DATABASE", value_parser = ["postgres", "mysql"])]
     pub database: String,
     /// The table (NAME or SCHEMA.NAME), as given to `serve --db-table`
-    #[arg(long, value_name = "NAME", default_value = "snowmint_identities")]
+    #[arg(long, value_name = "NAME", default_value = snowmint_server::DEFAULT_DB_TABLE)]
     pub table: String,
 }
 
