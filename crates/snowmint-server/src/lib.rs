@@ -10,7 +10,7 @@
 //!   [`Config`] (`config`; its [`IdentitySource`] is one variant per mode,
 //!   each with that mode's settings only), starts the identity source,
 //!   serves both listeners until a shutdown future resolves, then ends the
-//!   identity source (the reservation saved, an etcd lease revoked);
+//!   identity source (the reservation saved, a lease released);
 //!   [`run`] and [`run_with`] serve a ready [`AppState`]. SIGHUP re-reads
 //!   the token.
 //! - `app`: [`app`] and [`admin_app`] build each listener's [`App`]: the
@@ -21,15 +21,17 @@
 //! - `guard`: what a request passes before a route: the edge (head limits
 //!   [`MAX_URI_BYTES`] and [`MAX_HEADER_BYTES`], security headers, the
 //!   error shape, the access log), the bearer token ([`ApiToken`]),
-//!   cross-site refusal and CORS ([`Origins`]), the mint lane and the
-//!   per-client quotas.
+//!   cross-site refusal and CORS ([`Origins`]).
 //! - `routes`: the JSON API (one error shape, `{"error": "...", "field":
 //!   "..." | null}`), the explorer page (server-rendered, English and
 //!   Norwegian Bokmål), the OpenAPI document, the metrics.
 //! - `mint`: the identity sources (static, StatefulSet ordinal, etcd
-//!   behind the `etcd` feature) and the [`Minter`] the routes mint from,
-//!   whatever the source. The lease itself (claim, fence, hand-over) is
-//!   the `snowmint-etcd` crate's.
+//!   behind the `etcd` feature, PostgreSQL and MySQL behind `db`), the
+//!   [`Minter`] the routes mint from whatever the source, and the mint lane
+//!   with the per-client quotas. Every mint goes through the lease crate's
+//!   one mint path (`snowmint_lease::Holder`, a static identity's too); the
+//!   lease itself (claim, fence, hand-over) is `snowmint-lease`'s, over the
+//!   coordinator crates `snowmint-etcd` and `snowmint-db`.
 //!
 //! ```no_run
 //! # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
