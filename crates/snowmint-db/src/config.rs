@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use snowmint_lease::{GeneratorFactory, LeaseConfig, LeaseError, LeaseSource};
+use snowmint_lease::{LeaseConfig, LeaseError, LeaseSource};
 
 use crate::backend::Target;
 use crate::coordinator::DbCoordinator;
@@ -27,6 +27,10 @@ use crate::table::{Dialect, Table};
 ///      digit), 1..=63 characters, got \"bad-name\""
 /// );
 /// ```
+///
+/// The settings every coordinator shares (`lease_ttl`, `datacenter`,
+/// `holder`, `generator`, `lease` and their getters) are the lease crate's
+/// ([`snowmint_lease::lease_settings`]).
 #[derive(Clone)]
 pub struct DbConfig {
     dialect: Dialect,
@@ -45,6 +49,8 @@ impl fmt::Debug for DbConfig {
             .finish()
     }
 }
+
+snowmint_lease::lease_settings!(DbConfig);
 
 impl DbConfig {
     /// PostgreSQL at a libpq URL (`postgres://user:password@host:port/db`,
@@ -79,60 +85,9 @@ impl DbConfig {
         self
     }
 
-    /// The lease TTL, whole seconds in 2..=3600.
-    #[must_use]
-    pub fn lease_ttl(mut self, ttl: Duration) -> DbConfig {
-        self.lease = self.lease.lease_ttl(ttl);
-        self
-    }
-
-    /// Lease only the 32 workers of `datacenter` (0..=31).
-    #[must_use]
-    pub fn datacenter(mut self, datacenter: u8) -> DbConfig {
-        self.lease = self.lease.datacenter(datacenter);
-        self
-    }
-
-    /// What the row says about its holder (default `<hostname> pid <pid>`).
-    #[must_use]
-    pub fn holder(mut self, holder: impl Into<String>) -> DbConfig {
-        self.lease = self.lease.holder(holder);
-        self
-    }
-
-    /// How each claimed identity's generator is built.
-    #[must_use]
-    pub fn generator(mut self, factory: GeneratorFactory) -> DbConfig {
-        self.lease = self.lease.generator(factory);
-        self
-    }
-
-    /// Replaces the common lease settings at once.
-    #[must_use]
-    pub fn lease(mut self, lease: LeaseConfig) -> DbConfig {
-        self.lease = lease;
-        self
-    }
-
-    /// The common lease settings.
-    pub fn lease_config(&self) -> &LeaseConfig {
-        &self.lease
-    }
-
     /// Which database.
     pub fn dialect(&self) -> Dialect {
         self.dialect
-    }
-
-    /// The lease TTL asked for.
-    pub fn ttl(&self) -> Duration {
-        self.lease.ttl()
-    }
-
-    /// The datacenter whose workers are leased, if scoped to one
-    /// ([`datacenter`](DbConfig::datacenter)); `None`: any of the 1024.
-    pub fn datacenter_scope(&self) -> Option<u8> {
-        self.lease.datacenter_scope()
     }
 
     /// The table, as given.

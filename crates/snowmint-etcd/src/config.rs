@@ -9,7 +9,7 @@ use std::time::Duration;
 use etcd_client::TlsOptions;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use snowmint_lease::{GeneratorFactory, LeaseConfig, LeaseError, LeaseSource};
+use snowmint_lease::{LeaseConfig, LeaseError, LeaseSource};
 
 use crate::coordinator::EtcdCoordinator;
 use crate::keys::Keys;
@@ -33,10 +33,24 @@ pub const DEFAULT_PREFIX: &str = "/snowmint";
 ///     .prefix("/snowmint");
 /// assert_eq!(config.validate(), Ok(()));
 /// assert_eq!(
-///     config.lease_ttl(Duration::from_secs(1)).validate().unwrap_err().to_string(),
+///     config.clone().lease_ttl(Duration::from_secs(1)).validate().unwrap_err().to_string(),
 ///     "lease-ttl must be 2..=3600 whole seconds, got 1"
 /// );
+///
+/// // One etcd cluster per region, each region its own datacenter: only the
+/// // 32 workers of datacenter 5 are leased.
+/// let config = config.datacenter(5);
+/// assert_eq!(config.datacenter_scope(), Some(5));
+/// assert_eq!(config.validate(), Ok(()));
+/// assert_eq!(
+///     config.datacenter(32).validate().unwrap_err().to_string(),
+///     "datacenter must be 0..=31, got 32"
+/// );
 /// ```
+///
+/// The settings every coordinator shares (`lease_ttl`, `datacenter`,
+/// `holder`, `generator`, `lease` and their getters) are the lease crate's
+/// ([`snowmint_lease::lease_settings`]).
 #[derive(Clone)]
 pub struct EtcdConfig {
     pub(crate) endpoints: Vec<String>,
@@ -61,6 +75,8 @@ impl fmt::Debug for EtcdConfig {
             .finish()
     }
 }
+
+snowmint_lease::lease_settings!(EtcdConfig);
 
 impl EtcdConfig {
     /// etcd client URLs (`http://10.0.0.1:2379`, ...) with the defaults:
@@ -101,79 +117,12 @@ impl EtcdConfig {
         self
     }
 
-    /// The lease TTL, whole seconds in 2..=3600 (etcd may grant more; the
-    /// session uses what it grants). A longer TTL rides out longer etcd
-    /// hiccups; a shorter one frees a crashed holder's identity sooner.
-    #[must_use]
-    pub fn lease_ttl(mut self, ttl: Duration) -> EtcdConfig {
-        self.lease = self.lease.lease_ttl(ttl);
-        self
-    }
-
     /// The key prefix: clusters with different prefixes share one etcd
     /// without sharing identities (and so mint overlapping IDs).
     #[must_use]
     pub fn prefix(mut self, prefix: impl Into<String>) -> EtcdConfig {
         self.prefix = prefix.into();
         self
-    }
-
-    /// Lease only the 32 workers of `datacenter` (0..=31, checked by
-    /// [`validate`](EtcdConfig::validate)) instead of any of the 1024
-    /// identities: one etcd cluster per region, each region its own
-    /// datacenter, and no two regions ever share an identity. When all 32
-    /// are held the session waits (not ready) until one is freed.
-    ///
-    /// ```
-    /// use snowmint_etcd::EtcdConfig;
-    ///
-    /// let config = EtcdConfig::new(["http://127.0.0.1:2379"]).datacenter(5);
-    /// assert_eq!(config.datacenter_scope(), Some(5));
-    /// assert_eq!(config.validate(), Ok(()));
-    /// assert_eq!(
-    ///     config.datacenter(32).validate().unwrap_err().to_string(),
-    ///     "datacenter must be 0..=31, got 32"
-    /// );
-    /// ```
-    #[must_use]
-    pub fn datacenter(mut self, datacenter: u8) -> EtcdConfig {
-        self.lease = self.lease.datacenter(datacenter);
-        self
-    }
-
-    /// The datacenter whose workers are leased, if scoped to one
-    /// ([`datacenter`](EtcdConfig::datacenter)); `None`: any of the 1024.
-    pub fn datacenter_scope(&self) -> Option<u8> {
-        self.lease.datacenter_scope()
-    }
-
-    /// What the identity key says about its holder, for operators reading
-    /// etcd (default `<hostname> pid <pid>`).
-    #[must_use]
-    pub fn holder(mut self, holder: impl Into<String>) -> EtcdConfig {
-        self.lease = self.lease.holder(holder);
-        self
-    }
-
-    /// How each claimed identity's generator is built (default
-    /// [`default_generator`](crate::default_generator)); tests inject clocks here.
-    #[must_use]
-    pub fn generator(mut self, factory: GeneratorFactory) -> EtcdConfig {
-        self.lease = self.lease.generator(factory);
-        self
-    }
-
-    /// Replaces the common lease settings (TTL, datacenter, holder,
-    /// generator factory, clocks) at once.
-    #[must_use]
-    pub fn lease(mut self, lease: LeaseConfig) -> EtcdConfig {
-        self.lease = lease;
-        self
-    }
-
-    /// The common lease settings.
-    pub fn lease_config(&self) -> &LeaseConfig {
-        &self.lease
     }
 
     /// For tests only: `false` lets every keep-alive etcd answers move the
@@ -194,11 +143,6 @@ impl EtcdConfig {
     /// The key prefix, as given.
     pub fn key_prefix(&self) -> &str {
         &self.prefix
-    }
-
-    /// The lease TTL asked for.
-    pub fn ttl(&self) -> Duration {
-        self.lease.ttl()
     }
 
     /// Checks the values, and reads the TLS files; the error names the

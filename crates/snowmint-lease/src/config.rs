@@ -192,6 +192,82 @@ impl LeaseConfig {
     }
 }
 
+/// Writes the lease settings every coordinator's configuration shares on
+/// `$config`, a type with a field `lease` holding a [`LeaseConfig`]: the
+/// setters `lease_ttl`, `datacenter`, `holder`, `generator` and `lease`,
+/// and the getters `ttl`, `datacenter_scope` and `lease_config`. One home
+/// for what they forward, so every coordinator's configuration
+/// (`snowmint_etcd::EtcdConfig`, `snowmint_db::DbConfig`, ...) names them
+/// alike: `lease_ttl(ttl)` sets and `ttl()` gets, `datacenter(n)` sets and
+/// `datacenter_scope()` gets.
+#[macro_export]
+macro_rules! lease_settings {
+    ($config:ty) => {
+        impl $config {
+            /// The lease TTL, whole seconds in 2..=3600 (the coordinator may
+            /// grant more; the session uses what it grants). A longer TTL
+            /// rides out longer coordinator hiccups; a shorter one frees a
+            /// crashed holder's identity sooner.
+            #[must_use]
+            pub fn lease_ttl(mut self, ttl: ::std::time::Duration) -> Self {
+                self.lease = self.lease.lease_ttl(ttl);
+                self
+            }
+
+            /// Lease only the 32 workers of `datacenter` (0..=31, checked by
+            /// `validate`) instead of any of the 1024 identities: one
+            /// coordinator per region, each region its own datacenter, and
+            /// no two regions ever share an identity. When all 32 are held
+            /// the session waits (not ready) until one is freed.
+            #[must_use]
+            pub fn datacenter(mut self, datacenter: u8) -> Self {
+                self.lease = self.lease.datacenter(datacenter);
+                self
+            }
+
+            /// What the coordinator records about the holder, for operators
+            /// (default `<hostname> pid <pid>`).
+            #[must_use]
+            pub fn holder(mut self, holder: impl Into<String>) -> Self {
+                self.lease = self.lease.holder(holder);
+                self
+            }
+
+            /// How each claimed identity's generator is built (default
+            /// `default_generator`); tests inject clocks here.
+            #[must_use]
+            pub fn generator(mut self, factory: $crate::GeneratorFactory) -> Self {
+                self.lease = self.lease.generator(factory);
+                self
+            }
+
+            /// Replaces the common lease settings (TTL, datacenter, holder,
+            /// generator factory, clocks) at once.
+            #[must_use]
+            pub fn lease(mut self, lease: $crate::LeaseConfig) -> Self {
+                self.lease = lease;
+                self
+            }
+
+            /// The common lease settings.
+            pub fn lease_config(&self) -> &$crate::LeaseConfig {
+                &self.lease
+            }
+
+            /// The lease TTL asked for.
+            pub fn ttl(&self) -> ::std::time::Duration {
+                self.lease.ttl()
+            }
+
+            /// The datacenter whose workers are leased, if scoped to one
+            /// (`datacenter`); `None`: any of the 1024.
+            pub fn datacenter_scope(&self) -> ::std::option::Option<u8> {
+                self.lease.datacenter_scope()
+            }
+        }
+    };
+}
+
 /// What a coordinator's configuration gives
 /// [`LeasedGenerator::start`](crate::LeasedGenerator::start): the common
 /// settings and a coordinator.

@@ -115,7 +115,10 @@ impl Tenure {
     }
 }
 
-/// The fenced slot every mint goes through; see the [module docs](self).
+/// The fenced slot every mint goes through, leased or static: it holds at
+/// most one tenure (an identity's generator and the fence it issues under),
+/// and every mint looks at the fence before it claims IDs and again after,
+/// so IDs claimed while the fence closed are dropped, never returned.
 ///
 /// A static identity is a tenure whose fence never closes:
 ///
