@@ -26,7 +26,6 @@ use snowmint::{Generator, Identity};
 use tokio::sync::Notify;
 
 use super::Session;
-use super::tenure::Built;
 use crate::config::Timing;
 use crate::coordinator::{Coordinator, Granted, LeaseId};
 use crate::error::LeaseError;
@@ -63,6 +62,13 @@ struct Renewals {
 struct Probe {
     every: Duration,
     next: Duration,
+}
+
+/// A generator built for an identity, and the signal its store raises when
+/// a reservation write is refused (the identity is not the lease's any more).
+pub(super) struct Built {
+    pub(super) generator: Arc<Generator>,
+    pub(super) lost: Arc<Notify>,
 }
 
 /// One identity held under one lease.

@@ -6,10 +6,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use snowmint::{Clock as _, Generator, Identity};
+use snowmint::{Clock as _, Identity};
 use tokio::sync::Notify;
 
-use super::hold::Tenure;
+use super::hold::{Built, Tenure};
 use super::{Carried, Session};
 use crate::claim;
 use crate::coordinator::{Census, Claimant, Claimed, Coordinator, Granted, Pool, Previous};
@@ -34,13 +34,6 @@ struct Won {
     previous: Previous,
     /// Its mark as the scan before the claim saw it.
     mark: Option<u64>,
-}
-
-/// A generator built for an identity, and the signal its store raises when
-/// a reservation write is refused (the identity is not the lease's any more).
-pub(super) struct Built {
-    pub(super) generator: Arc<Generator>,
-    pub(super) lost: Arc<Notify>,
 }
 
 /// What a tenure leaves to the next: the identity it held, and the last
