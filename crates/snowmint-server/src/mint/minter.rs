@@ -496,15 +496,21 @@ mod tests {
         assert_eq!(empty.ready(), Err(MintError::NotReady));
     }
 
-    #[test]
-    fn try_mint_hands_the_waiting_part_over() {
+    /// A static minter as 3/4 on a manual clock.
+    fn on_a_manual_clock() -> (snowmint::ManualClock, Arc<Minter>) {
         let clock = snowmint::ManualClock::new(1_700_000_000_000);
         let generator = Generator::builder(3, 4)
             .clock(clock.clone())
             .build()
             .unwrap();
+        (clock, Minter::from_generator(generator))
+    }
+
+    /// The server's `PendingMint` carries the holder's rest over, in order.
+    #[test]
+    fn try_mint_hands_the_waiting_part_over() {
+        let (clock, minter) = on_a_manual_clock();
         clock.advance(1); // past the millisecond it was built in
-        let minter = Minter::from_generator(generator);
         let mut ids = Vec::new();
         assert!(
             minter
@@ -526,14 +532,10 @@ mod tests {
         assert_eq!(clock.slept(), Duration::from_millis(1));
     }
 
+    /// What the holder answers, in words a client may read.
     #[test]
     fn readiness_says_why_a_mint_would_fail() {
-        let clock = snowmint::ManualClock::new(1_700_000_000_000);
-        let generator = Generator::builder(3, 4)
-            .clock(clock.clone())
-            .build()
-            .unwrap();
-        let minter = Minter::from_generator(generator);
+        let (clock, minter) = on_a_manual_clock();
         assert_eq!(minter.ready(), Ok(Identity::new(3, 4).unwrap()));
         clock.rewind(3_600_000);
         let err = minter.ready().unwrap_err();
