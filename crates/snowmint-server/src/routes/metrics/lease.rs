@@ -4,10 +4,11 @@
 //! settings it is started with are [`Config`](crate::Config)'s.
 
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use snowmint_lease::LeaseState;
 
-use super::family::{counter, gauge};
+use super::family::constant;
 
 /// Exports the lease session's state at each scrape (`etcd` below is the
 /// coordinator's name; `server_info` is etcd's alone):
@@ -57,11 +58,11 @@ pub(crate) fn encode(
         ConstGauge::new(1i64).encode(family.encode_family(&labels)?)?;
     }
     if let Some(ttl) = status.granted_ttl {
-        gauge(
+        constant(
             encoder,
             &format!("{coordinator}_lease_ttl_seconds"),
             &format!("The lease TTL {coordinator} granted"),
-            i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX),
+            ConstGauge::new(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX)),
         )?;
     }
     for (name, help, value) in [
@@ -81,7 +82,12 @@ pub(crate) fn encode(
             status.unconfirmed_renewals,
         ),
     ] {
-        counter(encoder, &format!("{coordinator}_{name}"), help, value)?;
+        constant(
+            encoder,
+            &format!("{coordinator}_{name}"),
+            help,
+            ConstCounter::new(value),
+        )?;
     }
     if !status.servers.is_empty() {
         let mut family = encoder.encode_descriptor(

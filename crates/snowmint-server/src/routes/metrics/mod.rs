@@ -28,7 +28,7 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::exponential_buckets;
 use prometheus_client::registry::Registry;
 
-use self::family::{counter, gauge, seconds_gauge};
+use self::family::{constant, seconds};
 use crate::mint::generator::Kind;
 use crate::mint::minter::Minter;
 
@@ -363,11 +363,11 @@ impl Collector for RequestCollector {
                 .encode_family(&RouteLabels { route })?
                 .encode_histogram::<NoLabelSet>(tally.sum, tally.count, &buckets, None)?;
         }
-        counter(
+        constant(
             &mut encoder,
             "ids_issued",
             "IDs handed out by POST /api/v1/ids.",
-            ids_issued,
+            ConstCounter::new(ids_issued),
         )
     }
 }
@@ -650,11 +650,11 @@ struct IdentityLabels {
 
 impl Collector for GeneratorCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        gauge(
+        constant(
             &mut encoder,
             "ready",
             "1 while a mint would succeed now (as /readyz answers)",
-            i64::from(self.minter.ready().is_ok()),
+            ConstGauge::new(i64::from(self.minter.ready().is_ok())),
         )?;
         if let Some(identity) = self.minter.identity() {
             let g = ConstGauge::new(1i64);
@@ -676,22 +676,22 @@ impl Collector for GeneratorCollector {
         if let Some(m) = self.minter.generator_metrics() {
             for (kind, name, help, value) in crate::mint::generator::metric_rows(&m) {
                 match kind {
-                    Kind::Counter => counter(&mut encoder, name, help, value)?,
-                    Kind::GaugeMsAsSeconds => seconds_gauge(&mut encoder, name, help, value)?,
+                    Kind::Counter => constant(&mut encoder, name, help, ConstCounter::new(value))?,
+                    Kind::GaugeMsAsSeconds => constant(&mut encoder, name, help, seconds(value))?,
                 }
             }
         }
-        seconds_gauge(
+        constant(
             &mut encoder,
             "layout_end_timestamp_seconds",
             "Unix time of the last millisecond the ID layout's timestamp holds (July 2080)",
-            snowmint::MAX_TIMESTAMP_MS,
+            seconds(snowmint::MAX_TIMESTAMP_MS),
         )?;
-        counter(
+        constant(
             &mut encoder,
             "log_lines_dropped",
             "Log lines dropped because the log writer fell behind (the log is lossy, never the requests)",
-            crate::logs::dropped_lines(),
+            ConstCounter::new(crate::logs::dropped_lines()),
         )?;
         Ok(())
     }
