@@ -496,6 +496,21 @@ mod tests {
         }
     }
 
+    /// Logs `n` access events (`i` = 0, 1, ...) as JSON through a queue
+    /// with room for `room` lines that `gate` writes: the queue, to read
+    /// what it dropped, and the writer's guard.
+    fn log_requests(room: usize, gate: &Gate, n: usize) -> (Arc<Queue>, WriterGuard) {
+        let (writer, guard) = writer(room, BATCH_WINDOW, gate.clone()).unwrap();
+        let queue = Arc::clone(&writer.queue);
+        let subscriber = subscriber(LogFormat::Json, false, filter("info").unwrap(), writer);
+        tracing::subscriber::with_default(subscriber, || {
+            for i in 0..n {
+                tracing::info!(target: "snowmint::access", i, "request");
+            }
+        });
+        (queue, guard)
+    }
+
     /// A writer that cannot keep up costs lines, never a wait: with room
     /// for 4 lines and the writer stuck, 100 events return at once; all
     /// but the few queued (at most 4) and the batch in the writer's hands
@@ -504,14 +519,7 @@ mod tests {
     #[test]
     fn a_stuck_writer_drops_and_counts_lines_instead_of_blocking() {
         let gate = Gate::default();
-        let (writer, guard) = writer(4, BATCH_WINDOW, gate.clone()).unwrap();
-        let queue = Arc::clone(&writer.queue);
-        let subscriber = subscriber(LogFormat::Json, false, filter("info").unwrap(), writer);
-        tracing::subscriber::with_default(subscriber, || {
-            for i in 0..100 {
-                tracing::info!(target: "snowmint::access", i, "request");
-            }
-        });
+        let (queue, guard) = log_requests(4, &gate, 100);
         let dropped = usize::try_from(queue.dropped()).unwrap();
         assert!(
             (100 - 4 - 4..=100 - 4).contains(&dropped),
@@ -534,14 +542,7 @@ mod tests {
     #[test]
     fn queued_lines_are_written_in_one_call_and_all_written_at_the_end() {
         let gate = Gate::default();
-        let (writer, guard) = writer(10_000, BATCH_WINDOW, gate.clone()).unwrap();
-        let queue = Arc::clone(&writer.queue);
-        let subscriber = subscriber(LogFormat::Json, false, filter("info").unwrap(), writer);
-        tracing::subscriber::with_default(subscriber, || {
-            for i in 0..1000 {
-                tracing::info!(target: "snowmint::access", i, "request");
-            }
-        });
+        let (queue, guard) = log_requests(10_000, &gate, 1000);
         gate.open();
         drop(guard);
         assert_eq!(queue.dropped(), 0);
