@@ -2,7 +2,7 @@
 //!
 //! A coordinator stores, for each of the 1024 identities, who holds it
 //! (bound to a lease that expires unless renewed) and its "reserved until"
-//! mark (kept across holders). The protocol (`session.rs`) decides when to
+//! mark (kept across holders). The protocol (`session/`) decides when to
 //! ask what and what an answer means; a coordinator only answers, each
 //! request bounded by the timeout it is given. It reads no clock: the
 //! session reads its own before each request, so the fence is measured on

@@ -4,8 +4,9 @@
 //! same one twice if no two of them issue as the same (datacenter, worker)
 //! identity at the same time, and each new holder of an identity starts above
 //! everything its predecessors issued. This crate does both over any
-//! [`Coordinator`]: etcd (crate `snowmint-etcd`), a simulated one (the
-//! repository's `scripts/sim`), and the databases to come. A program starts
+//! [`Coordinator`]: etcd (crate `snowmint-etcd`), PostgreSQL and
+//! MySQL/MariaDB (crate `snowmint-db`), and a simulated one (the
+//! repository's `scripts/sim`). A program starts
 //! a [`LeasedGenerator`] from a coordinator crate's configuration (a
 //! [`LeaseSource`]) and mints from it.
 //!
@@ -21,8 +22,8 @@
 //!    and raises it, only while its lease holds the identity, before it
 //!    issues past it.
 //! 3. **Fence.** Each renewal the coordinator answers, once a linearizable
-//!    read after it confirms it (the same raft term, for etcd issue 15247),
-//!    moves a deadline to *sent + TTL - margin* on the holder's monotonic
+//!    read after it confirms it (in the same term, for a coordinator that
+//!    has terms: a deposed leader's answer does not count), moves a deadline to *sent + TTL - margin* on the holder's monotonic
 //!    clock; every mint checks it before its claim and after, and IDs claimed
 //!    after it passed are dropped. A fenced session keeps renewing, and
 //!    claims again if its lease or identity is gone.
@@ -47,9 +48,12 @@
 //!   mint goes through (a static identity's too, as [`Holder::fixed`]);
 //!   [`Fence`] (`fence.rs`) is its deadline, on a [`LeaseClock`]
 //!   (`clock.rs`).
-//! - `session.rs`: claim, keep-alive, fence, re-claim, hand-over wait,
-//!   release; `claim.rs`: which identities a session may claim and in which
-//!   order; `renewal.rs`: when a renewal counts.
+//! - `session/`: the session's lifecycle (`mod.rs`: claim again until
+//!   stopped, release), a tenure from lease to hand-over wait
+//!   (`tenure.rs`), and holding an identity as a small state machine
+//!   (`hold.rs`: handing over, issuing, fenced); `claim.rs`: which
+//!   identities a session may claim and in which order; `renewal.rs`: when
+//!   a renewal counts; `backoff.rs`: the jittered backoff of its retries.
 //! - [`LeaseStore`] (`store.rs`, over `bridge.rs`): the core's synchronous
 //!   `ReservationStore` on the coordinator, served by a thread of its own.
 //! - [`LeaseConfig`] (`config.rs`), [`LeaseError`] (`error.rs`),
