@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use clap::Args;
-use snowmint::{Layout, LayoutReport};
+use snowmint::{JsSafety, Layout, LayoutReport};
 
 use crate::GlobalArgs;
 use crate::error::CliError;
@@ -105,17 +105,17 @@ fn human(r: &LayoutReport) -> String {
 
 /// The JavaScript sentence: until when IDs were (or will be) exact numbers.
 fn js_safe(r: &LayoutReport) -> String {
-    match (&r.js_safe_until, r.js_safe_until_ms, r.js_safe_for_ms) {
-        (Some(until), Some(ms), Some(_)) if ms >= r.end_ms => {
+    match r.js_safety() {
+        JsSafety::Always { until } => {
             format!("{until}: every ID of this layout is an exact JavaScript number, to the end")
         }
-        (Some(until), Some(ms), Some(after)) if ms < r.now_ms => format!(
+        JsSafety::Stopped { until, after_ms } => format!(
             "{until}: IDs of this layout stopped being safe JavaScript numbers {} after its epoch",
-            span(after)
+            span(after_ms)
         ),
-        (Some(until), _, Some(after)) => format!(
+        JsSafety::Stops { until, after_ms } => format!(
             "{until}: IDs of this layout stop being safe JavaScript numbers {} after its epoch",
-            span(after)
+            span(after_ms)
         ),
         _ => {
             "never: even the epoch's IDs are above 2^53 - 1, so JavaScript numbers cannot hold them"

@@ -73,7 +73,60 @@ pub struct LayoutReport {
     pub end_in_ms: i64,
 }
 
+/// Where a layout's IDs stand against JavaScript's exact numbers (2^53 - 1)
+/// at the report's time: the one rule every surface words in its own
+/// language ([`LayoutReport::js_safety`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JsSafety<'a> {
+    /// Every ID of the layout, to its end, is an exact JavaScript number.
+    Always {
+        /// The last safe millisecond, ISO-8601 UTC (the layout's end or later).
+        until: &'a str,
+    },
+    /// IDs stopped being exact JavaScript numbers before the report's time.
+    Stopped {
+        /// The last safe millisecond, ISO-8601 UTC.
+        until: &'a str,
+        /// How long after the epoch that was, ms.
+        after_ms: u64,
+    },
+    /// IDs will stop being exact JavaScript numbers after the report's time.
+    Stops {
+        /// The last safe millisecond, ISO-8601 UTC.
+        until: &'a str,
+        /// How long after the epoch that is, ms.
+        after_ms: u64,
+    },
+    /// Not even the epoch's IDs are exact JavaScript numbers.
+    Never,
+}
+
 impl LayoutReport {
+    /// Where this layout's IDs stand against JavaScript's exact numbers at
+    /// [`now_ms`](Self::now_ms).
+    ///
+    /// ```
+    /// use snowmint::{JsSafety, Layout, LayoutReport};
+    ///
+    /// let r = LayoutReport::new(&Layout::TWITTER, 1_700_000_000_000);
+    /// assert!(matches!(r.js_safety(), JsSafety::Stopped { after_ms, .. } if after_ms / 86_400_000 == 24));
+    /// ```
+    pub fn js_safety(&self) -> JsSafety<'_> {
+        match (
+            self.js_safe_until.as_deref(),
+            self.js_safe_until_ms,
+            self.js_safe_for_ms,
+        ) {
+            (Some(until), Some(ms), Some(_)) if ms >= self.end_ms => JsSafety::Always { until },
+            (Some(until), Some(ms), Some(after_ms)) if ms < self.now_ms => {
+                JsSafety::Stopped { until, after_ms }
+            }
+            (Some(until), _, Some(after_ms)) => JsSafety::Stops { until, after_ms },
+            _ => JsSafety::Never,
+        }
+    }
+
     /// The figures of `layout` at `now_ms`.
     pub fn new(layout: &Layout, now_ms: u64) -> LayoutReport {
         let end_ms = layout.max_timestamp_ms();

@@ -117,7 +117,7 @@ pub use id::SnowflakeId;
 #[cfg(feature = "std")]
 pub use id_range::{IdRange, IdRangeIter};
 pub use identity::Identity;
-pub use lab::{FieldReport, LayoutReport};
+pub use lab::{FieldReport, JsSafety, LayoutReport};
 pub use layout::{
     DATACENTER_BITS, DATACENTER_SHIFT, FieldName, FieldOrder, IdSpan, Layout, LayoutField,
     MAX_BATCH, MAX_DATACENTER, MAX_DELTA_MS, MAX_FIELDS, MAX_ID, MAX_NAME_LEN, MAX_SEQUENCE,

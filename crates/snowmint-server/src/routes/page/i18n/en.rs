@@ -1,7 +1,7 @@
 //! English.
 
 use maud::html;
-use snowmint::Field;
+use snowmint::{Field, JsSafety};
 
 use super::{Guide, Lang, Text};
 
@@ -171,15 +171,15 @@ pub(super) static TEXT: Text = Text {
                 )
             },
         ];
-        out.push(match (&r.js_safe_until, r.js_safe_until_ms, r.js_safe_for_ms) {
-            (Some(_), Some(ms), _) if ms >= r.end_ms => "Every ID of this layout is a safe JavaScript number, to its end.".to_owned(),
-            (Some(until), Some(ms), Some(after)) if ms < r.now_ms => format!(
+        out.push(match r.js_safety() {
+            JsSafety::Always { .. } => "Every ID of this layout is a safe JavaScript number, to its end.".to_owned(),
+            JsSafety::Stopped { until, after_ms } => format!(
                 "IDs of this layout stopped being safe JavaScript numbers {} after its epoch, at {until}: send them as strings.",
-                span(after)
+                span(after_ms)
             ),
-            (Some(until), _, Some(after)) => format!(
+            JsSafety::Stops { until, after_ms } => format!(
                 "IDs of this layout stop being safe JavaScript numbers {} after its epoch, at {until}.",
-                span(after)
+                span(after_ms)
             ),
             _ => "No ID of this layout is a safe JavaScript number: even its epoch's are above 2^53 − 1.".to_owned(),
         });

@@ -1,7 +1,7 @@
 //! Norsk bokmål.
 
 use maud::html;
-use snowmint::Field;
+use snowmint::{Field, JsSafety};
 
 use super::{Guide, Lang, Text};
 
@@ -210,15 +210,15 @@ pub(super) static TEXT: Text = Text {
                 )
             },
         ];
-        out.push(match (&r.js_safe_until, r.js_safe_until_ms, r.js_safe_for_ms) {
-            (Some(_), Some(ms), _) if ms >= r.end_ms => "Hver ID i dette oppsettet er et trygt JavaScript-tall, helt til slutten.".to_owned(),
-            (Some(until), Some(ms), Some(after)) if ms < r.now_ms => format!(
+        out.push(match r.js_safety() {
+            JsSafety::Always { .. } => "Hver ID i dette oppsettet er et trygt JavaScript-tall, helt til slutten.".to_owned(),
+            JsSafety::Stopped { until, after_ms } => format!(
                 "ID-er i dette oppsettet sluttet å være trygge JavaScript-tall {} etter epoken, {until}: send dem som tekst.",
-                span(after)
+                span(after_ms)
             ),
-            (Some(until), _, Some(after)) => format!(
+            JsSafety::Stops { until, after_ms } => format!(
                 "ID-er i dette oppsettet slutter å være trygge JavaScript-tall {} etter epoken, {until}.",
-                span(after)
+                span(after_ms)
             ),
             _ => "Ingen ID i dette oppsettet er et trygt JavaScript-tall: selv epokens er over 2^53 − 1.".to_owned(),
         });
