@@ -36,12 +36,25 @@ impl clap::FromArgMatches for Serve {
 
 impl clap::Args for Serve {
     fn augment_args(cmd: clap::Command) -> clap::Command {
-        ServeArgs::augment_args(cmd)
+        with_shared_rules(ServeArgs::augment_args(cmd))
     }
 
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
-        ServeArgs::augment_args_for_update(cmd)
+        with_shared_rules(ServeArgs::augment_args_for_update(cmd))
     }
+}
+
+/// What every flag of `snowmint serve` shares, written once: it can also
+/// come from the environment, as `SNOWMINT_` and its name in capitals
+/// (`--lease-ttl`: `SNOWMINT_LEASE_TTL`, `--etcd-ca`: `SNOWMINT_ETCD_CA`).
+fn with_shared_rules(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|arg| match arg.get_long() {
+        Some(long) => {
+            let env = format!("SNOWMINT_{}", long.replace('-', "_").to_uppercase());
+            arg.env(env)
+        }
+        None => arg,
+    })
 }
 
 /// The flags the user gave, on the command line or in the environment (a
@@ -62,7 +75,7 @@ struct GivenFlag {
 
 impl Given {
     fn of(matches: &ArgMatches) -> Given {
-        let flags = ServeArgs::augment_args(clap::Command::new("serve"));
+        let flags = Serve::augment_args(clap::Command::new("serve"));
         let given = flags.get_arguments().filter_map(|arg| {
             let id = arg.get_id().as_str();
             let name = arg.get_long()?;
@@ -104,138 +117,125 @@ impl Given {
     /// Refuses the first of `flags` (clap IDs, each with why) that was
     /// given beside the mode flag `mode`, which cannot honour it.
     fn refuse_with(&self, mode: &str, flags: &[(&str, &str)]) -> Result<(), CliError> {
-        match flags
-            .iter()
-            .find_map(|(id, why)| Some((self.get(id)?, why)))
-        {
-            Some((flag, why)) => Err(CliError::Usage(format!(
+        self.refuse_first(flags, |flag, why| {
+            format!(
                 "{} cannot be set with {mode}, got {}: {why}",
                 flag.name, flag.shown
-            ))),
-            None => Ok(()),
-        }
+            )
+        })
     }
 
     /// Refuses the first of `flags` (clap IDs, each with what it sets) that
     /// was given without the mode flag `mode`, the only one to honour it.
     fn refuse_without(&self, mode: &str, flags: &[(&str, &str)]) -> Result<(), CliError> {
-        match flags
-            .iter()
-            .find_map(|(id, what)| Some((self.get(id)?, what)))
-        {
-            Some((flag, what)) => Err(CliError::Usage(format!(
+        self.refuse_first(flags, |flag, what| {
+            format!(
                 "{} needs {mode} ({what}), got {} without it",
                 flag.name, flag.shown
-            ))),
+            )
+        })
+    }
+
+    /// Refuses the first of `flags` (clap IDs, each with a note) that was
+    /// given, in the words `say` makes of it and its note.
+    fn refuse_first(
+        &self,
+        flags: &[(&str, &str)],
+        say: impl FnOnce(&GivenFlag, &str) -> String,
+    ) -> Result<(), CliError> {
+        match flags
+            .iter()
+            .find_map(|(id, note)| Some((self.get(id)?, *note)))
+        {
+            Some((flag, note)) => Err(CliError::Usage(say(flag, note))),
             None => Ok(()),
         }
     }
 }
 
-/// Flags of `snowmint serve`; each can also come from the environment.
+/// Flags of `snowmint serve`; each can also come from the environment, as
+/// `SNOWMINT_` and its name in capitals (`--lease-ttl`: `SNOWMINT_LEASE_TTL`;
+/// `with_shared_rules` gives every flag its variable).
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// Address to listen on.
-    #[arg(
-        long,
-        env = "SNOWMINT_LISTEN",
-        default_value_t = snowmint_server::DEFAULT_LISTEN,
-        value_name = "ADDR"
-    )]
+    #[arg(long, default_value_t = snowmint_server::DEFAULT_LISTEN, value_name = "ADDR")]
     pub listen: SocketAddr,
     /// Static identity: datacenter ID (0-31) [default: 0]. With --etcd,
     /// --postgres or --mysql: lease only the 32 workers of this datacenter
     /// (one coordinator per region, each region its own datacenter)
     /// [default: any of the 1024].
-    #[arg(long, env = "SNOWMINT_DATACENTER", value_name = "N",
-          allow_negative_numbers = true, value_parser = datacenter)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = datacenter)]
     pub datacenter: Option<u8>,
     /// Static identity: worker ID (0-31) [default: 0]. Not with --etcd,
     /// --postgres or --mysql, which lease the worker.
-    #[arg(long, env = "SNOWMINT_WORKER", value_name = "N",
-          allow_negative_numbers = true, value_parser = worker)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = worker)]
     pub worker: Option<u8>,
     /// Lease the identity from etcd instead (needs the `etcd` feature).
     /// Given at all, even empty, it is etcd mode: no URL, or an empty one,
     /// is refused.
-    #[arg(
-        long,
-        env = "SNOWMINT_ETCD",
-        value_name = "URL[,URL...]",
-        value_delimiter = ','
-    )]
+    #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',')]
     pub etcd: Option<Vec<String>>,
     /// Lease the identity from PostgreSQL instead, at this libpq URL
     /// (postgres://USER:PASSWORD@HOST:PORT/DB; ?sslmode=verify-full&sslrootcert=FILE
     /// for TLS), directly or through PgBouncer in transaction mode (needs the
     /// `db` feature). Not with --etcd or --mysql.
-    #[arg(long, env = "SNOWMINT_POSTGRES", value_name = "URL")]
+    #[arg(long, value_name = "URL")]
     pub postgres: Option<String>,
     /// Lease the identity from MySQL or MariaDB instead, at this URL
     /// (mysql://USER:PASSWORD@HOST:PORT/DB; ?require_ssl=true for TLS)
     /// (needs the `db` feature). Not with --etcd or --postgres.
-    #[arg(long, env = "SNOWMINT_MYSQL", value_name = "URL")]
+    #[arg(long, value_name = "URL")]
     pub mysql: Option<String>,
     /// The table of the identities (NAME or SCHEMA.NAME), created on first
     /// use if the user may (`snowmint sql coordinator postgres|mysql` prints
     /// it for a DBA); clusters with different tables share one database
     /// without sharing identities (only with --postgres or --mysql).
-    #[arg(
-        long,
-        env = "SNOWMINT_DB_TABLE",
-        default_value = snowmint_server::DEFAULT_DB_TABLE,
-        value_name = "NAME"
-    )]
+    #[arg(long, default_value = snowmint_server::DEFAULT_DB_TABLE, value_name = "NAME")]
     pub db_table: String,
     /// TTL of the identity lease (only with --etcd, --postgres or --mysql).
-    #[arg(long, env = "SNOWMINT_LEASE_TTL", default_value_t = snowmint_server::DEFAULT_LEASE_TTL.as_secs(), value_name = "SECONDS",
-          allow_negative_numbers = true, value_parser = whole("lease-ttl", 2, 3600, "seconds"))]
+    #[arg(long, value_name = "SECONDS", whole(2, 3600, "seconds"),
+          default_value_t = snowmint_server::DEFAULT_LEASE_TTL.as_secs())]
     pub lease_ttl: u64,
     /// Key prefix of the identities in etcd; clusters with different
     /// prefixes share one etcd without sharing identities (only with --etcd).
-    #[arg(
-        long,
-        env = "SNOWMINT_ETCD_PREFIX",
-        default_value = snowmint_server::DEFAULT_ETCD_PREFIX,
-        value_name = "PREFIX"
-    )]
+    #[arg(long, default_value = snowmint_server::DEFAULT_ETCD_PREFIX, value_name = "PREFIX")]
     pub etcd_prefix: String,
     /// Static identity from a Kubernetes StatefulSet pod's ordinal: hostname
     /// NAME-N is identity N (datacenter N / 32, worker N % 32), N 0-1023.
     /// Not with --datacenter, --worker, --etcd, --postgres or --mysql.
-    #[arg(long, env = "SNOWMINT_WORKER_FROM_HOSTNAME")]
+    #[arg(long)]
     pub worker_from_hostname: bool,
     /// Where the static identity's reservation is kept (not with --etcd,
     /// --postgres or --mysql)
     /// [default: $XDG_STATE_HOME/snowmint, ~/.local/state/snowmint or ./.snowmint-state].
-    #[arg(long, env = "SNOWMINT_STATE_DIR", value_name = "DIR")]
+    #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
     /// Most connections open at once; a new one beyond it replaces the
     /// connection idle the longest, or is closed when all are busy
     /// [default: the open-file limit (raised to its hard limit) less headroom].
-    #[arg(long, env = "SNOWMINT_MAX_CONNECTIONS", value_name = "N",
-          allow_negative_numbers = true, value_parser = whole("max-connections", 1, 1_000_000, "connections"))]
+    #[arg(long, value_name = "N", whole(1, 1_000_000, "connections"))]
     pub max_connections: Option<u64>,
     /// A request head must arrive in full within this time.
-    #[arg(long, env = "SNOWMINT_HEADER_TIMEOUT", value_name = "SECONDS",
-          default_value_t = snowmint_server::DEFAULT_HEADER_TIMEOUT.as_secs(),
-          allow_negative_numbers = true, value_parser = whole("header-timeout", 1, 3600, "seconds"))]
+    #[arg(long, value_name = "SECONDS", whole(1, 3600, "seconds"),
+          default_value_t = snowmint_server::DEFAULT_HEADER_TIMEOUT.as_secs())]
     pub header_timeout: u64,
     /// A keep-alive connection with no request for this long is closed.
-    #[arg(long, env = "SNOWMINT_IDLE_TIMEOUT", value_name = "SECONDS",
-          default_value_t = snowmint_server::DEFAULT_IDLE_TIMEOUT.as_secs(),
-          allow_negative_numbers = true, value_parser = whole("idle-timeout", 1, 86_400, "seconds"))]
+    #[arg(long, value_name = "SECONDS", whole(1, 86_400, "seconds"),
+          default_value_t = snowmint_server::DEFAULT_IDLE_TIMEOUT.as_secs())]
     pub idle_timeout: u64,
     /// On SIGTERM, requests in progress get this long to finish; then the
     /// rest are closed, the reservation is saved and the process exits 0.
-    #[arg(long, env = "SNOWMINT_SHUTDOWN_TIMEOUT", value_name = "SECONDS",
-          default_value_t = snowmint_server::DEFAULT_SHUTDOWN_TIMEOUT.as_secs(),
-          allow_negative_numbers = true, value_parser = whole("shutdown-timeout", 0, 3600, "seconds"))]
+    #[arg(long, value_name = "SECONDS", whole(0, 3600, "seconds"),
+          default_value_t = snowmint_server::DEFAULT_SHUTDOWN_TIMEOUT.as_secs())]
     pub shutdown_timeout: u64,
     /// Most IDs per second one client IP may mint (429 with Retry-After
     /// beyond it) [default: no quota].
-    #[arg(long, env = "SNOWMINT_CLIENT_QUOTA", value_name = "IDS_PER_SECOND",
-          allow_negative_numbers = true, value_parser = whole("client-quota", 1, u64::from(u32::MAX), "IDs per second"))]
+    #[arg(
+        long,
+        value_name = "IDS_PER_SECOND",
+        whole(1, u64::from(u32::MAX), "IDs per second")
+    )]
     pub client_quota: Option<u64>,
 
     // TLS: HTTPS for clients, and to etcd. Each pair comes together or not
@@ -243,74 +243,43 @@ pub struct ServeArgs {
     // flag and the path).
     /// Serve HTTPS with this certificate chain (PEM, the server's
     /// certificate first); ALPN offers h2 and http/1.1.
-    #[arg(
-        long,
-        env = "SNOWMINT_TLS_CERT",
-        value_name = "PATH",
-        requires = "tls_key"
-    )]
+    #[arg(long, value_name = "PATH", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
-    #[arg(
-        long,
-        env = "SNOWMINT_TLS_KEY",
-        value_name = "PATH",
-        requires = "tls_cert"
-    )]
+    #[arg(long, value_name = "PATH", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
     /// TLS to etcd: the CA certificate(s) etcd's certificate must chain to
     /// (PEM); the --etcd URLs are then https://.
-    #[arg(long, env = "SNOWMINT_ETCD_CA", value_name = "PATH")]
+    #[arg(long, value_name = "PATH")]
     pub etcd_ca: Option<PathBuf>,
     /// TLS to etcd: this instance's client certificate (PEM), for an etcd
     /// started with --client-cert-auth.
-    #[arg(
-        long,
-        env = "SNOWMINT_ETCD_CERT",
-        value_name = "PATH",
-        requires = "etcd_key"
-    )]
+    #[arg(long, value_name = "PATH", requires = "etcd_key")]
     pub etcd_cert: Option<PathBuf>,
     /// The private key of --etcd-cert (PEM).
-    #[arg(
-        long,
-        env = "SNOWMINT_ETCD_KEY",
-        value_name = "PATH",
-        requires = "etcd_cert"
-    )]
+    #[arg(long, value_name = "PATH", requires = "etcd_cert")]
     pub etcd_key: Option<PathBuf>,
     /// Serve /healthz, /readyz and /metrics on this second address (an
     /// internal interface); /metrics then leaves the public listener.
-    #[arg(long, env = "SNOWMINT_ADMIN_LISTEN", value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR")]
     pub admin_listen: Option<SocketAddr>,
     /// A file holding one token: POST /api/v1/ids and /metrics then need
     /// `Authorization: Bearer <token>` (else 401). SIGHUP re-reads it.
-    #[arg(long, env = "SNOWMINT_API_TOKEN_FILE", value_name = "PATH")]
+    #[arg(long, value_name = "PATH")]
     pub api_token_file: Option<PathBuf>,
     /// An origin (https://app.example.com) whose pages may mint from their
     /// visitors' browsers (CORS); other cross-site mints are refused (403).
     /// Repeatable.
-    #[arg(
-        long,
-        env = "SNOWMINT_CORS_ORIGIN",
-        value_name = "ORIGIN",
-        value_delimiter = ','
-    )]
+    #[arg(long, value_name = "ORIGIN", value_delimiter = ',')]
     pub cors_origin: Vec<String>,
     /// Log lines as text or as JSON objects (one a line, for log pipelines).
-    #[arg(
-        long,
-        env = "SNOWMINT_LOG_FORMAT",
-        value_name = "FORMAT",
-        default_value = "text"
-    )]
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
     pub log_format: LogFormat,
     /// Log lines that may wait for stderr; when it falls this far behind,
     /// new lines are dropped (counted in snowmint_log_lines_dropped_total),
     /// never waited for.
-    #[arg(long, env = "SNOWMINT_LOG_BUFFER_LINES", value_name = "N",
-          default_value_t = snowmint_server::DEFAULT_LOG_BUFFER_LINES as u64,
-          allow_negative_numbers = true, value_parser = whole("log-buffer-lines", 1, 10_000_000, "lines"))]
+    #[arg(long, value_name = "N", whole(1, 10_000_000, "lines"),
+          default_value_t = snowmint_server::DEFAULT_LOG_BUFFER_LINES as u64)]
     pub log_buffer_lines: u64,
 }
 
@@ -333,25 +302,37 @@ impl From<LogFormat> for snowmint_server::LogFormat {
     }
 }
 
-/// A flag that takes a whole number in `min..=max` (of `unit`): its error
-/// names the flag, the value and the range, like every other surface's.
-fn whole(
-    flag: &'static str,
-    min: u64,
-    max: u64,
-    unit: &'static str,
-) -> impl Fn(&str) -> Result<u64, FlagError> + Clone + Send + Sync + 'static {
-    move |input| {
-        let text = input.trim();
-        match text.parse::<i128>() {
-            Ok(v) if (i128::from(min)..=i128::from(max)).contains(&v) => Ok(v as u64),
-            Ok(_) => Err(FlagError(format!(
-                "{flag} must be {min}..={max} ({unit}), got {text}"
-            ))),
-            Err(_) => Err(FlagError(format!(
-                "{flag} must be a whole number {min}..={max} ({unit}), got {text:?}"
-            ))),
-        }
+/// `#[arg(long, whole(min, max, unit))]`: a flag that takes a whole number
+/// in `min..=max` (of `unit`). Its error names the flag, the value and the
+/// range, like every other surface's; a negative number is read as a
+/// number, and so refused by range, not taken for a flag.
+trait WholeNumber {
+    /// Makes this (`long`) flag a whole number in `min..=max`.
+    fn whole(self, min: u64, max: u64, unit: &'static str) -> clap::Arg;
+}
+
+impl WholeNumber for clap::Arg {
+    fn whole(self, min: u64, max: u64, unit: &'static str) -> clap::Arg {
+        let flag = self
+            .get_long()
+            .expect("`whole` follows `long` in the flag's #[arg]")
+            .to_owned();
+        self.allow_negative_numbers(true)
+            .value_parser(move |input: &str| parse_whole(&flag, min, max, unit, input))
+    }
+}
+
+/// A whole number in `min..=max` (of `unit`) for `flag`, or why not.
+fn parse_whole(flag: &str, min: u64, max: u64, unit: &str, input: &str) -> Result<u64, FlagError> {
+    let text = input.trim();
+    match text.parse::<i128>() {
+        Ok(v) if (i128::from(min)..=i128::from(max)).contains(&v) => Ok(v as u64),
+        Ok(_) => Err(FlagError(format!(
+            "{flag} must be {min}..={max} ({unit}), got {text}"
+        ))),
+        Err(_) => Err(FlagError(format!(
+            "{flag} must be a whole number {min}..={max} ({unit}), got {text:?}"
+        ))),
     }
 }
 
@@ -443,11 +424,7 @@ impl Serve {
             .and_then(std::num::NonZeroU32::new);
         config.announce = true;
         config.log_format = args.log_format.into();
-        config.tls = args
-            .tls_cert
-            .as_ref()
-            .zip(args.tls_key.as_ref())
-            .map(|(cert, key)| snowmint_server::TlsFiles::new(cert, key));
+        config.tls = tls_files(&args.tls_cert, &args.tls_key);
         Ok(config)
     }
 
@@ -535,13 +512,17 @@ impl Serve {
         etcd.prefix = args.etcd_prefix.clone();
         etcd.lease = lease;
         etcd.ca = args.etcd_ca.clone();
-        etcd.client_cert = args
-            .etcd_cert
-            .as_ref()
-            .zip(args.etcd_key.as_ref())
-            .map(|(cert, key)| snowmint_server::TlsFiles::new(cert, key));
+        etcd.client_cert = tls_files(&args.etcd_cert, &args.etcd_key);
         Ok(IdentitySource::Etcd(etcd))
     }
+}
+
+/// A certificate and its key, given together (clap's `requires` holds
+/// each of the two to the other).
+fn tls_files(cert: &Option<PathBuf>, key: &Option<PathBuf>) -> Option<snowmint_server::TlsFiles> {
+    cert.as_ref()
+        .zip(key.as_ref())
+        .map(|(cert, key)| snowmint_server::TlsFiles::new(cert, key))
 }
 
 /// Runs the service until SIGINT or SIGTERM. The identity source, its
@@ -640,7 +621,7 @@ mod tests {
     /// flag, and so refuse nothing.
     #[test]
     fn every_flag_a_refusal_names_is_a_flag_of_serve() {
-        let serve = ServeArgs::augment_args(clap::Command::new("serve"));
+        let serve = Serve::augment_args(clap::Command::new("serve"));
         for (id, _) in ETCD_ONLY
             .iter()
             .chain(&LEASE_ONLY)
@@ -654,5 +635,27 @@ mod tests {
                 "{id} is no flag of serve"
             );
         }
+    }
+
+    /// The environment variables are made from the flags' names: these are
+    /// the names users and the docs know, pinned.
+    #[test]
+    fn every_flag_reads_snowmint_and_its_name_from_the_environment() {
+        let serve = Serve::augment_args(clap::Command::new("serve"));
+        let env = serve
+            .get_arguments()
+            .map(|arg| arg.get_env().and_then(|env| env.to_str()).unwrap_or("-"))
+            .collect::<Vec<_>>();
+        assert_eq!(
+            env.join(" "),
+            "SNOWMINT_LISTEN SNOWMINT_DATACENTER SNOWMINT_WORKER SNOWMINT_ETCD \
+             SNOWMINT_POSTGRES SNOWMINT_MYSQL SNOWMINT_DB_TABLE SNOWMINT_LEASE_TTL \
+             SNOWMINT_ETCD_PREFIX SNOWMINT_WORKER_FROM_HOSTNAME SNOWMINT_STATE_DIR \
+             SNOWMINT_MAX_CONNECTIONS SNOWMINT_HEADER_TIMEOUT SNOWMINT_IDLE_TIMEOUT \
+             SNOWMINT_SHUTDOWN_TIMEOUT SNOWMINT_CLIENT_QUOTA SNOWMINT_TLS_CERT \
+             SNOWMINT_TLS_KEY SNOWMINT_ETCD_CA SNOWMINT_ETCD_CERT SNOWMINT_ETCD_KEY \
+             SNOWMINT_ADMIN_LISTEN SNOWMINT_API_TOKEN_FILE SNOWMINT_CORS_ORIGIN \
+             SNOWMINT_LOG_FORMAT SNOWMINT_LOG_BUFFER_LINES"
+        );
     }
 }
