@@ -374,9 +374,8 @@ fn decode_the_other_layouts() {
     assert_eq!((&v["worker"], &v["sequence"]), (&json!(1341), &json!(905)));
     // 41 + 13 + 10 = 64 bits: no separate sign segment; every field by its
     // own name (the shard fills the top-level `worker` slot).
-    let names: Vec<&str> = v["segments"]
-        .as_array()
-        .unwrap()
+    let segments = v["segments"].as_array().unwrap();
+    let names: Vec<&str> = segments
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
@@ -413,13 +412,8 @@ fn decode_the_other_layouts() {
         "--json",
     ]))
     .unwrap();
-    assert!(
-        v["time"]
-            .as_str()
-            .unwrap()
-            .starts_with("2019-12-08T03:48:33."),
-        "{v}"
-    );
+    let time = v["time"].as_str().unwrap();
+    assert!(time.starts_with("2019-12-08T03:48:33."), "{v}");
 }
 
 #[test]
