@@ -254,28 +254,19 @@ fn bad_specs_say_what_is_wrong() {
         ),
     ];
     for (spec, want) in cases {
-        for args in [
-            vec!["decode", "5", "--layout", spec],
-            vec!["compose", "--layout", spec, "--field", "worker=1"],
-            vec!["range", "--from", "now", "--layout", spec],
-            vec!["layout", spec],
-            vec!["detect", "5", "--layout", spec],
-            vec![
-                "range",
-                "--from",
-                "2024-01-01",
-                "--to",
-                "2024-03-01",
-                "--partition",
-                "month",
-                "--sql",
-                "postgres",
-                "--table",
-                "t",
-                "--layout",
-                spec,
-            ],
+        for line in [
+            "decode 5 --layout SPEC",
+            "compose --layout SPEC --field worker=1",
+            "range --from now --layout SPEC",
+            "layout SPEC",
+            "detect 5 --layout SPEC",
+            "range --from 2024-01-01 --to 2024-03-01 --partition month --sql postgres --table t \
+             --layout SPEC",
         ] {
+            let args: Vec<&str> = line
+                .split_whitespace()
+                .map(|word| if word == "SPEC" { spec } else { word })
+                .collect();
             let msg = bad(&args);
             assert!(msg.starts_with("invalid layout: "), "{args:?}: {msg}");
             assert!(msg.contains(want), "{args:?}: {msg}");
@@ -344,17 +335,10 @@ fn flags_that_cannot_be_honoured_are_refused() {
     assert_eq!(msg, "process must be 0..=31, got 32");
     let msg = bad(&["compose", "--layout", "discord", "--field", "process"]);
     assert!(msg.starts_with("field must be NAME=VALUE"), "{msg}");
-    let msg = bad(&[
-        "compose",
-        "--layout",
-        "sonyflake",
-        "--timestamp",
-        "2014-08-31T23:59:59Z",
-        "--field",
-        "machine=1",
-        "--field",
-        "sequence=0",
-    ]);
+    // A second before Sonyflake's epoch.
+    let before_epoch = "compose --layout sonyflake --timestamp 2014-08-31T23:59:59Z \
+                        --field machine=1 --field sequence=0";
+    let msg = bad(&before_epoch.split_whitespace().collect::<Vec<_>>());
     assert!(
         msg.starts_with("timestamp must be 1409529600000..="),
         "{msg}"
