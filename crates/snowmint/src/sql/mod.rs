@@ -64,7 +64,7 @@ use core::str::FromStr;
 
 use self::error::Kind;
 pub use self::error::SqlError;
-pub use self::partition::Period;
+pub use self::partition::{Period, partitions};
 pub use self::shape::{MAX_COLUMN_LEN, MAX_PREFIX_LEN, MAX_TABLE_LEN, check_identifier};
 use self::shape::{Shape, function_name};
 use crate::layout::Layout;
@@ -120,11 +120,18 @@ impl Dialect {
     }
 }
 
-impl fmt::Display for Dialect {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
+/// A dialect and a period show as their names (`postgres`, `month`), the
+/// names their `FromStr` reads.
+macro_rules! display_by_name {
+    ($($ty:ty),*) => {$(
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    )*};
 }
+display_by_name!(Dialect, Period);
 
 impl FromStr for Dialect {
     type Err = SqlError;
@@ -211,41 +218,6 @@ pub fn functions(dialect: Dialect, layout: &Layout, options: &Options) -> Result
             functions::sqlite(&shape, options.prefix, options.table, column)
         }
     }
-}
-
-/// The DDL of one partition of `table` per [`Period`] that starts in
-/// `[from_ms, to_ms)` (Unix ms, UTC), ranged on the ID column `column`:
-/// each from the smallest ID of its first millisecond up to, not
-/// including, the smallest ID of the next period's, so the ranges are
-/// contiguous. PostgreSQL gets, per period,
-/// `CREATE TABLE T_2024_01 PARTITION OF T FOR VALUES FROM (min) TO (next min)`
-/// (suffixes `2024_01`, `2024_w01` for ISO weeks, `2024_01_31`), with the
-/// parent's DDL as a comment; MySQL an
-/// `ALTER TABLE T PARTITION BY RANGE (id) (PARTITION p2024_01 VALUES LESS THAN (next min), ...)`.
-/// A bound past the layout's last ID is `MAXVALUE`.
-///
-/// Refused: SQLite (naming `sql`), a table or column that is not a plain
-/// identifier, and a span in which no period starts (naming `to`).
-pub fn partitions(
-    dialect: Dialect,
-    layout: &Layout,
-    table: &str,
-    column: &str,
-    period: Period,
-    from_ms: u64,
-    to_ms: u64,
-) -> Result<String, SqlError> {
-    check_identifier("table", table)?;
-    check_identifier("column", column)?;
-    partition::ddl(
-        dialect,
-        &Shape::of(layout),
-        table,
-        column,
-        period,
-        from_ms,
-        to_ms,
-    )
 }
 
 #[cfg(test)]

@@ -4,12 +4,13 @@
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::fmt::{self, Write as _};
+use core::fmt::Write as _;
 use core::str::FromStr;
 
 use super::Dialect;
 use super::error::{Kind, SqlError};
-use super::shape::{Shape, ident};
+use super::shape::{Shape, check_identifier, ident};
+use crate::layout::Layout;
 use crate::time::{Iso8601, civil_from_days, days_from_civil};
 
 const DAY_MS: u64 = 86_400_000;
@@ -105,12 +106,6 @@ impl Period {
     }
 }
 
-impl fmt::Display for Period {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 impl FromStr for Period {
     type Err = SqlError;
 
@@ -181,16 +176,31 @@ fn span(p: &Part) -> String {
     format!("{} ..< {}", Iso8601(p.start as i64), Iso8601(p.end as i64))
 }
 
-/// The DDL of the partitions (see [`super::partitions`]).
-pub(crate) fn ddl(
+/// The DDL of one partition of `table` per [`Period`] that starts in
+/// `[from_ms, to_ms)` (Unix ms, UTC), ranged on the ID column `column`:
+/// each from the smallest ID of its first millisecond up to, not
+/// including, the smallest ID of the next period's, so the ranges are
+/// contiguous. PostgreSQL gets, per period,
+/// `CREATE TABLE T_2024_01 PARTITION OF T FOR VALUES FROM (min) TO (next min)`
+/// (suffixes `2024_01`, `2024_w01` for ISO weeks, `2024_01_31`), with the
+/// parent's DDL as a comment; MySQL an
+/// `ALTER TABLE T PARTITION BY RANGE (id) (PARTITION p2024_01 VALUES LESS THAN (next min), ...)`.
+/// A bound past the layout's last ID is `MAXVALUE`.
+///
+/// Refused: SQLite (naming `sql`), a table or column that is not a plain
+/// identifier, and a span in which no period starts (naming `to`).
+pub fn partitions(
     dialect: Dialect,
-    shape: &Shape,
+    layout: &Layout,
     table: &str,
     column: &str,
     period: Period,
     from_ms: u64,
     to_ms: u64,
 ) -> Result<String, SqlError> {
+    check_identifier("table", table)?;
+    check_identifier("column", column)?;
+    let shape = &Shape::of(layout);
     if dialect == Dialect::Sqlite {
         return Err(SqlError::unknown(
             "sql",
