@@ -383,9 +383,38 @@ fn literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
 
-/// The header every script starts with: the layout, its range, and how to
-/// load the script.
-fn header(out: &mut String, shape: &Shape, title: &str, command: &str) {
+/// The header every script starts with: what it holds, the command line
+/// that makes it, the layout and its range.
+fn header(
+    dialect: Dialect,
+    shape: &Shape,
+    prefix: &str,
+    table: Option<&str>,
+    column: &str,
+) -> String {
+    let title = match dialect {
+        Dialect::Postgres => "functions for PostgreSQL",
+        Dialect::Mysql => "functions for MySQL and MariaDB",
+        Dialect::Sqlite => "expressions for SQLite",
+    };
+    // The command line that makes the script.
+    let mut command = format!("snowmint sql {}", dialect.name());
+    if !shape.preset {
+        // A spec holds `;`: quote it for the shell (it has no `'`).
+        let _ = write!(command, " --layout '{}'", shape.name);
+    } else if shape.name != "twitter" {
+        let _ = write!(command, " --layout {}", shape.name);
+    }
+    if prefix != super::DEFAULT_PREFIX {
+        let _ = write!(command, " --prefix {prefix}");
+    }
+    if let Some(table) = table {
+        let _ = write!(command, " --table {table}");
+    }
+    if column != "id" {
+        let _ = write!(command, " --column {column}");
+    }
+    let mut out = String::new();
     let _ = writeln!(out, "-- Snowflake ID {title}: the {} layout.", shape.name);
     let _ = writeln!(out, "-- Made by `{command}`.");
     let _ = writeln!(out, "--");
@@ -422,45 +451,13 @@ fn header(out: &mut String, shape: &Shape, title: &str, command: &str) {
         Iso8601(shape.min_ms as i64),
         Iso8601(shape.max_ms as i64)
     );
-}
-
-/// The command line that makes the script, for its header.
-fn command(
-    dialect: Dialect,
-    shape: &Shape,
-    prefix: &str,
-    table: Option<&str>,
-    column: &str,
-) -> String {
-    let mut c = format!("snowmint sql {}", dialect.name());
-    if !shape.preset {
-        // A spec holds `;`: quote it for the shell (it has no `'`).
-        let _ = write!(c, " --layout '{}'", shape.name);
-    } else if shape.name != "twitter" {
-        let _ = write!(c, " --layout {}", shape.name);
-    }
-    if prefix != super::DEFAULT_PREFIX {
-        let _ = write!(c, " --prefix {prefix}");
-    }
-    if let Some(table) = table {
-        let _ = write!(c, " --table {table}");
-    }
-    if column != "id" {
-        let _ = write!(c, " --column {column}");
-    }
-    c
+    out
 }
 
 /// The PostgreSQL script.
 pub(crate) fn postgres(shape: &Shape, prefix: &str) -> Result<String, SqlError> {
     let functions = all(shape, Dialect::Postgres, "id");
-    let mut out = String::new();
-    header(
-        &mut out,
-        shape,
-        "functions for PostgreSQL",
-        &command(Dialect::Postgres, shape, prefix, None, "id"),
-    );
+    let mut out = header(Dialect::Postgres, shape, prefix, None, "id");
     let name = |n: &str| function_name(prefix, n, false);
     let field = shape.fields.last().map_or("unix_ms", |f| f.name.as_str());
     let _ = write!(
@@ -506,13 +503,7 @@ pub(crate) fn postgres(shape: &Shape, prefix: &str) -> Result<String, SqlError> 
 /// The MySQL / MariaDB script.
 pub(crate) fn mysql(shape: &Shape, prefix: &str) -> Result<String, SqlError> {
     let functions = all(shape, Dialect::Mysql, "id");
-    let mut out = String::new();
-    header(
-        &mut out,
-        shape,
-        "functions for MySQL and MariaDB",
-        &command(Dialect::Mysql, shape, prefix, None, "id"),
-    );
+    let mut out = header(Dialect::Mysql, shape, prefix, None, "id");
     let name = |n: &str| function_name(prefix, n, false);
     let _ = write!(
         out,
@@ -561,13 +552,7 @@ pub(crate) fn sqlite(
     column: &str,
 ) -> Result<String, SqlError> {
     let functions = all(shape, Dialect::Sqlite, &ident(Dialect::Sqlite, column));
-    let mut out = String::new();
-    header(
-        &mut out,
-        shape,
-        "expressions for SQLite",
-        &command(Dialect::Sqlite, shape, prefix, table, column),
-    );
+    let mut out = header(Dialect::Sqlite, shape, prefix, table, column);
     let _ = write!(
         out,
         "--\n\
