@@ -105,23 +105,25 @@ fn human(r: &LayoutReport) -> String {
 
 /// The JavaScript sentence: until when IDs were (or will be) exact numbers.
 fn js_safe(r: &LayoutReport) -> String {
-    match r.js_safety() {
+    // One sentence for a limit in the past or ahead, in its tense.
+    let (until, stop, after_ms) = match r.js_safety() {
         JsSafety::Always { until } => {
-            format!("{until}: every ID of this layout is an exact JavaScript number, to the end")
+            return format!(
+                "{until}: every ID of this layout is an exact JavaScript number, to the end"
+            );
         }
-        JsSafety::Stopped { until, after_ms } => format!(
-            "{until}: IDs of this layout stopped being safe JavaScript numbers {} after its epoch",
-            span(after_ms)
-        ),
-        JsSafety::Stops { until, after_ms } => format!(
-            "{until}: IDs of this layout stop being safe JavaScript numbers {} after its epoch",
-            span(after_ms)
-        ),
+        JsSafety::Stopped { until, after_ms } => (until, "stopped", after_ms),
+        JsSafety::Stops { until, after_ms } => (until, "stop", after_ms),
         _ => {
-            "never: even the epoch's IDs are above 2^53 - 1, so JavaScript numbers cannot hold them"
-                .to_string()
+            return "never: even the epoch's IDs are above 2^53 - 1, so JavaScript numbers cannot \
+                    hold them"
+                .to_string();
         }
-    }
+    };
+    format!(
+        "{until}: IDs of this layout {stop} being safe JavaScript numbers {} after its epoch",
+        span(after_ms)
+    )
 }
 
 /// A duration for people: `24 days`, `3 hours`, `53 years`.
