@@ -525,16 +525,14 @@ fn check_functions(db: Db, run: &dyn Fn(&str) -> String) {
 fn postgres_functions_agree_with_the_core() {
     let Some(pg) = Postgres::start() else { return };
     pg.create_database("t");
-    check_functions(Db::Pg, &|sql| pg.psql("t", sql));
+    let psql = |sql: &str| pg.psql("t", sql);
+    check_functions(Db::Pg, &psql);
     // Immutable, so the planner folds a call on constants into the index
     // condition: the range scan uses the primary key.
-    let volatility = pg.psql(
-        "t",
-        "SELECT DISTINCT provolatile FROM pg_proc WHERE proname LIKE 'snowflake\\_%';",
-    );
+    let volatility =
+        psql("SELECT DISTINCT provolatile FROM pg_proc WHERE proname LIKE 'snowflake\\_%';");
     assert_eq!(volatility.trim(), "i");
-    let plan = pg.psql(
-        "t",
+    let plan = psql(
         "CREATE TABLE events (id bigint PRIMARY KEY);\n\
          SET enable_seqscan = off;\n\
          EXPLAIN (COSTS OFF) SELECT * FROM events\n\
@@ -551,8 +549,7 @@ fn postgres_functions_agree_with_the_core() {
     assert!(plan.contains("events_pkey"), "{plan}");
     // And inlined: a call per row costs a function call, an inlined one
     // only its expression (a STRICT function with a CASE is never inlined).
-    let plan = pg.psql(
-        "t",
+    let plan = psql(
         "EXPLAIN (VERBOSE, COSTS OFF) SELECT snowflake_time(id), snowflake_unix_ms(id), \
          snowflake_worker(id), snowflake_min_id(now()) FROM events;",
     );
@@ -562,18 +559,14 @@ fn postgres_functions_agree_with_the_core() {
     );
     // An infinite time is out of range: NULL, as a constant (which the
     // planner folds) and from a row.
-    let infinite = pg.psql(
-        "t",
+    let infinite = psql(
         "SELECT snowflake_min_id('infinity'), snowflake_max_id('-infinity');\n\
          SELECT snowflake_min_id(ts), snowflake_max_id(ts) FROM (VALUES ('infinity'::timestamptz), \
          ('-infinity')) AS v (ts);",
     );
     assert_eq!(infinite, "|\n|\n|\n", "{infinite:?}");
     // And it is the type the contract names.
-    let types = pg.psql(
-        "t",
-        "SELECT pg_typeof(snowflake_time(0)), pg_typeof(snowflake_worker(0));",
-    );
+    let types = psql("SELECT pg_typeof(snowflake_time(0)), pg_typeof(snowflake_worker(0));");
     assert_eq!(types.trim(), "timestamp with time zone|integer");
 }
 
@@ -1071,33 +1064,34 @@ fn the_coordinator_table_loads_in_postgres_and_mariadb() {
     };
     pg.create_database("t");
     my.create_database("t");
+    let pg_sql = |sql: &str| pg.psql("t", sql);
+    let my_sql = |sql: &str| my.sql("t", sql);
     for table in ["snowmint_identities", "select"] {
-        let script = crate::support::ok(&["sql", "coordinator", "postgres", "--table", table]);
-        pg.psql("t", &format!("{script}{script}"));
-        let rows = pg.psql(
-            "t",
-            &format!(
-                "SELECT count(*), min(identity), max(identity), obj_description('\"{table}\"'::regclass, 'pg_class') FROM \"{table}\";"
+        // Each database: the script's dialect, how a script runs there,
+        // what reads the rows and the table's comment, and what it reads.
+        let databases: [(&str, &dyn Fn(&str) -> String, String, &str); 2] = [
+            (
+                "postgres",
+                &pg_sql,
+                format!(
+                    "SELECT count(*), min(identity), max(identity), obj_description('\"{table}\"'::regclass, 'pg_class') FROM \"{table}\";"
+                ),
+                "1024|0|1023|snowmint coordinator table, layout 1",
             ),
-        );
-        assert_eq!(
-            rows.trim(),
-            "1024|0|1023|snowmint coordinator table, layout 1",
-            "{table}"
-        );
-        let script = crate::support::ok(&["sql", "coordinator", "mysql", "--table", table]);
-        my.sql("t", &format!("{script}{script}"));
-        let rows = my.sql(
-            "t",
-            &format!(
-                "SELECT COUNT(*), MIN(identity), MAX(identity), (SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 't' AND TABLE_NAME = '{table}') FROM `{table}`;"
+            (
+                "mysql",
+                &my_sql,
+                format!(
+                    "SELECT COUNT(*), MIN(identity), MAX(identity), (SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 't' AND TABLE_NAME = '{table}') FROM `{table}`;"
+                ),
+                "1024\t0\t1023\tsnowmint coordinator table, layout 1",
             ),
-        );
-        assert_eq!(
-            rows.trim(),
-            "1024\t0\t1023\tsnowmint coordinator table, layout 1",
-            "{table}"
-        );
+        ];
+        for (dialect, run, rows, want) in databases {
+            let script = crate::support::ok(&["sql", "coordinator", dialect, "--table", table]);
+            run(&format!("{script}{script}"));
+            assert_eq!(run(&rows).trim(), want, "{table}");
+        }
     }
     assert_eq!(
         crate::support::bad(&["sql", "coordinator", "mysql", "--table", "a;b"]),
