@@ -353,6 +353,9 @@ impl Db {
     }
 }
 
+/// Runs a script in a database and returns its rows.
+type Script<'a> = &'a dyn Fn(&str) -> String;
+
 /// Checks every function of every [`cases`] layout in one dialect: `run`
 /// runs a script and returns its rows.
 fn check_functions(db: Db, run: &dyn Fn(&str) -> String) {
@@ -1069,7 +1072,7 @@ fn the_coordinator_table_loads_in_postgres_and_mariadb() {
     for table in ["snowmint_identities", "select"] {
         // Each database: the script's dialect, how a script runs there,
         // what reads the rows and the table's comment, and what it reads.
-        let databases: [(&str, &dyn Fn(&str) -> String, String, &str); 2] = [
+        let databases: [(&str, Script, String, &str); 2] = [
             (
                 "postgres",
                 &pg_sql,
