@@ -89,6 +89,23 @@ pub enum Previous {
         /// Who it was, for the log.
         holder: String,
     },
+    /// The coordinator's record of the identity may have lost its last
+    /// writes: its database's history changed since the row was written (a
+    /// failover to a replica that lacked the last commits, a restore). Who
+    /// held it last, and up to where it issued, are unknown: a holder whose
+    /// claim was lost may still issue for up to `bound` (the longest TTL any
+    /// holder may have, as the coordinator can prove it), and the mark read
+    /// is no floor. The new holder issues only once `bound` has passed since
+    /// the claim, and only above the claim's time plus `bound` plus the
+    /// reserve window (a lost holder's mark ran at most that far ahead of
+    /// its clock).
+    Untrusted {
+        /// The longest a lost holder's fence may stay open.
+        bound: Duration,
+        /// What changed, for the log (`the database's epoch changed from
+        /// ... to ...`).
+        why: String,
+    },
 }
 
 /// How a claim of one identity went.

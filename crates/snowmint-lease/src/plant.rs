@@ -27,11 +27,14 @@ pub enum Plant {
     /// bare monotonic clock): a holder woken past its lease's end finds its
     /// fence open.
     SuspendUncounted,
+    /// After the coordinator's history changed (a lossy failover), the mark
+    /// read is trusted as the floor: a lost holder's IDs may be above it.
+    UntrustedMarkTrusted,
 }
 
 impl Plant {
     /// Every plant, with its name on the command line.
-    pub const ALL: [(Plant, &'static str); 7] = [
+    pub const ALL: [(Plant, &'static str); 8] = [
         (Plant::FenceFromAnswer, "fence-from-answer"),
         (Plant::RenewalWithoutTerm, "renewal-without-term"),
         (Plant::MarkLoweredAtHandover, "mark-lowered-at-handover"),
@@ -39,6 +42,7 @@ impl Plant {
         (Plant::Ttl0Trusted, "ttl0-trusted"),
         (Plant::HandoverWithoutWait, "handover-without-wait"),
         (Plant::SuspendUncounted, "suspend-uncounted"),
+        (Plant::UntrustedMarkTrusted, "untrusted-mark-trusted"),
     ];
 
     /// The plant of `name`.

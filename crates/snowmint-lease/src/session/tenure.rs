@@ -190,6 +190,18 @@ impl<C: Coordinator> Session<C> {
         self.set_current(Some((granted.lease, clean.then_some(n))));
         let identity = Identity::from_ordinal(n.into()).expect("claims return 0..=1023");
         let issue_from = self.handover_wait(identity, &previous);
+        if let Previous::Untrusted { bound, .. } = &previous
+            && !planted!(UntrustedMarkTrusted)
+        {
+            // A lost holder issued at most until its fence closed (`bound`
+            // after this claim), at most one reserve window ahead of its
+            // clock: start above that, whatever the mark says.
+            let bound_ms = u64::try_from(bound.as_millis()).unwrap_or(u64::MAX);
+            let lost_until = now_ms
+                .saturating_add(bound_ms)
+                .saturating_add(snowmint::DEFAULT_RESERVE_WINDOW_MS);
+            carried.floor_ms = carried.floor_ms.max(lost_until);
+        }
         let built = match self.build(identity, n, &granted, carried).await {
             Ok(built) => built,
             Err(e) => {
@@ -224,6 +236,17 @@ impl<C: Coordinator> Session<C> {
         match previous {
             Previous::Clean => None,
             Previous::Unclean { .. } if planted!(HandoverWithoutWait) => None,
+            Previous::Untrusted { .. } if planted!(HandoverWithoutWait) => None,
+            Previous::Untrusted { bound, why } => {
+                tracing::warn!(
+                    %identity,
+                    why = %why,
+                    wait_s = bound.as_secs_f64(),
+                    "the coordinator may have lost the identity's last writes: waiting the \
+                     longest lease TTL before issuing, above anything a lost holder issued"
+                );
+                Some(self.now() + *bound)
+            }
             Previous::Unclean { ttl, holder } => {
                 tracing::warn!(
                     %identity,
