@@ -24,6 +24,7 @@
 //! (`runuser`, `pgbouncer -u`) over a directory given to it.
 
 mod pgbouncer;
+pub mod replica;
 
 use std::io::{Read as _, Write as _};
 use std::net::Ipv4Addr;
@@ -706,6 +707,157 @@ impl Postgres {
     /// when not under libfaketime).
     pub fn clock_offset_ms(&self) -> i64 {
         self.clock.offset_ms()
+    }
+
+    /// Kills the server as a machine's death would: SIGKILL to the
+    /// postmaster and every process of it at once (no shutdown, nothing
+    /// flushed that was not; open connections are reset). Its data and port
+    /// are kept, but a killed primary is meant to stay down: its standby is
+    /// [`promote`](Postgres::promote)d. Killing a server that is not running
+    /// does nothing.
+    pub fn kill(&self) {
+        let Some(postmaster) = self.try_pid() else {
+            return;
+        };
+        let children = signal::children(postmaster);
+        let _ = signal::send(postmaster, Signal::KILL);
+        for child in children {
+            let _ = signal::send(child, Signal::KILL);
+        }
+        let deadline = Instant::now() + START_LIMIT;
+        while !signal::exited(postmaster) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // A later start must not take the dead postmaster's pid file for a
+        // live server's.
+        let _ = std::fs::remove_file(self.data().join("postmaster.pid"));
+    }
+
+    /// On a standby: pauses the replay of WAL (`pg_wal_replay_pause()`) and
+    /// waits until it has paused. The WAL receiver goes on receiving, and
+    /// a promotion replays everything received, paused or not
+    /// (PostgreSQL 15: "if a promotion is triggered while recovery is
+    /// paused, the paused state ends and promotion continues"): to lose
+    /// the last commits in a failover, cut the standby off with
+    /// [`stop_receiving`](Postgres::stop_receiving).
+    ///
+    /// # Panics
+    ///
+    /// When the server is not a standby, or does not pause within a minute.
+    pub fn pause_replay(&self) {
+        self.psql("postgres", "SELECT pg_wal_replay_pause();");
+        self.wait_for("the replay paused", "SELECT pg_get_wal_replay_pause_state()", "paused");
+    }
+
+    /// On a standby: resumes what [`pause_replay`](Postgres::pause_replay)
+    /// paused.
+    ///
+    /// # Panics
+    ///
+    /// When the server is not a standby.
+    pub fn resume_replay(&self) {
+        self.psql("postgres", "SELECT pg_wal_replay_resume();");
+    }
+
+    /// On a standby: cuts it off from its primary for good, as a standby
+    /// whose network to the primary failed: its WAL receiver is stopped
+    /// (`primary_conninfo` emptied and the configuration reloaded: PostgreSQL
+    /// 13 and later stop the receiver and start none) and this waits until
+    /// it has gone. What the standby had not received by then, it never
+    /// replays: a [`promote`](Postgres::promote) after more commits on the
+    /// primary loses them. Returns the last WAL position received
+    /// (`pg_last_wal_receive_lsn()`).
+    ///
+    /// # Panics
+    ///
+    /// When the server is not a standby, or its receiver does not stop
+    /// within a minute.
+    pub fn stop_receiving(&self) -> String {
+        self.psql(
+            "postgres",
+            "ALTER SYSTEM SET primary_conninfo = '';\nSELECT pg_reload_conf();",
+        );
+        self.wait_for(
+            "the WAL receiver stopped",
+            "SELECT count(*) FROM pg_stat_wal_receiver",
+            "0",
+        );
+        self.psql("postgres", "SELECT pg_last_wal_receive_lsn();")
+            .trim()
+            .to_owned()
+    }
+
+    /// Promotes a standby to a primary (`pg_promote()`, waiting for it) and
+    /// waits until it takes writes (`pg_is_in_recovery()` false). It begins
+    /// a new timeline; its WAL receiver, if any, stops.
+    ///
+    /// # Panics
+    ///
+    /// When the server is not a standby, or is not promoted within a minute.
+    pub fn promote(&self) {
+        let promoted = self.psql(
+            "postgres",
+            &format!("SELECT pg_promote(true, {});", START_LIMIT.as_secs()),
+        );
+        assert_eq!(promoted.trim(), "t", "pg_promote() did not promote");
+        self.wait_for("promoted", "SELECT pg_is_in_recovery()", "f");
+    }
+
+    /// On a standby of `primary`: waits until it has replayed everything
+    /// `primary` had written when this was called (`pg_current_wal_lsn()`
+    /// there, `pg_last_wal_replay_lsn()` here).
+    ///
+    /// # Panics
+    ///
+    /// When it has not within a minute.
+    pub fn catch_up(&self, primary: &Postgres) {
+        let lsn = primary.psql("postgres", "SELECT pg_current_wal_lsn();");
+        self.wait_for(
+            "caught up",
+            &format!("SELECT pg_last_wal_replay_lsn() >= '{}'::pg_lsn", lsn.trim()),
+            "t",
+        );
+    }
+
+    /// Whether the server is a standby (`pg_is_in_recovery()`).
+    ///
+    /// # Panics
+    ///
+    /// When the query fails.
+    pub fn in_recovery(&self) -> bool {
+        self.psql("postgres", "SELECT pg_is_in_recovery();").trim() == "t"
+    }
+
+    /// The cluster's `system_identifier` (`pg_control_system()`): the same
+    /// on a primary and every standby made from it.
+    ///
+    /// # Panics
+    ///
+    /// When the query fails.
+    pub fn system_identifier(&self) -> String {
+        self.psql(
+            "postgres",
+            "SELECT system_identifier FROM pg_control_system();",
+        )
+        .trim()
+        .to_owned()
+    }
+
+    /// Waits (at most a minute) until `query` answers `answer`, or panics
+    /// naming `what` and the last answer.
+    fn wait_for(&self, what: &str, query: &str, answer: &str) {
+        let deadline = Instant::now() + START_LIMIT;
+        loop {
+            let got = self.try_psql("postgres", query);
+            if got.as_deref().map(str::trim) == Ok(answer) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "PostgreSQL: not {what} within {START_LIMIT:?}: {got:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 

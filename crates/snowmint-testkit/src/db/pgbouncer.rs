@@ -49,6 +49,32 @@ impl PgBouncer {
     /// When PgBouncer does not start (with its log), or it is missing
     /// under `SNOWMINT_REQUIRE_SERVICES=1`.
     pub fn start(postgres: &Postgres, pool_size: u32) -> Option<PgBouncer> {
+        let server = match postgres.port {
+            Some(port) => format!("host=127.0.0.1 port={port}"),
+            None => format!(
+                "host={} port={}",
+                path(postgres.dir.path()),
+                postgres.socket_port()
+            ),
+        };
+        PgBouncer::start_with(server, pool_size)
+    }
+
+    /// [`start`](PgBouncer::start), in front of whatever answers on
+    /// 127.0.0.1:`port` as PostgreSQL (trusting user `postgres`): a
+    /// [`Proxy`](crate::proxy::Proxy) to the primary of the day, as a
+    /// virtual address that a failover moves.
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](PgBouncer::start).
+    pub fn start_in_front_of(port: u16, pool_size: u32) -> Option<PgBouncer> {
+        PgBouncer::start_with(format!("host=127.0.0.1 port={port}"), pool_size)
+    }
+
+    /// Starts it with `server` (libpq's `host=... port=...`) as every
+    /// database's server.
+    fn start_with(server: String, pool_size: u32) -> Option<PgBouncer> {
         let Some(program) = first_program(&["pgbouncer", "/usr/sbin/pgbouncer"]) else {
             return crate::skip("PgBouncer is not installed (apt-get install pgbouncer)");
         };
@@ -59,14 +85,6 @@ impl PgBouncer {
         // A client socket each, a server socket per pooled connection, and
         // PgBouncer's own.
         raise_open_files(u64::from(PGBOUNCER_MAX_CLIENT_CONN) * 2 + 256);
-        let server = match postgres.port {
-            Some(port) => format!("host=127.0.0.1 port={port}"),
-            None => format!(
-                "host={} port={}",
-                path(postgres.dir.path()),
-                postgres.socket_port()
-            ),
-        };
         let (child, port) = on_a_free_port(true, |port| {
             let port = port.expect("a port, with TCP");
             let config = dir.path().join("pgbouncer.ini");
