@@ -746,7 +746,11 @@ impl Postgres {
     /// When the server is not a standby, or does not pause within a minute.
     pub fn pause_replay(&self) {
         self.psql("postgres", "SELECT pg_wal_replay_pause();");
-        self.wait_for("the replay paused", "SELECT pg_get_wal_replay_pause_state()", "paused");
+        self.wait_for(
+            "the replay paused",
+            "SELECT pg_get_wal_replay_pause_state()",
+            "paused",
+        );
     }
 
     /// On a standby: resumes what [`pause_replay`](Postgres::pause_replay)
@@ -814,7 +818,10 @@ impl Postgres {
         let lsn = primary.psql("postgres", "SELECT pg_current_wal_lsn();");
         self.wait_for(
             "caught up",
-            &format!("SELECT pg_last_wal_replay_lsn() >= '{}'::pg_lsn", lsn.trim()),
+            &format!(
+                "SELECT pg_last_wal_replay_lsn() >= '{}'::pg_lsn",
+                lsn.trim()
+            ),
             "t",
         );
     }
