@@ -126,7 +126,7 @@ impl DbConfig {
             Dialect::Mysql => {
                 #[cfg(feature = "mysql")]
                 {
-                    mysql_target(&self.url, table).map_err(bad)
+                    mysql_target(&self.url, table, self.lease.ttl()).map_err(bad)
                 }
                 #[cfg(not(feature = "mysql"))]
                 {
@@ -146,8 +146,14 @@ fn postgres_target(url: &str, table: Table) -> Result<(Target, String), String> 
     use crate::tls::{PgTls, Verify};
 
     let asked = crate::tls::asked(url);
-    let config = tokio_postgres::Config::from_str(&asked.url)
-        .map_err(|e| format!("is not a libpq URL ({e}), got {}", hide_password(url)))?;
+    let config = tokio_postgres::Config::from_str(&asked.url).map_err(|e| {
+        format!(
+            "is not a libpq URL ({}), got {}{}",
+            DbConfig::redact(&e.to_string()),
+            DbConfig::redact(url),
+            encode_hint(url)
+        )
+    })?;
     let tls = match (config.get_ssl_mode(), asked.verify_mode) {
         (SslMode::Disable, _) => None,
         (_, Some(verify)) => Some(PgTls::new(verify, asked.root.as_deref())?),
@@ -164,12 +170,20 @@ fn postgres_target(url: &str, table: Table) -> Result<(Target, String), String> 
             Host::Unix(path) => path.display().to_string(),
         })
         .collect();
+    // tokio-postgres ends the password at the first `@`: the rest of a
+    // password holding one would be taken for a host or database name (and
+    // shown as one).
+    misplaced_at(
+        url,
+        hosts.iter().map(String::as_str).chain(config.get_dbname()),
+    )?;
     let port = config.get_ports().first().copied().unwrap_or(5432);
     let shown = format!(
         "postgres://{}:{port}/{}",
         hosts.join(","),
         config.get_dbname().unwrap_or("")
     );
+    let shown = DbConfig::redact(&shown);
     let statements = Arc::new(crate::pg::Statements::new(&table));
     Ok((
         Target::Postgres(Box::new(crate::pg::Target {
@@ -182,16 +196,48 @@ fn postgres_target(url: &str, table: Table) -> Result<(Target, String), String> 
     ))
 }
 
+/// The MySQL session's `wait_timeout` (seconds) for a lease TTL: the TTL,
+/// at least 30 s. The server ends a session idle that long, which rolls
+/// back its transaction and releases its row locks: a claimant cut off
+/// without a FIN right after its `SELECT ... FOR UPDATE` holds the row that
+/// long, not the server default's 8 hours. A live session never idles that
+/// long: while it holds an identity it renews every third of its fence
+/// window (at most TTL / 3) and writes or probes its mark as often, and
+/// while it waits for one it scans at least every 12.5 s (10 s backoff,
+/// 25 % jitter).
 #[cfg(feature = "mysql")]
-fn mysql_target(url: &str, table: Table) -> Result<(Target, String), String> {
-    let opts = mysql_async::Opts::from_url(url)
-        .map_err(|e| format!("is not a MySQL URL ({e}), got {}", hide_password(url)))?;
+pub(crate) fn mysql_idle_limit(ttl: Duration) -> usize {
+    let secs = ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0);
+    usize::try_from(secs.max(30)).unwrap_or(usize::MAX)
+}
+
+#[cfg(feature = "mysql")]
+fn mysql_target(url: &str, table: Table, ttl: Duration) -> Result<(Target, String), String> {
+    let opts = mysql_async::Opts::from_url(url).map_err(|e| {
+        format!(
+            "is not a MySQL URL ({}), got {}{}",
+            DbConfig::redact(&e.to_string()),
+            DbConfig::redact(url),
+            encode_hint(url)
+        )
+    })?;
+    // The URL ends the authority at the first `/`: the rest of a password
+    // holding one would be taken for the database name.
+    misplaced_at(
+        url,
+        [opts.ip_or_hostname()].into_iter().chain(opts.db_name()),
+    )?;
+    // The session's idle limit, set on each connection (`my::connect`).
+    let opts: mysql_async::Opts = mysql_async::OptsBuilder::from_opts(opts)
+        .wait_timeout(Some(mysql_idle_limit(ttl)))
+        .into();
     let shown = format!(
         "mysql://{}:{}/{}",
         opts.ip_or_hostname(),
         opts.tcp_port(),
         opts.db_name().unwrap_or("")
     );
+    let shown = DbConfig::redact(&shown);
     let statements = Arc::new(crate::my::Statements::new(&table));
     Ok((
         Target::Mysql(crate::my::Target {
@@ -203,19 +249,174 @@ fn mysql_target(url: &str, table: Table) -> Result<(Target, String), String> {
     ))
 }
 
-/// `scheme://user:***@host...`: a URL fit for a message.
-pub(crate) fn hide_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return "a connection string (not shown: it may hold a password)".to_owned();
+/// Bytes that end a password-like parameter's key in a connection string
+/// or a URL's query, and so may start the next key.
+const KEY_STARTS_AFTER: &[u8] = b" \t\r\n?&;,'\"(";
+
+/// Whether `key` (a parameter's name, percent-escapes decoded) names a
+/// secret: `password`, `sslpassword`, `pwd`, `pass`, a token, a secret.
+fn secret_key(key: &str) -> bool {
+    let key = percent_decode(key).to_ascii_lowercase();
+    ["pass", "pwd", "secret", "token"]
+        .iter()
+        .any(|word| key.contains(word))
+}
+
+/// The byte ranges of `text` that may hold a secret (see
+/// [`DbConfig::redact`]), unsorted and possibly overlapping.
+fn secret_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
+    let bytes = text.as_bytes();
+    let mut hidden = Vec::new();
+    // A URL's userinfo (`scheme://user:password@host`): from the first `:`
+    // after the scheme to the last `@` of the text. Whatever the password
+    // holds (`/`, `?`, `#`, `@`, `:`, escapes), it lies in there: a parser
+    // that ends the authority earlier (at the first `/` or `@`) can only
+    // see less of it as a password, never more. Without a scheme, the same
+    // from the start of the text (`user:password@host/db`).
+    let scheme_before = |i: usize| {
+        let scheme = text[..i]
+            .rsplit(|c: char| !(c.is_ascii_alphanumeric() || "+.-".contains(c)))
+            .next()
+            .unwrap_or("");
+        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
     };
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
-        Some((user, host)) => {
-            let user = user.split_once(':').map_or(user, |(u, _)| u);
-            format!("{scheme}://{user}:***@{host}{tail}")
+    let mut starts: Vec<usize> = text
+        .match_indices("://")
+        .filter(|&(i, _)| scheme_before(i))
+        .map(|(i, _)| i + 3)
+        .collect();
+    if starts.is_empty() {
+        starts.push(0);
+    }
+    for start in starts {
+        let Some(at) = text[start..].rfind('@').map(|i| start + i) else {
+            continue;
+        };
+        if let Some(colon) = text[start..at].find(':') {
+            hidden.push(start + colon + 1..at);
         }
-        None => url.to_owned(),
+    }
+    // A password-like parameter (`password=`, `?password=`,
+    // `&sslpassword=`): from its value to the end of the text, since an
+    // unquoted or unescaped value may hold the separators that would end
+    // it (a space, `&`, a quote).
+    for (i, _) in text.char_indices() {
+        if i > 0 && !KEY_STARTS_AFTER.contains(&bytes[i - 1]) {
+            continue;
+        }
+        let key_len = text[i..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || "_-.%".contains(c)))
+            .unwrap_or(text.len() - i);
+        if key_len == 0 || !secret_key(&text[i..i + key_len]) {
+            continue;
+        }
+        let after = text[i + key_len..].trim_start();
+        if let Some(value) = after.strip_prefix('=') {
+            let from = text.len() - value.len();
+            if from < text.len() {
+                hidden.push(from..text.len());
+            }
+        }
+    }
+    hidden
+}
+
+/// `%2F` and the like, as in a URL (invalid escapes kept as typed).
+pub(crate) fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| char::from(b).to_digit(16);
+        if bytes[i] == b'%'
+            && let (Some(Some(h)), Some(Some(l))) = (
+                bytes.get(i + 1).map(|&b| hex(b)),
+                bytes.get(i + 2).map(|&b| hex(b)),
+            )
+        {
+            out.push(u8::try_from(h * 16 + l).unwrap_or(b'?'));
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl DbConfig {
+    /// `text` (a URL, a connection string, or a message that quotes one)
+    /// fit to be shown: every password replaced by `***`, whatever it
+    /// holds.
+    ///
+    /// Hidden: in a URL (`scheme://user:password@host...`), everything from
+    /// the first `:` after the scheme to the *last* `@` of the text, so a
+    /// password holding `/`, `?`, `#`, `@`, `:` or percent-escapes is
+    /// hidden whole however a driver would have cut the URL (without a
+    /// scheme, the same from the start); and the value of any parameter
+    /// whose name holds `pass`, `pwd`, `secret` or `token` (`password=` in
+    /// a PostgreSQL `key=value` string, `?password=` or `&sslpassword=` in
+    /// a URL's query) to the end of the text. When in doubt more is hidden,
+    /// never less.
+    ///
+    /// ```
+    /// use snowmint_db::DbConfig;
+    ///
+    /// assert_eq!(
+    ///     DbConfig::redact("mysql://app:pa/ss@db:3306/ids"),
+    ///     "mysql://app:***@db:3306/ids"
+    /// );
+    /// assert_eq!(
+    ///     DbConfig::redact("host=db user=app password='s3 cr3t' dbname=ids"),
+    ///     "host=db user=app password=***"
+    /// );
+    /// assert_eq!(DbConfig::redact("mysql://db/ids"), "mysql://db/ids");
+    /// ```
+    pub fn redact(text: &str) -> String {
+        let mut ranges = secret_ranges(text);
+        ranges.sort_by_key(|r| r.start);
+        let mut out = String::with_capacity(text.len());
+        let mut shown = 0;
+        for range in ranges {
+            if range.end <= shown {
+                continue;
+            }
+            let start = range.start.max(shown);
+            out.push_str(&text[shown..start]);
+            if !out.ends_with("***") || start > shown {
+                out.push_str("***");
+            }
+            shown = range.end;
+        }
+        out.push_str(&text[shown..]);
+        out
+    }
+}
+
+/// Refuses a URL whose host or database name, as its driver read it, holds
+/// an `@`: the rest of a password that was not percent-encoded, which
+/// would be shown as a host or database name.
+fn misplaced_at<'a>(url: &str, parts: impl IntoIterator<Item = &'a str>) -> Result<(), String> {
+    if parts.into_iter().any(|part| part.contains('@')) {
+        return Err(format!(
+            "has an @ after its user and password (in a host or database name): a user or \
+             password holding / ? # or @ must be percent-encoded (%2F %3F %23 %40), got {}",
+            DbConfig::redact(url)
+        ));
+    }
+    Ok(())
+}
+
+/// The hint for a URL whose userinfo holds what ends a URL's authority.
+fn encode_hint(url: &str) -> &'static str {
+    let Some((_, rest)) = url.split_once("://") else {
+        return "";
+    };
+    let userinfo = rest.rfind('@').map_or("", |at| &rest[..at]);
+    if userinfo.contains(['/', '?', '#', '@']) {
+        "; a user or password holding / ? # or @ must be percent-encoded (%2F %3F %23 %40)"
+    } else {
+        ""
     }
 }
 
@@ -270,27 +471,165 @@ pub enum ConfigError {
 mod tests {
     use super::*;
 
+    /// Passwords holding every character that ends a part of a URL, each
+    /// of markers that appear nowhere else: no piece of one may be shown.
+    const NASTY: &[&str] = &[
+        "Kx7Wq9",
+        "Kx7/Wq9",
+        "Kx7@Wq9",
+        "Kx7:Wq9",
+        "Kx7?Wq9",
+        "Kx7#Wq9",
+        "Kx7%2FWq9",
+        "Kx7@/:?#%40Wq9",
+        "Kx7 Wq9",
+        "Kx7&sslmode=Wq9",
+        "Kx7'Wq9\\'Zj4",
+        "://@Kx7@@Wq9",
+        "Kx7@db/Wq9",
+    ];
+
+    /// The pieces of `password` that must not be shown.
+    fn markers(password: &str) -> Vec<&str> {
+        ["Kx7", "Wq9", "Zj4"]
+            .into_iter()
+            .filter(|m| password.contains(m))
+            .collect()
+    }
+
+    #[test]
+    fn a_password_is_hidden_whatever_it_holds() {
+        for password in NASTY {
+            let cases = [
+                format!("mysql://app:{password}@db:3306/ids"),
+                format!("mysql://app:{password}@db/ids?require_ssl=true"),
+                format!("postgres://app:{password}@127.0.0.1:99999/ids"),
+                format!("postgresql://app:{password}@h1:5432,h2:5433/ids?sslmode=require"),
+                format!("postgres://app@db/ids?password={password}"),
+                format!("postgres://app@db/ids?sslmode=require&sslpassword={password}"),
+                format!("host=db user=app password={password} dbname=ids"),
+                format!("host=db password = '{password}' dbname=ids"),
+                format!("app:{password}@db/ids"),
+                format!("connecting to mysql://app:{password}@db/ids failed: refused"),
+            ];
+            for text in cases {
+                let shown = DbConfig::redact(&text);
+                for marker in markers(password) {
+                    assert!(!shown.contains(marker), "{text:?} shown as {shown:?}");
+                }
+                assert!(shown.contains("***"), "{text:?} shown as {shown:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn what_is_not_secret_is_shown_as_it_is() {
+        let cases = [
+            // Where the password ends is found whatever it holds.
+            (
+                "mysql://app:pa/ss@db:3306/ids",
+                "mysql://app:***@db:3306/ids",
+            ),
+            ("mysql://app:p@ss@db/ids", "mysql://app:***@db/ids"),
+            (
+                "postgres://app:s3cr3t@db:5432/ids?sslmode=require",
+                "postgres://app:***@db:5432/ids?sslmode=require",
+            ),
+            (
+                "postgres://app@db/ids?sslmode=require&password=x&application_name=a",
+                "postgres://app@db/ids?sslmode=require&password=***",
+            ),
+            (
+                "postgres://app@db/ids?pass%77ord=x",
+                "postgres://app@db/ids?pass%77ord=***",
+            ),
+            ("host=db password=x dbname=ids", "host=db password=***"),
+            ("PASSWORD=x", "PASSWORD=***"),
+            // Nothing secret: left alone.
+            ("mysql://db/ids", "mysql://db/ids"),
+            ("mysql://app@db:3306/ids", "mysql://app@db:3306/ids"),
+            ("postgres://[::1]:5432/ids", "postgres://[::1]:5432/ids"),
+            ("host=db user=app dbname=ids", "host=db user=app dbname=ids"),
+            (
+                "Access denied for user 'app'@'10.0.0.1' (using password: YES)",
+                "Access denied for user 'app'@'10.0.0.1' (using password: YES)",
+            ),
+            ("", ""),
+        ];
+        for (text, shown) in cases {
+            assert_eq!(DbConfig::redact(text), shown, "{text:?}");
+        }
+    }
+
     #[test]
     fn passwords_never_reach_a_message() {
+        for password in NASTY {
+            let urls = [
+                DbConfig::mysql(format!("mysql://app:{password}@127.0.0.1:1/ids?bogus=1")),
+                DbConfig::mysql(format!("mysql://app:{password}@127.0.0.1:99999/ids")),
+                DbConfig::postgres(format!("postgres://app:{password}@127.0.0.1:99999/ids")),
+                DbConfig::postgres(format!(
+                    "postgres://app@127.0.0.1:99999/ids?password={password}"
+                )),
+                DbConfig::postgres(format!("host=127.0.0.1 port=99999 password={password}")),
+                DbConfig::postgres(format!("postgres://app:{password}@db/ids?bogus=1")),
+            ];
+            for (i, config) in urls.into_iter().enumerate() {
+                let Err(e) = config.validate() else {
+                    panic!("case {i} with {password:?} is valid");
+                };
+                let e = e.to_string();
+                for marker in markers(password) {
+                    assert!(!e.contains(marker), "{e}");
+                    assert!(!format!("{config:?}").contains(marker));
+                }
+                assert!(e.contains("***"), "{e}");
+            }
+        }
+        let e = DbConfig::mysql("mysql://app:pa/ss@db/ids")
+            .validate()
+            .unwrap_err()
+            .to_string();
         assert_eq!(
-            hide_password("postgres://app:s3cret@db:5432/ids?sslmode=require"),
-            "postgres://app:***@db:5432/ids?sslmode=require"
+            e,
+            "mysql is not a MySQL URL (URL parse error: invalid port number), got \
+             mysql://app:***@db/ids; a user or password holding / ? # or @ must be \
+             percent-encoded (%2F %3F %23 %40)"
         );
-        assert_eq!(hide_password("mysql://db/ids"), "mysql://db/ids");
-        assert!(!hide_password("host=db password=s3cret").contains("s3cret"));
         let e = DbConfig::postgres("postgres://app:s3cret@db:5432/ids?bogus=1")
             .validate()
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("postgres is not a libpq URL"), "{e}");
         assert!(e.contains("bogus") && !e.contains("s3cret"), "{e}");
-        let e = DbConfig::mysql("mysql://app:s3cret@db:3306/ids?bogus=1")
+        // tokio-postgres would take `ss@db` for the host, and show it.
+        let e = DbConfig::postgres("postgres://app:p@ss@db:5432/ids")
             .validate()
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("mysql is not a MySQL URL"), "{e}");
-        assert!(!e.contains("s3cret"), "{e}");
-        assert!(!format!("{:?}", DbConfig::mysql("mysql://a:s3cret@b/c")).contains("s3cret"));
+        assert_eq!(
+            e,
+            "postgres has an @ after its user and password (in a host or database name): a \
+             user or password holding / ? # or @ must be percent-encoded (%2F %3F %23 %40), \
+             got postgres://app:***@db:5432/ids"
+        );
+        // Encoded, every one of them is taken.
+        assert_eq!(
+            DbConfig::mysql("mysql://app:p%40%2F%3F%23ss@db/ids").validate(),
+            Ok(())
+        );
+        assert_eq!(
+            DbConfig::postgres("postgres://app:p%40%2F%3F%23ss@db/ids?sslmode=disable").validate(),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn a_mysql_session_idles_out_after_the_ttl_but_never_before_30_s() {
+        assert_eq!(mysql_idle_limit(Duration::from_secs(2)), 30);
+        assert_eq!(mysql_idle_limit(Duration::from_secs(10)), 30);
+        assert_eq!(mysql_idle_limit(Duration::from_millis(60_500)), 61);
+        assert_eq!(mysql_idle_limit(Duration::from_secs(3600)), 3600);
     }
 
     #[test]

@@ -65,7 +65,9 @@ pub(crate) fn asked(url: &str) -> Asked {
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         match (key, value) {
-            ("sslrootcert", path) => root = Some(PathBuf::from(percent_decode(path))),
+            ("sslrootcert", path) => {
+                root = Some(PathBuf::from(crate::config::percent_decode(path)))
+            }
             ("sslmode", "verify-ca") => {
                 verify_mode = Some(Verify::Chain);
                 kept.push("sslmode=require".to_owned());
@@ -87,29 +89,6 @@ pub(crate) fn asked(url: &str) -> Asked {
         verify_mode,
         root,
     }
-}
-
-/// `%2F` and the like, as in a URL's query (invalid escapes kept as typed).
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| char::from(b).to_digit(16);
-        if bytes[i] == b'%'
-            && let (Some(Some(h)), Some(Some(l))) = (
-                bytes.get(i + 1).map(|&b| hex(b)),
-                bytes.get(i + 2).map(|&b| hex(b)),
-            )
-        {
-            out.push(u8::try_from(h * 16 + l).unwrap_or(b'?'));
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A TLS configuration for tokio-postgres.
