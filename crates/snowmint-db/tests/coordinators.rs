@@ -10,17 +10,30 @@
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use snowmint::SnowflakeId;
-use snowmint_db::{DbConfig, LeaseState, LeasedGenerator, MintError};
+use snowmint::{Clock, Generator, SnowflakeId, SystemClock};
+use snowmint_db::{DbConfig, GeneratorFactory, LeaseState, LeasedGenerator, MintError};
 use snowmint_testkit::chaos::checker::{Recorder, Rules};
 use snowmint_testkit::db::{Mariadb, PgBouncer, Postgres};
 use snowmint_testkit::proxy::Proxy;
 
 const DB: &str = "ids";
 const TTL: Duration = Duration::from_secs(2);
+/// How fast the crashed holder's clock runs: its mark this far past the
+/// host's clock.
+const AHEAD_MS: u64 = 60_000;
+/// A TTL that a hand-over wait cannot hide in: longer than twice the
+/// all-taken backoff's longest wait (12.5 s) and a claim.
+const LONG_TTL: Duration = Duration::from_secs(40);
+
+/// A PostgreSQL of the testkit's as the coordinator: started with `fsync =
+/// off` (a test's data need not survive a power cut), so its lost commits
+/// are accepted.
+fn postgres(url: String) -> DbConfig {
+    DbConfig::postgres(url).allow_lost_commits(true)
+}
 
 /// A database under test.
 enum Server {
@@ -45,7 +58,7 @@ impl Server {
 
     fn config(&self) -> DbConfig {
         match self {
-            Server::Postgres(pg) => DbConfig::postgres(pg.url(DB)),
+            Server::Postgres(pg) => postgres(pg.url(DB)),
             Server::Mariadb(my) => DbConfig::mysql(my.url(DB)),
         }
         .lease_ttl(TTL)
@@ -66,7 +79,7 @@ impl Server {
         };
         let url = url.replace(&format!("127.0.0.1:{}", self.port()), &addr.to_string());
         match self {
-            Server::Postgres(_) => DbConfig::postgres(url),
+            Server::Postgres(_) => postgres(url),
             Server::Mariadb(_) => DbConfig::mysql(url),
         }
         .lease_ttl(TTL)
@@ -111,7 +124,7 @@ impl Server {
 fn logs() {
     let _ = tracing_subscriber::fmt()
         .with_test_writer()
-        .with_env_filter("snowmint_lease=info,snowmint_db=info")
+        .with_env_filter("snowmint_lease=info,snowmint_db=info,coordinators=info")
         .try_init();
 }
 
@@ -181,6 +194,32 @@ impl Minted {
     }
 }
 
+/// The host's clock, `ms` fast.
+struct Ahead {
+    clock: SystemClock,
+    ms: u64,
+}
+
+impl Ahead {
+    fn new(ms: u64) -> Ahead {
+        Ahead {
+            clock: SystemClock::new(),
+            ms,
+        }
+    }
+}
+
+impl Clock for Ahead {
+    fn now_ms(&self) -> u64 {
+        self.clock.now_ms() + self.ms
+    }
+
+    fn sleep_until_ms(&self, target_ms: u64, max: Duration) -> Duration {
+        self.clock
+            .sleep_until_ms(target_ms.saturating_sub(self.ms), max)
+    }
+}
+
 /// Waits until `f` holds, or panics naming `what` after `limit`.
 async fn until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
@@ -204,11 +243,16 @@ async fn refused(a: &LeasedGenerator, what: &str, why: &str) -> String {
 /// Many holders of one region: each its own identity, every ID theirs and
 /// unique; the 33rd waits (all taken, naming the table) until one stops,
 /// and then takes the freed identity at once (a clean release).
+///
+/// Their TTL is long ([`LONG_TTL`]) so that "at once" can be told from a
+/// hand-over wait: the waiter looks again within its all-taken backoff (at
+/// most 12.5 s), claims and issues well within half the TTL of the graceful
+/// stop; a graceful stop taken for a crash would have it wait the whole TTL
+/// after its claim.
 async fn holders_never_share(server: Server) {
+    let config = || server.config().lease_ttl(LONG_TTL).datacenter(3);
     let fleet: Vec<LeasedGenerator> = (0..32)
-        .map(|i| {
-            LeasedGenerator::spawn(server.config().datacenter(3).holder(format!("h{i}"))).unwrap()
-        })
+        .map(|i| LeasedGenerator::spawn(config().holder(format!("h{i}"))).unwrap())
         .collect();
     for minter in &fleet {
         held(minter).await;
@@ -224,31 +268,34 @@ async fn holders_never_share(server: Server) {
             assert_eq!((id.datacenter(), id.worker()), (3, identity.worker()));
         }
     }
-    let waiter = LeasedGenerator::spawn(server.config().datacenter(3)).unwrap();
+    let waiter = LeasedGenerator::spawn(config().holder("waiter")).unwrap();
     until(Duration::from_secs(30), "the 33rd sees all taken", || {
         waiter.metrics().state == LeaseState::AllTaken
     })
     .await;
     let why = waiter.metrics().last_error.unwrap_or_default();
     assert!(
-        why.contains(&format!(
-            "datacenter 3 in {} table snowmint_identities",
-            server.product()
-        )),
+        why.contains(&format!("datacenter 3 in {} table ", server.product()))
+            && why.contains("snowmint_identities are held"),
         "{why}"
     );
     assert_eq!(waiter.next_id(), Err(MintError::NotHeld));
     let freed = fleet[7].identity().unwrap();
     fleet[7].shutdown().await;
-    let start = Instant::now();
+    let stopped = Instant::now();
+    // Released cleanly: the waiter claims at its next look and issues at
+    // once, with no hand-over wait (the TTL) before its first ID.
     held(&waiter).await;
     assert_eq!(waiter.identity(), Some(freed));
-    // Released cleanly: no hand-over wait (a TTL) before issuing.
-    until(TTL, "the released identity issues at once", || {
-        waiter.ready().is_ok()
-    })
-    .await;
-    assert!(start.elapsed() < Duration::from_secs(30));
+    let first = minted.take("waiter", &waiter, 1)[0];
+    let first_after = stopped.elapsed();
+    assert_eq!((first.datacenter(), first.worker()), (3, freed.worker()));
+    assert!(
+        first_after < LONG_TTL / 2,
+        "the waiter issued its first ID {first_after:?} after h7's graceful stop (TTL \
+         {LONG_TTL:?}): it waited as after a crash ({:?})",
+        waiter.metrics()
+    );
     minted.take("waiter", &waiter, 300);
     for minter in fleet.iter().chain([&waiter]) {
         minter.shutdown().await;
@@ -287,13 +334,51 @@ async fn sole_holder_of_datacenter_7(
 /// A holder that crashes (no release): its identity is claimed again only
 /// once its lease expired on the database, and issued under only after one
 /// more TTL (it did not release), above every ID the crashed one issued.
+///
+/// The crashed holder's clock runs [`AHEAD_MS`] fast, so its mark is that
+/// far past the next holder's clock: the next holder's IDs are above the
+/// mark only because it read the mark (its own clock, and the hand-over
+/// wait, would put them a minute below).
 async fn crashed_holder_is_reclaimed_above_its_mark(server: Server) {
-    let (a, identity, _) = sole_holder_of_datacenter_7(&server, server.config()).await;
+    let fast: GeneratorFactory = Arc::new(|identity, store| {
+        Generator::builder_for(identity)
+            .store(store)
+            .clock(Ahead::new(AHEAD_MS))
+            .build()
+    });
+    let (a, identity, n) =
+        sole_holder_of_datacenter_7(&server, server.config().generator(fast)).await;
     let minted = Minted::new();
-    minted.take("a", &a, 5000);
+    let last_of_a = *minted.take("a", &a, 5000).last().unwrap();
     let crashed = Instant::now();
     a.abandon();
-    let b = LeasedGenerator::spawn(server.config().datacenter(7).holder("b")).unwrap();
+    let mark: u64 = server
+        .sql(&format!(
+            "SELECT mark FROM snowmint_identities WHERE identity = {n}"
+        ))
+        .trim()
+        .parse()
+        .expect("the crashed holder's mark");
+    let now_ms = SystemClock::new().now_ms();
+    assert!(
+        mark >= last_of_a.timestamp_ms() && mark > now_ms + AHEAD_MS / 2,
+        "the crashed holder's mark {mark} is not far ahead of the clock ({now_ms})"
+    );
+    // b's clock is the host's; it may issue up to the mark's distance ahead of it.
+    let borrowing: GeneratorFactory = Arc::new(|identity, store| {
+        Generator::builder_for(identity)
+            .store(store)
+            .max_borrow_ms(AHEAD_MS * 2)
+            .build()
+    });
+    let b = LeasedGenerator::spawn(
+        server
+            .config()
+            .generator(borrowing)
+            .datacenter(7)
+            .holder("b"),
+    )
+    .unwrap();
     until(Duration::from_secs(30), "b claims, and waits", || {
         b.metrics().state == LeaseState::Handover
     })
@@ -317,7 +402,14 @@ async fn crashed_holder_is_reclaimed_above_its_mark(server: Server) {
         "claimed (seen) after {claimed:?}, issued after {issued:?}: the wait was shorter than \
          the TTL"
     );
-    minted.take("b", &b, 1);
+    let first = minted.take("b", &b, 1)[0];
+    assert!(
+        first.timestamp_ms() > mark,
+        "b's first ID is of {} ms, at or below the crashed holder's mark {mark} (the clock \
+         read {}): the mark was not its floor",
+        first.timestamp_ms(),
+        SystemClock::new().now_ms()
+    );
     b.shutdown().await;
     // b issued above every ID of the crashed holder.
     minted.check(&["a", "b"]);
@@ -561,7 +653,7 @@ async fn postgres_standby_is_refused() {
     let Some(standby) = Postgres::start_standby(&primary) else {
         return;
     };
-    let a = LeasedGenerator::spawn(DbConfig::postgres(standby.url(DB)).lease_ttl(TTL)).unwrap();
+    let a = LeasedGenerator::spawn(postgres(standby.url(DB)).lease_ttl(TTL)).unwrap();
     refused(
         &a,
         "the standby refused",
@@ -592,9 +684,14 @@ async fn mariadb_read_only_is_refused() {
 }
 
 /// Through PgBouncer in transaction mode (no prepared statement outlives a
-/// transaction), with fewer server connections than holders' connections.
+/// transaction), with fewer server connections than holders' connections:
+/// every holder claims, renews and issues, and nothing it sent is refused,
+/// as each holder's own errors and every mint say (a statement prepared in
+/// one transaction and used in the next, on another server connection, is
+/// refused to the client: "prepared statement ... does not exist").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_through_pgbouncer_in_transaction_mode() {
+    logs();
     let Some(pg) = Postgres::start_tcp() else {
         return;
     };
@@ -603,12 +700,35 @@ async fn postgres_through_pgbouncer_in_transaction_mode() {
         return;
     };
     let fleet: Vec<LeasedGenerator> = (0..12)
-        .map(|_| {
-            LeasedGenerator::spawn(DbConfig::postgres(bouncer.url(DB)).lease_ttl(TTL)).unwrap()
-        })
+        .map(|_| LeasedGenerator::spawn(postgres(bouncer.url(DB)).lease_ttl(TTL)).unwrap())
         .collect();
     let minted = Minted::new();
     let names: Vec<String> = (0..fleet.len()).map(|i| format!("m{i}")).collect();
+    // What the holders saw go wrong: each error they reported while the
+    // test watched, and each mint the generator refused (its store's
+    // error names the server's). A renewal may miss its third of a second
+    // on a loaded machine (and be retried, or fence for a moment); nothing
+    // else may go wrong.
+    let mut errors: Vec<String> = Vec::new();
+    let look = |errors: &mut Vec<String>| {
+        for (minter, name) in fleet.iter().zip(&names) {
+            if let Some(e) = minter.metrics().last_error
+                && !e.contains("got no answer within")
+                && !errors.iter().any(|seen| seen.ends_with(&e))
+            {
+                errors.push(format!("{name}: {e}"));
+            }
+        }
+    };
+    let start = Instant::now();
+    while !fleet.iter().all(|m| m.identity().is_some()) {
+        look(&mut errors);
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "not every holder claimed within a minute: {errors:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     let mut identities = HashSet::new();
     for minter in &fleet {
         held(minter).await;
@@ -616,43 +736,51 @@ async fn postgres_through_pgbouncer_in_transaction_mode() {
     }
     // Renewals and marks keep going through the pooler for a few TTLs.
     let until_at = Instant::now() + TTL * 3;
+    let (mut mints, mut fenced) = (0, 0);
     while Instant::now() < until_at {
         for (minter, name) in fleet.iter().zip(&names) {
-            minted.try_one(name, minter);
+            let started = Instant::now();
+            match minter.next_id() {
+                Ok(id) => minted.record(name, started, &[id]),
+                Err(MintError::Fenced | MintError::NotHeld) => fenced += 1,
+                Err(e) => errors.push(format!("{name} did not mint: {e}")),
+            }
+            mints += 1;
         }
+        look(&mut errors);
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    assert!(
+        errors.is_empty(),
+        "what the holders saw go wrong through PgBouncer ({fenced} of {mints} mints \
+         fenced): {errors:#?}"
+    );
     minted.check(&names.iter().map(String::as_str).collect::<Vec<_>>());
     for minter in &fleet {
         let m = minter.metrics();
         assert_eq!(m.state, LeaseState::Held, "{m:?}");
+        assert_eq!(m.claims, 1, "{m:?}");
         assert!(m.renewals >= 2, "{m:?}");
-        // A renewal may miss its third of a second on a loaded machine (and
-        // be retried); one the pooler or the server refused may not.
-        let refused = m
-            .last_error
-            .as_deref()
-            .is_some_and(|e| !e.contains("got no answer within"));
-        assert!(m.renewal_failures == 0 || !refused, "{m:?}");
     }
     for minter in &fleet {
         minter.shutdown().await;
     }
-    let log = bouncer.log();
-    assert!(!log.contains("prepared statement"), "{log}");
 }
 
 /// The database's clock stepped forward past the TTL ends every lease
-/// early: a second holder takes the identity, but (no release) waits one TTL
-/// before issuing, by when the first holder's fence has closed; stepped back,
-/// leases only look longer.
+/// early: a second holder takes the identity while the first still issues
+/// (its fence open until its next renewal is refused), but (no release)
+/// waits one TTL before issuing, by when the first holder's fence has
+/// closed; stepped back, leases only look longer: the holder keeps
+/// renewing and issuing throughout, never fenced, never claiming again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_clock_stepped_forward_then_back() {
+    logs();
     let Some(pg) = Postgres::builder().tcp().faketime().start() else {
         return;
     };
     pg.create_database(DB);
-    let config = || DbConfig::postgres(pg.url(DB)).lease_ttl(TTL).datacenter(9);
+    let config = || postgres(pg.url(DB)).lease_ttl(TTL).datacenter(9);
     let a = LeasedGenerator::start(config().holder("a")).await.unwrap();
     let identity = a.identity().unwrap();
     let n = 9 * 32 + u16::from(identity.worker());
@@ -665,32 +793,80 @@ async fn postgres_clock_stepped_forward_then_back() {
     );
     let minted = Minted::new();
     minted.take("a", &a, 1000);
+    // Stepped just after one of A's renewals counted: A's fence stays open
+    // until its next one (a third of the usable TTL on), which the step
+    // makes the database refuse; A issues in between, its lease already
+    // over on the database.
+    let renewals = a.metrics().renewals;
+    until(TTL, "a renews", || a.metrics().renewals > renewals).await;
     pg.set_clock_offset_ms(10_000);
+    let stepped = Instant::now();
     let b = LeasedGenerator::spawn(config().holder("b")).unwrap();
-    until(Duration::from_secs(30), "b claims, and waits", || {
-        b.metrics().state == LeaseState::Handover
-    })
-    .await;
+    let mut a_after_step = 0;
+    let mut a_last = None;
+    while b.metrics().identity.is_none() {
+        if minted.try_one("a", &a).is_some() {
+            a_after_step += 1;
+            a_last = Some(stepped.elapsed());
+        }
+        assert!(
+            stepped.elapsed() < Duration::from_secs(30),
+            "b never claims"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
     let claimed = Instant::now();
     assert_eq!(b.metrics().identity, Some(identity));
     // While B waits, A's IDs and B's never meet: A is fenced by the time B
     // issues (A's renewal is refused: its lease is gone on the database).
     while b.ready().is_err() {
-        minted.try_one("a", &a);
+        if minted.try_one("a", &a).is_some() {
+            a_after_step += 1;
+            a_last = Some(stepped.elapsed());
+        }
         assert!(
             claimed.elapsed() < Duration::from_secs(30),
             "b never issues"
         );
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
+    let b_issues = stepped.elapsed();
+    assert!(
+        a.next_id().is_err(),
+        "a still issues once b does ({b_issues:?} after the step)"
+    );
+    assert!(
+        a_after_step > 0,
+        "a never minted after the step: no lease was seen ending early under its holder"
+    );
     assert!(claimed.elapsed() + Duration::from_millis(100) >= TTL);
-    assert!(a.next_id().is_err(), "a still issues once b does");
     minted.take("b", &b, 1);
-    // Back: B's lease only looks longer; B keeps issuing.
+    tracing::info!(a_after_step, ?a_last, ?b_issues, "after the step forward");
+    // Back: B's lease only looks longer; B keeps renewing and issuing, as
+    // the same tenure (no fence, no new claim).
+    let before = b.metrics();
     pg.set_clock_offset_ms(-10_000);
-    tokio::time::sleep(TTL * 2).await;
-    assert!(b.ready().is_ok(), "{:?}", b.metrics());
-    minted.take("b", &b, 1);
+    let back = Instant::now();
+    while back.elapsed() < TTL * 2 {
+        assert!(
+            minted.try_one("b", &b).is_some(),
+            "b stopped issuing {:?} after the step back: {:?}",
+            back.elapsed(),
+            b.metrics()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let after = b.metrics();
+    assert_eq!(after.state, LeaseState::Held, "{after:?}");
+    assert_eq!(
+        (after.identity, after.claims, after.fenced),
+        (Some(identity), before.claims, before.fenced),
+        "b claimed again or fenced after the step back: {after:?}"
+    );
+    assert!(
+        after.renewals >= before.renewals + 3,
+        "b's renewals after the step back: {before:?} then {after:?}"
+    );
     a.shutdown().await;
     b.shutdown().await;
     // B issued above every ID of A, one after the other, and kept rising.
