@@ -193,6 +193,13 @@ pub struct ServeArgs {
     /// without sharing identities (only with --postgres or --mysql).
     #[arg(long, default_value = snowmint_server::DEFAULT_DB_TABLE, value_name = "NAME")]
     pub db_table: String,
+    /// Lease from a database that may lose acknowledged commits on a crash
+    /// (PostgreSQL synchronous_commit or fsync off; MySQL
+    /// innodb_flush_log_at_trx_commit other than 1), which is refused
+    /// otherwise: a lost claim or mark can duplicate IDs (only with
+    /// --postgres or --mysql).
+    #[arg(long)]
+    pub allow_lost_commits: bool,
     /// TTL of the identity lease (only with --etcd, --postgres or --mysql).
     #[arg(long, value_name = "SECONDS", whole(2, 3600, "seconds"),
           default_value_t = snowmint_server::DEFAULT_LEASE_TTL.as_secs())]
@@ -366,7 +373,10 @@ const ETCD_ONLY: [(&str, &str); 4] = [
 ];
 
 /// The flags only `--postgres` and `--mysql` honour.
-const DB_ONLY: [(&str, &str); 1] = [("db_table", "the table of the identities")];
+const DB_ONLY: [(&str, &str); 2] = [
+    ("db_table", "the table of the identities"),
+    ("allow_lost_commits", "a database's durability"),
+];
 
 /// The flags a leased identity cannot honour, with why.
 const NOT_WHEN_LEASED: [(&str, &str); 2] = [
@@ -500,6 +510,7 @@ impl Serve {
         self.given.refuse_without("--etcd", &ETCD_ONLY)?;
         let mut db = DbSettings::new(kind, url.clone());
         db.table = args.db_table.clone();
+        db.allow_lost_commits = args.allow_lost_commits;
         db.lease = lease;
         Ok(IdentitySource::Database(db))
     }
@@ -649,7 +660,8 @@ mod tests {
         assert_eq!(
             env.join(" "),
             "SNOWMINT_LISTEN SNOWMINT_DATACENTER SNOWMINT_WORKER SNOWMINT_ETCD \
-             SNOWMINT_POSTGRES SNOWMINT_MYSQL SNOWMINT_DB_TABLE SNOWMINT_LEASE_TTL \
+             SNOWMINT_POSTGRES SNOWMINT_MYSQL SNOWMINT_DB_TABLE SNOWMINT_ALLOW_LOST_COMMITS \
+             SNOWMINT_LEASE_TTL \
              SNOWMINT_ETCD_PREFIX SNOWMINT_WORKER_FROM_HOSTNAME SNOWMINT_STATE_DIR \
              SNOWMINT_MAX_CONNECTIONS SNOWMINT_HEADER_TIMEOUT SNOWMINT_IDLE_TIMEOUT \
              SNOWMINT_SHUTDOWN_TIMEOUT SNOWMINT_CLIENT_QUOTA SNOWMINT_TLS_CERT \

@@ -23,6 +23,10 @@ pub(crate) struct Before {
     pub(crate) instance: Option<i64>,
     pub(crate) ttl_ms: Option<i64>,
     pub(crate) released: bool,
+    /// The epoch of the server that last wrote the row.
+    pub(crate) epoch: Option<String>,
+    /// The longest TTL any holder of the identity may have.
+    pub(crate) longest_ttl_ms: i64,
 }
 
 /// What a new connection found the server and the table to be.
@@ -34,4 +38,18 @@ pub(crate) struct ServerState {
     pub(crate) marker: Option<Option<String>>,
     /// How many rows the table has, when its marker is ours.
     pub(crate) rows: Option<i64>,
+    /// The server's epoch (`table::epoch_sql`).
+    pub(crate) epoch: String,
+    /// The schema-qualified name the table's name resolves to for this
+    /// connection, if a table of that name is found.
+    pub(crate) resolved: Option<String>,
+    /// Tables of the same name in other schemas, schema-qualified (only when
+    /// the name was given without a schema).
+    pub(crate) elsewhere: Vec<String>,
+    /// The smallest `longest_ttl_ms` of the table's rows, when its marker is
+    /// ours.
+    pub(crate) longest_ttl_ms: Option<i64>,
+    /// The settings under which the server may lose acknowledged commits on
+    /// a crash (`synchronous_commit = off`), named with their values.
+    pub(crate) lossy: Vec<String>,
 }

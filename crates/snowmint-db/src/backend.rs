@@ -72,6 +72,15 @@ impl Conn {
         each!(self, c => c.create().await)
     }
 
+    /// The server's epoch, as the check of this connection read it.
+    pub(crate) fn epoch(&self) -> &str {
+        each!(self, c => c.epoch())
+    }
+
+    pub(crate) async fn upgrade(&mut self) -> Result<(), Source> {
+        each!(self, c => c.upgrade().await)
+    }
+
     pub(crate) async fn scan(&mut self, first: u16, last: u16) -> Result<Vec<Row>, Source> {
         each!(self, c => c.scan(first, last).await)
     }
@@ -87,8 +96,8 @@ impl Conn {
         each!(self, c => c.claim(n, lease, holder, instance, ttl_ms).await)
     }
 
-    pub(crate) async fn keep_alive(&mut self, lease: i64) -> Result<bool, Source> {
-        each!(self, c => c.keep_alive(lease).await)
+    pub(crate) async fn keep_alive(&mut self, lease: i64, ttl_ms: i64) -> Result<bool, Source> {
+        each!(self, c => c.keep_alive(lease, ttl_ms).await)
     }
 
     pub(crate) async fn confirm(&mut self, n: u16, lease: i64) -> Result<Option<bool>, Source> {

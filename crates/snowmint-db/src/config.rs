@@ -37,6 +37,7 @@ pub struct DbConfig {
     url: String,
     table: String,
     lease: LeaseConfig,
+    allow_lost_commits: bool,
 }
 
 impl fmt::Debug for DbConfig {
@@ -46,6 +47,7 @@ impl fmt::Debug for DbConfig {
             .field("url", &"<hidden: may hold a password>")
             .field("table", &self.table)
             .field("lease", &self.lease)
+            .field("allow_lost_commits", &self.allow_lost_commits)
             .finish()
     }
 }
@@ -73,7 +75,23 @@ impl DbConfig {
             url,
             table: crate::DEFAULT_TABLE.to_owned(),
             lease: LeaseConfig::default(),
+            allow_lost_commits: false,
         }
+    }
+
+    /// Whether to use a server that may lose acknowledged commits on a
+    /// crash (PostgreSQL `synchronous_commit = off` or `fsync = off`; MySQL
+    /// `innodb_flush_log_at_trx_commit` other than 1), which is refused by
+    /// default: a lost claim or mark can duplicate IDs. Default: `false`.
+    #[must_use]
+    pub fn allow_lost_commits(mut self, allow: bool) -> DbConfig {
+        self.allow_lost_commits = allow;
+        self
+    }
+
+    /// Whether [`allow_lost_commits`](DbConfig::allow_lost_commits) is set.
+    pub fn lost_commits_allowed(&self) -> bool {
+        self.allow_lost_commits
     }
 
     /// The table (`NAME` or `SCHEMA.NAME`; default
@@ -433,7 +451,11 @@ impl LeaseSource for DbConfig {
 
     fn coordinator(&self, _t: Duration) -> Result<DbCoordinator, LeaseError> {
         let (target, shown) = self.target().map_err(|e| LeaseError::Config(Box::new(e)))?;
-        Ok(DbCoordinator::new(target, shown))
+        let policy = crate::coordinator::Policy {
+            ttl: self.lease.ttl(),
+            allow_lost_commits: self.allow_lost_commits,
+        };
+        Ok(DbCoordinator::new(target, shown, policy))
     }
 }
 

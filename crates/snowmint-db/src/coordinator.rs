@@ -13,15 +13,62 @@
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, RandomState};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use snowmint_lease::{
-    Census, Claimant, Claimed, Confirmation, Coordinator, Granted, LeaseError, LeaseId, Pool,
-    Previous, Renewal,
+    Background, Census, Claimant, Claimed, Confirmation, Coordinator, Granted, LeaseError, LeaseId,
+    Pool, Previous, Renewal, SharedStatus,
 };
 
-use crate::backend::{Before, Conn, Source, Target};
-use crate::table::LAYOUT_MARKER;
+use crate::backend::{Before, Conn, ServerState, Source, Target};
+use crate::table::{LAYOUT_1_MARKER, LAYOUT_MARKER};
+
+/// What the coordinator is told to accept.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Policy {
+    /// The session's lease TTL: no longer than the table's
+    /// `longest_ttl_ms`.
+    pub(crate) ttl: Duration,
+    /// Whether a server that may lose acknowledged commits on a crash is
+    /// used all the same (`--allow-lost-commits`).
+    pub(crate) allow_lost_commits: bool,
+}
+
+/// Why a connection's check failed: a refusal of the server or table (an
+/// operator must act), or a request that failed.
+enum Problem {
+    Refused(String),
+    Failed(Source),
+}
+
+impl Problem {
+    fn into_source(self) -> Source {
+        match self {
+            Problem::Refused(why) => why.into(),
+            Problem::Failed(source) => source,
+        }
+    }
+}
+
+impl From<Source> for Problem {
+    fn from(source: Source) -> Problem {
+        Problem::Failed(source)
+    }
+}
+
+/// What the connections so far found, shared by a coordinator and its
+/// siblings: the table its name resolved to (pinned by the first), and the
+/// server's epoch (its change logged once).
+#[derive(Debug, Default)]
+struct Seen {
+    table: Option<String>,
+    epoch: Option<String>,
+    /// The status the facts are copied to, once the session handed it over
+    /// (`background`).
+    status: Option<SharedStatus>,
+    warned_lossy: bool,
+}
 
 /// A database as a coordinator of identities: one connection at a time
 /// (made on first use, after checking the server and the table;
@@ -34,6 +81,8 @@ pub struct DbCoordinator {
     shown: String,
     /// The TTL each lease was granted with.
     ttls: HashMap<LeaseId, Duration>,
+    policy: Policy,
+    seen: Arc<Mutex<Seen>>,
 }
 
 impl std::fmt::Debug for DbCoordinator {
@@ -47,13 +96,19 @@ impl std::fmt::Debug for DbCoordinator {
 }
 
 impl DbCoordinator {
-    pub(crate) fn new(target: Target, shown: String) -> DbCoordinator {
+    pub(crate) fn new(target: Target, shown: String, policy: Policy) -> DbCoordinator {
         DbCoordinator {
             target,
             conn: None,
             shown,
             ttls: HashMap::new(),
+            policy,
+            seen: Arc::default(),
         }
+    }
+
+    fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
+        self.seen.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn name(&self) -> &'static str {
@@ -83,51 +138,181 @@ impl DbCoordinator {
         Ok(conn)
     }
 
+    /// Checks a new connection's server and table; a refusal (a reason an
+    /// operator must act on) is also told to the status, for readiness.
     async fn check(&self, conn: &mut Conn) -> Result<(), Source> {
+        let outcome = self.inspect(conn).await;
+        let refusal = match &outcome {
+            Ok(()) => None,
+            Err(Problem::Refused(why)) => Some(why.clone()),
+            Err(Problem::Failed(_)) => return outcome.map_err(Problem::into_source),
+        };
+        let seen = self.seen();
+        if let Some(status) = &seen.status {
+            snowmint_lease::update(status, |s| s.refusal = refusal);
+        }
+        drop(seen);
+        outcome.map_err(Problem::into_source)
+    }
+
+    async fn inspect(&self, conn: &mut Conn) -> Result<(), Problem> {
         let table = self.target.table().clone();
         let product = self.target.dialect().product();
+        let dialect = self.target.dialect();
         let mut state = conn.state(&table).await?;
         if let Some(why) = &state.untrusted {
-            return Err(format!("refusing {product} at {}: {why}", self.shown).into());
+            return Err(Problem::Refused(format!("refusing {product}: {why}")));
         }
+        self.durability(&state)?;
+        self.namesakes(&state)?;
         if state.marker.is_none() {
             // Another instance may be creating it too: whichever way that
             // goes, what counts is what the table is afterwards.
             let created = conn.create().await;
             state = conn.state(&table).await?;
+            self.namesakes(&state)?;
             if state.marker.is_none() {
                 let why = created.err().map(|e| e.to_string()).unwrap_or_default();
-                return Err(format!(
+                return Err(Problem::Refused(format!(
                     "table {table} does not exist and could not be created ({why}); a DBA can \
-                     create it with the statements of `snowmint sql coordinator {}`",
-                    self.target.dialect()
-                )
-                .into());
+                     create it with the statements of `snowmint sql coordinator {dialect}`"
+                )));
+            }
+        }
+        if state.marker.as_ref().and_then(Option::as_deref) == Some(LAYOUT_1_MARKER) {
+            // The layout before epochs: add them (another instance may be
+            // doing it too; what counts is the table afterwards).
+            let upgraded = conn.upgrade().await;
+            state = conn.state(&table).await?;
+            match &upgraded {
+                Ok(()) => tracing::warn!(
+                    table = %table,
+                    "upgraded the coordinator table to {LAYOUT_MARKER:?}: its rows now record \
+                     the server's epoch, taken as trusted from here on"
+                ),
+                Err(e) => tracing::warn!(table = %table, error = %e, "could not upgrade the table"),
             }
         }
         match state.marker.as_ref().and_then(Option::as_deref) {
             Some(LAYOUT_MARKER) => {}
             other => {
-                return Err(format!(
+                return Err(Problem::Refused(format!(
                     "table {table} is not a snowmint coordinator table of this layout: its \
                      comment is {:?}, not {LAYOUT_MARKER:?}; name another table, or create \
-                     this one with `snowmint sql coordinator {}`",
+                     this one with `snowmint sql coordinator {dialect}`",
                     other.unwrap_or(""),
-                    self.target.dialect()
-                )
-                .into());
+                )));
             }
         }
         match state.rows {
-            Some(rows) if rows == i64::from(snowmint::Identity::COUNT) => Ok(()),
-            rows => Err(format!(
-                "table {table} has {} rows, not one for each of the {} identities; load the \
-                 INSERT of `snowmint sql coordinator {}`",
-                rows.unwrap_or(0),
-                snowmint::Identity::COUNT,
-                self.target.dialect()
-            )
-            .into()),
+            Some(rows) if rows == i64::from(snowmint::Identity::COUNT) => {}
+            rows => {
+                return Err(Problem::Refused(format!(
+                    "table {table} has {} rows, not one for each of the {} identities; load \
+                     the INSERT of `snowmint sql coordinator {dialect}`",
+                    rows.unwrap_or(0),
+                    snowmint::Identity::COUNT,
+                )));
+            }
+        }
+        let ttl_ms = millis(self.policy.ttl);
+        if let Some(longest) = state.longest_ttl_ms
+            && ttl_ms > longest
+        {
+            return Err(Problem::Refused(format!(
+                "lease-ttl {} s is longer than the longest TTL table {table} declares \
+                 (longest_ttl_ms {longest}): after a failover that lost commits, a claim waits \
+                 that long for a holder it cannot see; lower --lease-ttl, or raise the bound: \
+                 UPDATE {table} SET longest_ttl_ms = {ttl_ms}",
+                self.policy.ttl.as_secs()
+            )));
+        }
+        self.note(&state);
+        Ok(())
+    }
+
+    /// Refuses a server that may lose acknowledged commits on a crash,
+    /// unless told to accept it.
+    fn durability(&self, state: &ServerState) -> Result<(), Problem> {
+        if state.lossy.is_empty() {
+            return Ok(());
+        }
+        let settings = state.lossy.join(", ");
+        let product = self.target.dialect().product();
+        if !self.policy.allow_lost_commits {
+            return Err(Problem::Refused(format!(
+                "refusing {product}: it may lose acknowledged commits on a crash \
+                 ({settings}), and a lost claim or mark can duplicate IDs; make commits durable, \
+                 or accept the risk with --allow-lost-commits"
+            )));
+        }
+        let mut seen = self.seen();
+        if !seen.warned_lossy {
+            seen.warned_lossy = true;
+            tracing::warn!(
+                settings = %settings,
+                "{product} may lose acknowledged commits on a crash; using it as told \
+                 (--allow-lost-commits): a lost claim or mark can duplicate IDs"
+            );
+        }
+        Ok(())
+    }
+
+    /// Refuses a table name that resolves to another table than it did for
+    /// an earlier connection, or that has namesakes in other schemas (a
+    /// role with another `search_path` would see, or create, another
+    /// table: two coordinators of the same identities).
+    fn namesakes(&self, state: &ServerState) -> Result<(), Problem> {
+        let table = self.target.table();
+        if !state.elsewhere.is_empty() {
+            let others = state.elsewhere.join(", ");
+            let seen = match &state.resolved {
+                Some(resolved) => format!("resolves to {resolved} for this connection"),
+                None => "resolves to no table for this connection".to_owned(),
+            };
+            return Err(Problem::Refused(format!(
+                "table {table} {seen}, but {others} exists too: another role or search_path \
+                 would use another table, and two tables hand out the same identities; name the \
+                 one to use with --db-table SCHEMA.NAME"
+            )));
+        }
+        if let (Some(resolved), Some(pinned)) = (&state.resolved, &self.seen().table)
+            && resolved != pinned
+        {
+            return Err(Problem::Refused(format!(
+                "table {table} resolves to {resolved} for this connection, but to {pinned} for \
+                 the first: name the one to use with --db-table SCHEMA.NAME"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Keeps what this connection found: the table it resolved (the
+    /// first pins it), the server's epoch (a change is logged: the
+    /// database's history changed, and every row of the old epoch is
+    /// untrusted).
+    fn note(&self, state: &ServerState) {
+        let mut seen = self.seen();
+        if seen.table.is_none()
+            && let Some(resolved) = &state.resolved
+        {
+            tracing::info!(table = %resolved, "leasing identities from table {resolved}");
+            seen.table = Some(resolved.clone());
+        }
+        match &seen.epoch {
+            Some(old) if *old != state.epoch => tracing::warn!(
+                old_epoch = %old,
+                new_epoch = %state.epoch,
+                "the database's epoch changed: its history may have lost commits (a failover, \
+                 a restore); every identity claimed before is re-claimed as untrusted"
+            ),
+            None => tracing::info!(epoch = %state.epoch, "database epoch"),
+            _ => {}
+        }
+        seen.epoch = Some(state.epoch.clone());
+        if let Some(status) = &seen.status {
+            let info = info(&seen);
+            snowmint_lease::update(status, |s| s.coordinator_info = info);
         }
     }
 
@@ -182,8 +367,32 @@ fn mark(key: String, value: i64) -> Result<u64, LeaseError> {
         })
 }
 
-/// How the last holder let go, from what the claim replaced.
-fn previous(before: Before, instance: u64) -> Previous {
+/// The coordinator's facts as label pairs.
+fn info(seen: &Seen) -> Vec<(&'static str, String)> {
+    let mut info = Vec::new();
+    if let Some(table) = &seen.table {
+        info.push(("table", table.clone()));
+    }
+    if let Some(epoch) = &seen.epoch {
+        info.push(("epoch", epoch.clone()));
+    }
+    info
+}
+
+/// How the last holder let go, from what the claim replaced, on a server of
+/// `epoch`.
+fn previous(before: Before, instance: u64, epoch: &str) -> Previous {
+    if before.epoch.as_deref() != Some(epoch) {
+        let bound = u64::try_from(before.longest_ttl_ms)
+            .map_or(snowmint_lease::MAX_LEASE_TTL, Duration::from_millis);
+        return Previous::Untrusted {
+            bound,
+            why: format!(
+                "the row was last written by a server of epoch {}, this one is of epoch {epoch}",
+                before.epoch.as_deref().unwrap_or("unknown")
+            ),
+        };
+    }
     let same_instance = before.instance.map(i64::cast_unsigned) == Some(instance);
     if before.lease.is_none() || before.released || same_instance {
         return Previous::Clean;
@@ -207,6 +416,8 @@ impl Coordinator for DbCoordinator {
             conn: None,
             shown: self.shown.clone(),
             ttls: HashMap::new(),
+            policy: self.policy,
+            seen: Arc::clone(&self.seen),
         }
     }
 
@@ -228,11 +439,22 @@ impl Coordinator for DbCoordinator {
     }
 
     fn scope(&self) -> String {
-        format!(
-            "{} table {}",
-            self.target.dialect().product(),
-            self.target.table()
-        )
+        let seen = self.seen();
+        let table = seen
+            .table
+            .clone()
+            .unwrap_or_else(|| self.target.table().to_string());
+        format!("{} table {table}", self.target.dialect().product())
+    }
+
+    /// Hands the status over, so the facts connections find (the table,
+    /// the epoch) reach metrics and readiness; nothing runs.
+    fn background(&self, status: SharedStatus, _t: Duration, _confirm: bool) -> Option<Background> {
+        let mut seen = self.seen();
+        let info = info(&seen);
+        snowmint_lease::update(&status, |s| s.coordinator_info = info);
+        seen.status = Some(status);
+        None
     }
 
     async fn scan(&mut self, pool: Pool, t: Duration) -> Result<Census, LeaseError> {
@@ -281,20 +503,22 @@ impl Coordinator for DbCoordinator {
         let holder = who.holder.to_owned();
         let instance = who.instance.cast_signed();
         let ttl_ms = millis(who.ttl);
-        let before = self
+        let (before, epoch) = self
             .run("claim", t, async |c| {
-                c.claim(n, lease, &holder, instance, ttl_ms).await
+                let before = c.claim(n, lease, &holder, instance, ttl_ms).await?;
+                Ok((before, c.epoch().to_owned()))
             })
             .await?;
         Ok(match before {
             None => Claimed::Taken,
-            Some(before) => Claimed::Won(previous(before, who.instance)),
+            Some(before) => Claimed::Won(previous(before, who.instance, &epoch)),
         })
     }
 
     async fn keep_alive(&mut self, lease: LeaseId, t: Duration) -> Result<Renewal, LeaseError> {
+        let ttl_ms = self.ttls.get(&lease).copied().map_or(0, millis);
         let renewed = self
-            .run("keep-alive", t, async |c| c.keep_alive(lease).await)
+            .run("keep-alive", t, async |c| c.keep_alive(lease, ttl_ms).await)
             .await?;
         let ttl = match renewed {
             true => self.ttls.get(&lease).copied().unwrap_or_default(),
@@ -382,6 +606,8 @@ impl Coordinator for DbCoordinator {
 mod tests {
     use super::*;
 
+    const EPOCH: &str = "7642011472967116994/00000001";
+
     fn before(lease: Option<i64>, released: bool, instance: i64) -> Before {
         Before {
             lease,
@@ -389,16 +615,19 @@ mod tests {
             instance: Some(instance),
             ttl_ms: Some(10_000),
             released,
+            epoch: Some(EPOCH.to_owned()),
+            longest_ttl_ms: 60_000,
         }
     }
 
     #[test]
     fn only_a_release_or_this_process_makes_a_hand_over_clean() {
-        assert_eq!(previous(before(None, false, 1), 7), Previous::Clean);
-        assert_eq!(previous(before(Some(5), true, 1), 7), Previous::Clean);
-        assert_eq!(previous(before(Some(5), false, 7), 7), Previous::Clean);
+        let previous = |b| previous(b, 7, EPOCH);
+        assert_eq!(previous(before(None, false, 1)), Previous::Clean);
+        assert_eq!(previous(before(Some(5), true, 1)), Previous::Clean);
+        assert_eq!(previous(before(Some(5), false, 7)), Previous::Clean);
         assert_eq!(
-            previous(before(Some(5), false, 1), 7),
+            previous(before(Some(5), false, 1)),
             Previous::Unclean {
                 ttl: Duration::from_secs(10),
                 holder: "h pid 1".to_owned()
@@ -408,9 +637,32 @@ mod tests {
         hand_written.ttl_ms = None;
         hand_written.instance = None;
         assert!(matches!(
-            previous(hand_written, 7),
+            previous(hand_written),
             Previous::Unclean { ttl, .. } if ttl == snowmint_lease::MAX_LEASE_TTL
         ));
+    }
+
+    #[test]
+    fn a_row_of_another_epoch_is_untrusted_whoever_left_it_however() {
+        // Released, this process's own, never held: a failover may have
+        // lost a later claim over each; wait the table's longest TTL.
+        for (lease, released, instance) in
+            [(Some(5), true, 1), (Some(5), false, 7), (None, true, 1)]
+        {
+            for epoch in [Some("7642011472967116994/00000002".to_owned()), None] {
+                let mut row = before(lease, released, instance);
+                row.epoch = epoch.clone();
+                match previous(row, 7, EPOCH) {
+                    Previous::Untrusted { bound, why } => {
+                        assert_eq!(bound, Duration::from_secs(60));
+                        assert!(why.contains(EPOCH), "{why}");
+                        let old = epoch.as_deref().unwrap_or("unknown");
+                        assert!(why.contains(old), "{why}");
+                    }
+                    other => panic!("{lease:?} {released} {instance} {epoch:?}: {other:?}"),
+                }
+            }
+        }
     }
 
     #[test]

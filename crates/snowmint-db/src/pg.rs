@@ -30,6 +30,7 @@ pub(crate) struct Statements {
     revoke: String,
     load_mark: String,
     raise_mark: String,
+    upgrade: Vec<String>,
     ddl: String,
 }
 
@@ -38,38 +39,59 @@ impl Statements {
         let t = table.quoted(Dialect::Postgres);
         let c = format!("(SELECT {NOW_MS} AS now_ms) AS c");
         Statements {
-            state: "SELECT pg_is_in_recovery(), current_setting('transaction_read_only'), \
-                    to_regclass($1) IS NOT NULL, obj_description(to_regclass($1), 'pg_class')"
-                .to_owned(),
-            count: format!("SELECT count(*) FROM {t}"),
+            // The epoch is read only on a primary (a standby has no current
+            // WAL position; it is refused anyway). `$2`: the table's name
+            // when it was given without a schema, to find namesakes.
+            state: format!(
+                "SELECT pg_is_in_recovery(), current_setting('transaction_read_only'), \
+                 to_regclass($1) IS NOT NULL, obj_description(to_regclass($1), 'pg_class'), \
+                 CASE WHEN pg_is_in_recovery() THEN '' ELSE {epoch} END, \
+                 (SELECT n.nspname || '.' || c.relname FROM pg_class c \
+                  JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)), \
+                 ARRAY(SELECT n.nspname || '.' || c.relname FROM pg_class c \
+                  JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname = $2 \
+                  AND c.relkind IN ('r', 'p') AND c.oid IS DISTINCT FROM to_regclass($1) \
+                  ORDER BY 1), \
+                 current_setting('synchronous_commit'), current_setting('fsync')",
+                epoch = crate::table::epoch_sql(Dialect::Postgres),
+            ),
+            count: format!("SELECT count(*), min(longest_ttl_ms) FROM {t}"),
+            // A row of another epoch is free (its holder fences at its next
+            // request) and unclean.
             scan: format!(
-                "SELECT identity, (lease IS NOT NULL AND expires_ms > c.now_ms), mark, \
-                 (lease IS NOT NULL AND NOT released) FROM {t}, {c} \
-                 WHERE identity BETWEEN $1 AND $2"
+                "SELECT identity, (lease IS NOT NULL AND expires_ms > c.now_ms \
+                 AND epoch IS NOT DISTINCT FROM $3), mark, \
+                 (lease IS NOT NULL AND NOT released) OR epoch IS DISTINCT FROM $3 \
+                 FROM {t}, {c} WHERE identity BETWEEN $1 AND $2"
             ),
             // The row is locked first (`old`), so that what is returned is
             // what the claim replaced; a concurrent claim waits for the lock
             // and then finds the identity taken.
+            // `ttl_ms` records the longest fence that may still be open on
+            // the identity (`table::recorded_ttl`).
             claim: format!(
                 "WITH old AS (SELECT identity, lease, holder, instance, ttl_ms, released, \
-                 expires_ms FROM {t} WHERE identity = $1 FOR UPDATE) \
-                 UPDATE {t} AS t SET lease = $2, holder = $3, instance = $4, ttl_ms = $5, \
-                 expires_ms = c.now_ms + $5, released = false FROM old, {c} \
-                 WHERE t.identity = old.identity \
-                 AND (old.lease IS NULL OR old.expires_ms <= c.now_ms) \
-                 RETURNING old.lease, old.holder, old.instance, old.ttl_ms, old.released"
+                 expires_ms, epoch, longest_ttl_ms FROM {t} WHERE identity = $1 FOR UPDATE) \
+                 UPDATE {t} AS t SET lease = $2, holder = $3, instance = $4, \
+                 ttl_ms = {recorded}, expires_ms = c.now_ms + $5, released = false, epoch = $6 \
+                 FROM old, {c} WHERE t.identity = old.identity \
+                 AND (old.lease IS NULL OR old.expires_ms <= c.now_ms \
+                 OR old.epoch IS DISTINCT FROM $6) \
+                 RETURNING old.lease, old.holder, old.instance, old.ttl_ms, old.released, \
+                 old.epoch, old.longest_ttl_ms",
+                recorded = crate::table::recorded_ttl("old.", "$5", "$6"),
             ),
             keep_alive: format!(
-                "UPDATE {t} SET expires_ms = c.now_ms + ttl_ms FROM {c} \
-                 WHERE lease = $1 AND expires_ms > c.now_ms RETURNING identity"
+                "UPDATE {t} SET expires_ms = c.now_ms + $2 FROM {c} \
+                 WHERE lease = $1 AND expires_ms > c.now_ms AND epoch = $3 RETURNING identity"
             ),
             confirm: format!(
-                "SELECT COALESCE(lease = $2 AND expires_ms > c.now_ms, false) FROM {t}, {c} \
-                 WHERE identity = $1"
+                "SELECT COALESCE(lease = $2 AND expires_ms > c.now_ms AND epoch = $3, false) \
+                 FROM {t}, {c} WHERE identity = $1"
             ),
             release: format!(
-                "UPDATE {t} SET released = true FROM {c} \
-                 WHERE identity = $1 AND lease = $2 AND expires_ms > c.now_ms RETURNING identity"
+                "UPDATE {t} SET released = true FROM {c} WHERE identity = $1 AND lease = $2 \
+                 AND expires_ms > c.now_ms AND epoch = $3 RETURNING identity"
             ),
             revoke: format!(
                 "UPDATE {t} SET expires_ms = 0 WHERE lease = $1 AND expires_ms > 0 \
@@ -78,8 +100,10 @@ impl Statements {
             load_mark: format!("SELECT mark FROM {t} WHERE identity = $1"),
             raise_mark: format!(
                 "UPDATE {t} SET mark = GREATEST(COALESCE(mark, 0), $3) FROM {c} \
-                 WHERE identity = $1 AND lease = $2 AND expires_ms > c.now_ms RETURNING mark"
+                 WHERE identity = $1 AND lease = $2 AND expires_ms > c.now_ms AND epoch = $4 \
+                 RETURNING mark"
             ),
+            upgrade: crate::table::upgrade_statements(Dialect::Postgres, table),
             ddl: crate::table::ddl(Dialect::Postgres, table),
         }
     }
@@ -102,6 +126,8 @@ pub(crate) struct Conn {
     client: Client,
     task: JoinHandle<()>,
     s: Arc<Statements>,
+    /// The server's epoch, read by `state` when the connection is checked.
+    epoch: String,
 }
 
 impl Drop for Conn {
@@ -155,6 +181,7 @@ pub(crate) async fn connect(target: &Target) -> Result<Conn, Source> {
         client,
         task,
         s: Arc::clone(&target.statements),
+        epoch: String::new(),
     })
 }
 
@@ -167,14 +194,33 @@ impl Conn {
         self.client.query_typed(sql, params).await.map_err(boxed)
     }
 
-    pub(crate) async fn state(&self, table: &Table) -> Result<ServerState, Source> {
+    pub(crate) async fn state(&mut self, table: &Table) -> Result<ServerState, Source> {
         let name = table.quoted(Dialect::Postgres);
-        let rows = self.query(&self.s.state, &[(&name, Type::TEXT)]).await?;
+        let namesake = table.schema().is_none().then(|| table.name().to_owned());
+        let rows = self
+            .query(
+                &self.s.state,
+                &[(&name, Type::TEXT), (&namesake, Type::TEXT)],
+            )
+            .await?;
         let row = rows.first().ok_or("no answer to the server check")?;
         let recovery: bool = row.try_get(0).map_err(boxed)?;
         let read_only: String = row.try_get(1).map_err(boxed)?;
         let exists: bool = row.try_get(2).map_err(boxed)?;
         let comment: Option<String> = row.try_get(3).map_err(boxed)?;
+        let epoch: String = row.try_get(4).map_err(boxed)?;
+        let resolved: Option<String> = row.try_get(5).map_err(boxed)?;
+        let elsewhere: Vec<String> = row.try_get(6).map_err(boxed)?;
+        let synchronous_commit: String = row.try_get(7).map_err(boxed)?;
+        let fsync: String = row.try_get(8).map_err(boxed)?;
+        let mut lossy = Vec::new();
+        if synchronous_commit == "off" {
+            lossy.push("synchronous_commit = off".to_owned());
+        }
+        if fsync == "off" {
+            lossy.push("fsync = off".to_owned());
+        }
+        self.epoch.clone_from(&epoch);
         let untrusted = if recovery {
             Some("it is a standby (pg_is_in_recovery() is true): lease from the primary".to_owned())
         } else if read_only == "on" {
@@ -182,32 +228,54 @@ impl Conn {
         } else {
             None
         };
-        let rows = if exists && comment.as_deref() == Some(crate::table::LAYOUT_MARKER) {
-            let count = self.query(&self.s.count, &[]).await?;
-            let n: i64 = count
-                .first()
-                .ok_or("no answer to count(*)")?
-                .try_get(0)
-                .map_err(boxed)?;
-            Some(n)
-        } else {
-            None
-        };
+        let (rows, longest_ttl_ms) =
+            if exists && comment.as_deref() == Some(crate::table::LAYOUT_MARKER) {
+                let count = self.query(&self.s.count, &[]).await?;
+                let row = count.first().ok_or("no answer to count(*)")?;
+                let n: i64 = row.try_get(0).map_err(boxed)?;
+                let longest: Option<i64> = row.try_get(1).map_err(boxed)?;
+                (Some(n), longest)
+            } else {
+                (None, None)
+            };
         Ok(ServerState {
             untrusted,
             marker: exists.then_some(comment),
             rows,
+            epoch,
+            resolved,
+            elsewhere,
+            longest_ttl_ms,
+            lossy,
         })
     }
 
-    pub(crate) async fn create(&self) -> Result<(), Source> {
+    pub(crate) fn epoch(&self) -> &str {
+        &self.epoch
+    }
+
+    pub(crate) async fn create(&mut self) -> Result<(), Source> {
         self.client.batch_execute(&self.s.ddl).await.map_err(boxed)
+    }
+
+    /// Brings a table of the layout before epochs to this one, in one
+    /// transaction.
+    pub(crate) async fn upgrade(&mut self) -> Result<(), Source> {
+        let script = format!("BEGIN;\n{};\nCOMMIT;", self.s.upgrade.join(";\n"));
+        self.client.batch_execute(&script).await.map_err(boxed)
     }
 
     pub(crate) async fn scan(&self, first: u16, last: u16) -> Result<Vec<Row>, Source> {
         let (first, last) = (small(first), small(last));
         let rows = self
-            .query(&self.s.scan, &[(&first, Type::INT2), (&last, Type::INT2)])
+            .query(
+                &self.s.scan,
+                &[
+                    (&first, Type::INT2),
+                    (&last, Type::INT2),
+                    (&self.epoch, Type::TEXT),
+                ],
+            )
             .await?;
         rows.iter()
             .map(|row| {
@@ -240,6 +308,7 @@ impl Conn {
                     (&holder, Type::TEXT),
                     (&instance, Type::INT8),
                     (&ttl_ms, Type::INT8),
+                    (&self.epoch, Type::TEXT),
                 ],
             )
             .await?;
@@ -251,14 +320,23 @@ impl Conn {
                     instance: row.try_get(2).map_err(boxed)?,
                     ttl_ms: row.try_get(3).map_err(boxed)?,
                     released: row.try_get(4).map_err(boxed)?,
+                    epoch: row.try_get(5).map_err(boxed)?,
+                    longest_ttl_ms: row.try_get(6).map_err(boxed)?,
                 })
             })
             .transpose()
     }
 
-    pub(crate) async fn keep_alive(&self, lease: i64) -> Result<bool, Source> {
+    pub(crate) async fn keep_alive(&self, lease: i64, ttl_ms: i64) -> Result<bool, Source> {
         let rows = self
-            .query(&self.s.keep_alive, &[(&lease, Type::INT8)])
+            .query(
+                &self.s.keep_alive,
+                &[
+                    (&lease, Type::INT8),
+                    (&ttl_ms, Type::INT8),
+                    (&self.epoch, Type::TEXT),
+                ],
+            )
             .await?;
         Ok(!rows.is_empty())
     }
@@ -266,7 +344,14 @@ impl Conn {
     pub(crate) async fn confirm(&self, n: u16, lease: i64) -> Result<Option<bool>, Source> {
         let n = small(n);
         let rows = self
-            .query(&self.s.confirm, &[(&n, Type::INT2), (&lease, Type::INT8)])
+            .query(
+                &self.s.confirm,
+                &[
+                    (&n, Type::INT2),
+                    (&lease, Type::INT8),
+                    (&self.epoch, Type::TEXT),
+                ],
+            )
             .await?;
         rows.first()
             .map(|row| row.try_get(0).map_err(boxed))
@@ -276,7 +361,14 @@ impl Conn {
     pub(crate) async fn release(&self, n: u16, lease: i64) -> Result<bool, Source> {
         let n = small(n);
         let rows = self
-            .query(&self.s.release, &[(&n, Type::INT2), (&lease, Type::INT8)])
+            .query(
+                &self.s.release,
+                &[
+                    (&n, Type::INT2),
+                    (&lease, Type::INT8),
+                    (&self.epoch, Type::TEXT),
+                ],
+            )
             .await?;
         Ok(!rows.is_empty())
     }
@@ -300,7 +392,12 @@ impl Conn {
         let rows = self
             .query(
                 &self.s.raise_mark,
-                &[(&n, Type::INT2), (&lease, Type::INT8), (&until, Type::INT8)],
+                &[
+                    (&n, Type::INT2),
+                    (&lease, Type::INT8),
+                    (&until, Type::INT8),
+                    (&self.epoch, Type::TEXT),
+                ],
             )
             .await?;
         Ok(!rows.is_empty())

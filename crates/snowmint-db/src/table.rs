@@ -11,7 +11,17 @@ pub const DEFAULT_TABLE: &str = "snowmint_identities";
 /// The table comment that marks the layout this crate reads and writes. A
 /// table with another comment (another program's, or a later layout) is
 /// refused rather than misread.
-pub const LAYOUT_MARKER: &str = "snowmint coordinator table, layout 1";
+pub const LAYOUT_MARKER: &str = "snowmint coordinator table, layout 2";
+
+/// The marker of the layout before epochs (snowmint 0.4): a table with it is
+/// brought to [`LAYOUT_MARKER`]'s by [`upgrade_statements`], in place.
+pub const LAYOUT_1_MARKER: &str = "snowmint coordinator table, layout 1";
+
+/// The longest lease TTL a new table declares (`longest_ttl_ms`, per row):
+/// no holder may lease with a longer one, so that a claim after a failover
+/// that lost the last commits knows how long a lost holder may still issue.
+/// An operator raises it with an `UPDATE` (see `docs/distributed.md`).
+pub const DEFAULT_LONGEST_TTL_MS: i64 = 60_000;
 
 /// Which database speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -144,10 +154,17 @@ impl fmt::Display for Table {
 ///   next holder may then issue at once);
 /// - `mark`: "reserved until", Unix milliseconds: every ID issued under the
 ///   identity is below it. Only raised, only by the holder.
+/// - `epoch`: the history of the server that last wrote the row (see
+///   [`epoch_sql`]); a row of another epoch than the server's may have lost
+///   its last writes in a failover, and is not trusted;
+/// - `longest_ttl_ms`: the longest TTL a holder of the identity may lease
+///   with ([`DEFAULT_LONGEST_TTL_MS`]): how long a holder whose claim a
+///   failover lost may still issue.
 pub fn ddl(dialect: Dialect, table: &Table) -> String {
     let t = table.quoted(dialect);
     let rows = row_values();
-    match dialect {
+    let epoch = epoch_sql(dialect);
+    let body = match dialect {
         Dialect::Postgres => format!(
             "-- snowmint: the identities leased from PostgreSQL ({LAYOUT_MARKER}).\n\
              CREATE TABLE IF NOT EXISTS {t} (\n    \
@@ -158,7 +175,9 @@ pub fn ddl(dialect: Dialect, table: &Table) -> String {
              ttl_ms     bigint,\n    \
              expires_ms bigint  NOT NULL DEFAULT 0,\n    \
              released   boolean NOT NULL DEFAULT true,\n    \
-             mark       bigint\n\
+             mark       bigint,\n    \
+             epoch      text,\n    \
+             longest_ttl_ms bigint NOT NULL DEFAULT {DEFAULT_LONGEST_TTL_MS}\n\
              );\n\
              CREATE INDEX IF NOT EXISTS \"{index}\" ON {t} (lease);\n\
              COMMENT ON TABLE {t} IS '{LAYOUT_MARKER}';\n\
@@ -176,12 +195,81 @@ pub fn ddl(dialect: Dialect, table: &Table) -> String {
              expires_ms BIGINT NOT NULL DEFAULT 0,\n    \
              released   BOOLEAN NOT NULL DEFAULT TRUE,\n    \
              mark       BIGINT NULL,\n    \
+             epoch      VARCHAR(255) NULL,\n    \
+             longest_ttl_ms BIGINT NOT NULL DEFAULT {DEFAULT_LONGEST_TTL_MS},\n    \
              KEY `{index}` (lease),\n    \
              CHECK (identity BETWEEN 0 AND 1023)\n\
              ) ENGINE=InnoDB COMMENT='{LAYOUT_MARKER}';\n\
              INSERT IGNORE INTO {t} (identity) VALUES\n{rows};\n",
             index = table.index(),
         ),
+    };
+    // The rows are stamped with the creating server's epoch: a row no one
+    // has claimed yet is trusted only on the server (the history) that
+    // created it.
+    format!("{body}UPDATE {t} SET epoch = {epoch} WHERE epoch IS NULL;\n")
+}
+
+/// The server's epoch as an SQL expression: a text that names the history
+/// of writes it carries, and changes when that history may have lost
+/// commits. PostgreSQL: the cluster's `system_identifier` and the current
+/// timeline (a promoted standby, a point-in-time recovery and a restored
+/// base backup that ends recovery all start a new timeline). MySQL and
+/// MariaDB: the server's `server_id` (a replica must have its own, so a
+/// promoted replica is another epoch).
+pub fn epoch_sql(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Postgres => {
+            "((SELECT system_identifier FROM pg_control_system())::text || '/' || \
+             substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))"
+        }
+        Dialect::Mysql => "CONCAT('server_id:', @@GLOBAL.server_id)",
+    }
+}
+
+/// What a claim records as `ttl_ms`, in SQL over the claim's `old` row:
+/// the longest fence that may still be open on the identity, for whoever
+/// takes it next (it waits that long after an unclean hand-over). That is
+/// the claimant's TTL (`ttl`), or longer: the TTL the row recorded when its
+/// last holder did not release it (that holder, or one before it whose wait
+/// it had not finished, may still issue), or the table's longest TTL when
+/// the row is of another epoch (a holder whose claim was lost).
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+/// `row` prefixes the old row's columns (`old.`, or nothing where the
+/// assignment reads the row before it is changed).
+pub(crate) fn recorded_ttl(row: &str, ttl: &str, epoch: &str) -> String {
+    format!(
+        "CASE WHEN {row}epoch IS NULL OR {row}epoch <> {epoch} \
+         THEN GREATEST({ttl}, {row}longest_ttl_ms) \
+         WHEN {row}lease IS NOT NULL AND NOT {row}released \
+         THEN GREATEST({ttl}, COALESCE({row}ttl_ms, {row}longest_ttl_ms)) ELSE {ttl} END"
+    )
+}
+
+/// The statements that bring a table of [`LAYOUT_1_MARKER`] to this
+/// layout: the two columns, the rows stamped with this server's epoch (the
+/// upgrade trusts the history it runs on), the new marker.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) fn upgrade_statements(dialect: Dialect, table: &Table) -> Vec<String> {
+    let t = table.quoted(dialect);
+    let epoch = epoch_sql(dialect);
+    match dialect {
+        Dialect::Postgres => vec![
+            format!(
+                "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS epoch text, ADD COLUMN IF NOT EXISTS \
+                 longest_ttl_ms bigint NOT NULL DEFAULT {DEFAULT_LONGEST_TTL_MS}"
+            ),
+            format!("UPDATE {t} SET epoch = {epoch} WHERE epoch IS NULL"),
+            format!("COMMENT ON TABLE {t} IS '{LAYOUT_MARKER}'"),
+        ],
+        Dialect::Mysql => vec![
+            format!(
+                "ALTER TABLE {t} ADD COLUMN epoch VARCHAR(255) NULL, ADD COLUMN longest_ttl_ms \
+                 BIGINT NOT NULL DEFAULT {DEFAULT_LONGEST_TTL_MS}"
+            ),
+            format!("UPDATE {t} SET epoch = {epoch} WHERE epoch IS NULL"),
+            format!("ALTER TABLE {t} COMMENT = '{LAYOUT_MARKER}'"),
+        ],
     }
 }
 
@@ -257,8 +345,8 @@ mod tests {
             assert!(!script.contains("(1024)"));
             let statements = ddl_statements(dialect, &Table::default());
             let expected = match dialect {
-                Dialect::Postgres => 4,
-                Dialect::Mysql => 2,
+                Dialect::Postgres => 5,
+                Dialect::Mysql => 3,
             };
             assert_eq!(statements.len(), expected, "{statements:#?}");
             assert!(statements.iter().all(|s| !s.ends_with(';')));

@@ -28,11 +28,9 @@ const AHEAD_MS: u64 = 60_000;
 /// all-taken backoff's longest wait (12.5 s) and a claim.
 const LONG_TTL: Duration = Duration::from_secs(40);
 
-/// A PostgreSQL of the testkit's as the coordinator: started with `fsync =
-/// off` (a test's data need not survive a power cut), so its lost commits
-/// are accepted.
+/// A PostgreSQL of the testkit's as the coordinator.
 fn postgres(url: String) -> DbConfig {
-    DbConfig::postgres(url).allow_lost_commits(true)
+    DbConfig::postgres(url)
 }
 
 /// A database under test.

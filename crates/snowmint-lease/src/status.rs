@@ -102,6 +102,16 @@ pub struct LeaseMetrics {
     pub claimed_ahead_ms: Option<u64>,
     /// The last failure, for operators (never shown to HTTP clients).
     pub last_error: Option<String>,
+    /// What the coordinator says of where the identities live, as label
+    /// pairs for metrics and readiness: a database coordinator's
+    /// schema-qualified `table` and its server's `epoch`. Empty until the
+    /// coordinator has said (and for etcd, whose `servers` say it).
+    pub coordinator_info: Vec<(&'static str, String)>,
+    /// Why the coordinator refuses its server or table (a standby, a
+    /// setting that loses commits, a table name that resolves to two
+    /// tables), in words fit for clients (no address, no secret): a reason
+    /// an operator must act on. `None` once a connection passes its checks.
+    pub refusal: Option<String>,
 }
 
 impl LeaseMetrics {
@@ -120,6 +130,8 @@ impl LeaseMetrics {
             fenced: 0,
             claimed_ahead_ms: None,
             last_error: None,
+            coordinator_info: Vec::new(),
+            refusal: None,
         }
     }
 }

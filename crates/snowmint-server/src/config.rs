@@ -205,6 +205,10 @@ pub struct DbSettings {
     pub table: String,
     /// The lease's TTL and datacenter scope.
     pub lease: LeaseSettings,
+    /// Whether a database that may lose acknowledged commits on a crash is
+    /// used all the same (`--allow-lost-commits`; see
+    /// `snowmint_db::DbConfig::allow_lost_commits`).
+    pub allow_lost_commits: bool,
 }
 
 /// The database table of the identities unless told otherwise:
@@ -220,6 +224,7 @@ impl DbSettings {
             url: url.into(),
             table: DEFAULT_DB_TABLE.to_owned(),
             lease: LeaseSettings::default(),
+            allow_lost_commits: false,
         }
     }
 
@@ -230,7 +235,9 @@ impl DbSettings {
             DbKind::Postgres => snowmint_db::DbConfig::postgres(self.url.clone()),
             DbKind::Mysql => snowmint_db::DbConfig::mysql(self.url.clone()),
         };
-        db.lease(self.lease.config()).table(self.table.clone())
+        db.lease(self.lease.config())
+            .table(self.table.clone())
+            .allow_lost_commits(self.allow_lost_commits)
     }
 }
 

@@ -1077,17 +1077,17 @@ fn the_coordinator_table_loads_in_postgres_and_mariadb() {
                 "postgres",
                 &pg_sql,
                 format!(
-                    "SELECT count(*), min(identity), max(identity), obj_description('\"{table}\"'::regclass, 'pg_class') FROM \"{table}\";"
+                    "SELECT count(*), count(epoch), min(identity), max(identity), obj_description('\"{table}\"'::regclass, 'pg_class') FROM \"{table}\";"
                 ),
-                "1024|0|1023|snowmint coordinator table, layout 1",
+                "1024|1024|0|1023|snowmint coordinator table, layout 2",
             ),
             (
                 "mysql",
                 &my_sql,
                 format!(
-                    "SELECT COUNT(*), MIN(identity), MAX(identity), (SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 't' AND TABLE_NAME = '{table}') FROM `{table}`;"
+                    "SELECT COUNT(*), COUNT(epoch), MIN(identity), MAX(identity), (SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 't' AND TABLE_NAME = '{table}') FROM `{table}`;"
                 ),
-                "1024\t0\t1023\tsnowmint coordinator table, layout 1",
+                "1024\t1024\t0\t1023\tsnowmint coordinator table, layout 2",
             ),
         ];
         for (dialect, run, rows, want) in databases {

@@ -51,6 +51,14 @@ pub enum MintError {
         /// The datacenter it is scoped to (`--datacenter` with `--etcd`).
         datacenter: Option<u8>,
     },
+    /// No identity is held because the coordinator refuses its server or
+    /// table (a standby, a setting that loses commits, a table name that
+    /// resolves to two tables): an operator must act. `reason` names it, in
+    /// words fit for clients.
+    Refused {
+        /// Why.
+        reason: String,
+    },
     /// The identity's fence has closed: its lease may have expired.
     Fenced,
     /// `count` outside `1..=4096`.
@@ -88,6 +96,9 @@ impl MintError {
                 "{} are held by other instances; this instance waits for one to be freed",
                 snowmint_lease::Pool::new(*datacenter)
             ),
+            MintError::Refused { reason } => {
+                format!("this instance holds no worker identity: {reason}")
+            }
             MintError::Fenced => "this instance's worker identity lease may have expired; \
                  it issues no IDs until the lease is renewed"
                 .to_owned(),
@@ -412,6 +423,11 @@ impl Lease {
             snowmint_lease::MintError::NotHeld if leased.all_taken() => MintError::AllTaken {
                 datacenter: leased.datacenter_scope(),
             },
+            snowmint_lease::MintError::NotHeld if leased.metrics().refusal.is_some() => {
+                MintError::Refused {
+                    reason: leased.metrics().refusal.unwrap_or_default(),
+                }
+            }
             snowmint_lease::MintError::Generate(error @ GenerateError::ClockBehind { .. }) => {
                 let metrics = leased.metrics();
                 match (metrics.claimed_ahead_ms, metrics.identity) {

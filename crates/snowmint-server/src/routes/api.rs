@@ -332,12 +332,24 @@ pub(crate) async fn readyz(
     _: ApiQuery<NoQuery>,
 ) -> Result<Response, ApiError> {
     match state.minter.ready() {
-        Ok(identity) => Ok(Json(serde_json::json!({
-            "status": "ready",
-            "datacenter": identity.datacenter(),
-            "worker": identity.worker(),
-        }))
-        .into_response()),
+        Ok(identity) => {
+            let mut body = serde_json::json!({
+                "status": "ready",
+                "datacenter": identity.datacenter(),
+                "worker": identity.worker(),
+            });
+            if let Some((_, status)) = state.minter.lease_metrics()
+                && !status.coordinator_info.is_empty()
+            {
+                let info: serde_json::Map<String, serde_json::Value> = status
+                    .coordinator_info
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v.into()))
+                    .collect();
+                body["coordinator"] = info.into();
+            }
+            Ok(Json(body).into_response())
+        }
         Err(e) => {
             // A failing store recovers only by a write that succeeds: try
             // one (off this thread), so readiness comes back by itself.

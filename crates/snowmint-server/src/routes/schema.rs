@@ -214,4 +214,10 @@ pub(crate) struct ReadyDoc {
     datacenter: u8,
     /// The identity's worker ID.
     worker: u8,
+    /// Where a database coordinator keeps the identities (only with
+    /// `--postgres` or `--mysql`): `table`, the schema-qualified table its
+    /// name resolved to, and `epoch`, the server's history (it changes on a
+    /// failover or a restore).
+    #[schema(value_type = Option<Object>, example = json!({"table": "public.snowmint_identities", "epoch": "7642011472967116994/00000001"}))]
+    coordinator: Option<serde_json::Value>,
 }

@@ -22,7 +22,9 @@ use super::family::constant;
 ///   and `snowmint_etcd_renewals_unconfirmed_total` (keep-alive answers a
 ///   read after them did not confirm: etcd issue 15247);
 /// - `snowmint_etcd_server_info{endpoint,version}`: 1 per endpoint whose
-///   etcd said its version.
+///   etcd said its version;
+/// - `snowmint_postgres_coordinator_info{table,epoch}` (and `mysql`'s): 1,
+///   with the schema-qualified table and the server's epoch.
 ///
 /// (Names as registered under the server's `snowmint` prefix.)
 pub(crate) fn encode(
@@ -88,6 +90,19 @@ pub(crate) fn encode(
             help,
             ConstCounter::new(value),
         )?;
+    }
+    if !status.coordinator_info.is_empty() {
+        let (name, help) = (
+            format!("{coordinator}_coordinator_info"),
+            format!(
+                "1, labelled with where {coordinator} keeps the identities: the table its name \
+                 resolved to, and the epoch of the server's history (it changes on a failover \
+                 or a restore)"
+            ),
+        );
+        let mut family =
+            encoder.encode_descriptor(&name, &help, None, ConstGauge::new(1i64).metric_type())?;
+        ConstGauge::new(1i64).encode(family.encode_family(&status.coordinator_info)?)?;
     }
     if !status.servers.is_empty() {
         let mut family = encoder.encode_descriptor(
