@@ -396,13 +396,13 @@ impl Postgres {
 
     /// The server's command-line options.
     fn options(&self) -> String {
-        // The socket in our directory; no fsync (a test's data need not
-        // survive a power cut).
+        // The socket in our directory. Commits are durable (fsync on, as
+        // the SQL coordinators require unless told to accept lost commits).
         let mut options = match self.port {
             None => "-c listen_addresses=''".to_owned(),
             Some(port) => format!("-c listen_addresses=127.0.0.1 -p {port}"),
         };
-        options.push_str(&format!(" -k {} -F", path(self.dir.path())));
+        options.push_str(&format!(" -k {}", path(self.dir.path())));
         if let Some(n) = self.max_connections {
             options.push_str(&format!(" -c max_connections={n}"));
         }
@@ -1032,6 +1032,7 @@ pub const MARIADB_PASSWORD: &str = "snowmint";
 pub struct MariadbBuilder {
     tcp: bool,
     faketime: bool,
+    settings: Vec<String>,
 }
 
 impl MariadbBuilder {
@@ -1049,6 +1050,16 @@ impl MariadbBuilder {
     /// Without libfaketime the start is a skip.
     pub fn faketime(mut self) -> MariadbBuilder {
         self.faketime = true;
+        self
+    }
+
+    /// A server option, `--NAME=VALUE` on `mariadbd`'s command line at every
+    /// start, after the testkit's own (so it overrides them): a server
+    /// default (`("autocommit", "0")`), the binary log for a primary
+    /// (`("log-bin", "primary")`, `("server-id", "1")`; see
+    /// [`Mariadb::replicate`]).
+    pub fn setting(mut self, name: &str, value: &str) -> MariadbBuilder {
+        self.settings.push(format!("--{name}={value}"));
         self
     }
 
@@ -1079,6 +1090,7 @@ impl MariadbBuilder {
             server,
             port: None,
             clock,
+            settings: self.settings,
             dir,
         };
         // Temporary tables in a directory of this server's own: in the
@@ -1113,11 +1125,13 @@ impl MariadbBuilder {
             // Over TCP from 127.0.0.1 (names unresolved) only accounts of
             // host 127.0.0.1 match: `root@localhost` is the socket's.
             // mariadb-install-db makes `root@127.0.0.1` too (10.11), but
-            // may not everywhere.
+            // may not everywhere. Not in a binary log (if there is one): a
+            // replica has the users of its own start.
             db.sql(
                 "mysql",
                 &format!(
-                    "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1';\n\
+                    "SET sql_log_bin = 0;\n\
+                     CREATE USER IF NOT EXISTS 'root'@'127.0.0.1';\n\
                      GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;\n\
                      CREATE USER '{MARIADB_USER}'@'127.0.0.1' IDENTIFIED BY '{MARIADB_PASSWORD}';\n\
                      GRANT ALL PRIVILEGES ON *.* TO '{MARIADB_USER}'@'127.0.0.1';\n\
@@ -1141,6 +1155,8 @@ pub struct Mariadb {
     port: Option<u16>,
     /// The server's wall clock.
     clock: ServerClock,
+    /// `--NAME=VALUE` options of [`MariadbBuilder::setting`].
+    settings: Vec<String>,
     dir: TempDir,
 }
 
@@ -1167,7 +1183,7 @@ impl Mariadb {
         Mariadb::builder().tcp().start()
     }
 
-    /// A server with options: TCP, libfaketime.
+    /// A server with options: TCP, libfaketime, server settings.
     pub fn builder() -> MariadbBuilder {
         MariadbBuilder::default()
     }
@@ -1205,6 +1221,7 @@ impl Mariadb {
             .arg(format!("--pid-file={}", file("mysqld.pid")))
             .arg(format!("--log-error={}", path(&self.log())))
             .args(self.user())
+            .args(&self.settings)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
@@ -1365,6 +1382,58 @@ impl Mariadb {
     /// The server's error log (`--log-error`), for a harness to keep.
     pub fn log_file(&self) -> PathBuf {
         self.log()
+    }
+
+    /// Makes this server a replica of `primary` over the multi-source
+    /// connection `connection` (`CHANGE MASTER 'a' TO ...` as root over
+    /// TCP, from the start of `primary`'s binary log; `""`: the default
+    /// connection), starts it and waits until both its threads run. It
+    /// stays writable (`read_only` off), as a replica may be.
+    ///
+    /// `primary` must be started with [`MariadbBuilder::tcp`] and a binary
+    /// log (`.setting("log-bin", "primary").setting("server-id", "1")`),
+    /// this server with a `server-id` of its own.
+    ///
+    /// # Panics
+    ///
+    /// When a statement fails, or the connection's threads do not both run
+    /// within a minute (with its status).
+    pub fn replicate(&self, connection: &str, primary: &Mariadb) {
+        let name = connection.replace('\'', "''");
+        self.sql(
+            "mysql",
+            &format!(
+                "CHANGE MASTER '{name}' TO MASTER_HOST = '127.0.0.1', MASTER_PORT = {}, \
+                 MASTER_USER = 'root', MASTER_USE_GTID = no;\n\
+                 START SLAVE '{name}';\n",
+                primary.port()
+            ),
+        );
+        let deadline = Instant::now() + START_LIMIT;
+        loop {
+            // Vertical, with the column names.
+            let mut cmd = Command::new(&self.client);
+            cmd.arg("--no-defaults")
+                .arg(format!(
+                    "--socket={}",
+                    path(&self.dir.path().join("mysql.sock"))
+                ))
+                .args(["-u", "root", "--batch", "mysql"]);
+            let status = pipe(cmd, &format!("SHOW SLAVE '{name}' STATUS\\G\n"), "mariadb");
+            let running = |thread: &str| {
+                status
+                    .lines()
+                    .any(|l| l.trim() == format!("Slave_{thread}_Running: Yes"))
+            };
+            if running("IO") && running("SQL") {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "replication '{connection}' did not start within {START_LIMIT:?}: {status}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// Freezes the server: SIGSTOP to its one process, waiting until every
