@@ -141,7 +141,7 @@ pub(crate) async fn connect(target: &Target) -> Result<Conn, Source> {
     let idle = target
         .opts
         .wait_timeout()
-        .map(|secs| format!(", wait_timeout = {secs}")).filter(|_| false)
+        .map(|secs| format!(", wait_timeout = {secs}"))
         .unwrap_or_default();
     let session = format!(
         "SET time_zone = '+00:00', autocommit = 1, innodb_lock_wait_timeout = 1, \
