@@ -46,6 +46,8 @@ pub(crate) struct ServerState {
     /// Tables of the same name in other schemas, schema-qualified (only when
     /// the name was given without a schema).
     pub(crate) elsewhere: Vec<String>,
+    /// Where this connection would create the table, schema-qualified.
+    pub(crate) home: Option<String>,
     /// The smallest `longest_ttl_ms` of the table's rows, when its marker is
     /// ours.
     pub(crate) longest_ttl_ms: Option<i64>,

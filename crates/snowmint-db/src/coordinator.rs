@@ -268,7 +268,10 @@ impl DbCoordinator {
             let others = state.elsewhere.join(", ");
             let seen = match &state.resolved {
                 Some(resolved) => format!("resolves to {resolved} for this connection"),
-                None => "resolves to no table for this connection".to_owned(),
+                None => format!(
+                    "resolves to no table for this connection (it would create {})",
+                    state.home.as_deref().unwrap_or("one in its search_path")
+                ),
             };
             return Err(Problem::Refused(format!(
                 "table {table} {seen}, but {others} exists too: another role or search_path \

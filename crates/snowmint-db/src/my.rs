@@ -310,6 +310,7 @@ impl Conn {
             resolved,
             // A database is a schema here: the name resolves in the URL's.
             elsewhere: Vec::new(),
+            home: None,
             longest_ttl_ms,
             lossy,
         })

@@ -52,7 +52,8 @@ impl Statements {
                   JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname = $2 \
                   AND c.relkind IN ('r', 'p') AND c.oid IS DISTINCT FROM to_regclass($1) \
                   ORDER BY 1), \
-                 current_setting('synchronous_commit'), current_setting('fsync')",
+                 current_setting('synchronous_commit'), current_setting('fsync'), \
+                 COALESCE($3, current_schema()) || '.' || $4",
                 epoch = crate::table::epoch_sql(Dialect::Postgres),
             ),
             count: format!("SELECT count(*), min(longest_ttl_ms) FROM {t}"),
@@ -197,10 +198,16 @@ impl Conn {
     pub(crate) async fn state(&mut self, table: &Table) -> Result<ServerState, Source> {
         let name = table.quoted(Dialect::Postgres);
         let namesake = table.schema().is_none().then(|| table.name().to_owned());
+        let (schema, bare) = (table.schema(), table.name());
         let rows = self
             .query(
                 &self.s.state,
-                &[(&name, Type::TEXT), (&namesake, Type::TEXT)],
+                &[
+                    (&name, Type::TEXT),
+                    (&namesake, Type::TEXT),
+                    (&schema, Type::TEXT),
+                    (&bare, Type::TEXT),
+                ],
             )
             .await?;
         let row = rows.first().ok_or("no answer to the server check")?;
@@ -213,6 +220,7 @@ impl Conn {
         let elsewhere: Vec<String> = row.try_get(6).map_err(boxed)?;
         let synchronous_commit: String = row.try_get(7).map_err(boxed)?;
         let fsync: String = row.try_get(8).map_err(boxed)?;
+        let home: Option<String> = row.try_get(9).map_err(boxed)?;
         let mut lossy = Vec::new();
         if synchronous_commit == "off" {
             lossy.push("synchronous_commit = off".to_owned());
@@ -245,6 +253,7 @@ impl Conn {
             epoch,
             resolved,
             elsewhere,
+            home,
             longest_ttl_ms,
             lossy,
         })
