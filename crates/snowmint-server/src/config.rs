@@ -192,8 +192,11 @@ impl LeaseSettings {
 /// let mut db = DbSettings::new(DbKind::Postgres, "postgres://snowmint@db/ids");
 /// db.lease.datacenter = Some(5);
 /// assert_eq!(db.table, snowmint_server::DEFAULT_DB_TABLE);
+/// // Its URL may hold a password: never shown.
+/// let db = DbSettings::new(DbKind::Mysql, "mysql://app:s3cr3t@db/ids");
+/// assert!(!format!("{db:?}").contains("s3cr3t"));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DbSettings {
     /// Which database.
@@ -209,6 +212,26 @@ pub struct DbSettings {
     /// used all the same (`--allow-lost-commits`; see
     /// `snowmint_db::DbConfig::allow_lost_commits`).
     pub allow_lost_commits: bool,
+}
+
+impl std::fmt::Debug for DbSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Every field named, so that a new one is not left out.
+        let DbSettings {
+            kind,
+            url: _,
+            table,
+            lease,
+            allow_lost_commits,
+        } = self;
+        f.debug_struct("DbSettings")
+            .field("kind", kind)
+            .field("url", &"<hidden: may hold a password>")
+            .field("table", table)
+            .field("lease", lease)
+            .field("allow_lost_commits", allow_lost_commits)
+            .finish()
+    }
 }
 
 /// The database table of the identities unless told otherwise:
