@@ -194,6 +194,20 @@ fn a_flag_the_identity_source_cannot_honour_is_refused() {
                 .to_owned(),
         ),
         (
+            &["--allow-lost-commits"],
+            &[],
+            "allow-lost-commits needs --postgres or --mysql (a database's durability), got \
+             --allow-lost-commits without it"
+                .to_owned(),
+        ),
+        (
+            &["--etcd", etcd],
+            &[("SNOWMINT_ALLOW_LOST_COMMITS", "true")],
+            "allow-lost-commits needs --postgres or --mysql (a database's durability), got \
+             SNOWMINT_ALLOW_LOST_COMMITS=true without it"
+                .to_owned(),
+        ),
+        (
             &["--etcd", etcd, "--db-table", "ids"],
             &[],
             "db-table needs --postgres or --mysql (the table of the identities), got \
