@@ -183,6 +183,7 @@ impl EtcdServer {
                 data_dir: dir.path().join("data"),
                 log: dir.path().join("etcd.log"),
                 tls,
+                uid: None,
             },
             &format!("default={peer_url}"),
             None,
@@ -339,6 +340,36 @@ struct Member {
     data_dir: PathBuf,
     log: PathBuf,
     tls: Option<MemberTls>,
+    /// The user the member runs as, when the tests run as root: a cluster
+    /// member's own, so that iptables can tell its packets from the others'
+    /// (`cut_off`: its new connections to the peers are refused too).
+    uid: Option<u32>,
+}
+
+/// A user ID of a cluster member's own (see [`Member::uid`]), when running
+/// as root: unused by anything else on the machine, and unique among the
+/// members this process starts.
+fn member_uid() -> Option<u32> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    if !rustix::process::geteuid().is_root() {
+        return None;
+    }
+    let n = NEXT.fetch_add(1, Ordering::Relaxed) % 64;
+    Some(100_000 + (std::process::id() % 100_000) * 64 + n)
+}
+
+/// Makes `member`'s data directory its user's (and the cluster's
+/// directory traversable by it).
+fn give_to(member: &Member, cluster_dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(uid) = member.uid else {
+        return Ok(());
+    };
+    std::fs::set_permissions(cluster_dir, std::fs::Permissions::from_mode(0o755))?;
+    std::fs::create_dir_all(&member.data_dir)?;
+    std::fs::set_permissions(&member.data_dir, std::fs::Permissions::from_mode(0o700))?;
+    std::os::unix::fs::chown(&member.data_dir, Some(uid), Some(uid))
 }
 
 /// A member that serves clients over TLS and wants their certificates.
@@ -375,6 +406,10 @@ fn spawn(
         .open(&member.log)
         .map_err(other)?;
     let mut command = Command::new(binary);
+    if let Some(uid) = member.uid {
+        use std::os::unix::process::CommandExt;
+        command.uid(uid).gid(uid);
+    }
     command
         .arg(format!("--name={}", member.name))
         .arg(format!("--data-dir={}", member.data_dir.display()))
@@ -492,6 +527,7 @@ impl EtcdCluster {
                     data_dir: dir.path().join(format!("etcd{i}")),
                     log: dir.path().join(format!("etcd{i}.log")),
                     tls: None,
+                    uid: member_uid(),
                 }
             })
             .collect();
@@ -512,6 +548,7 @@ impl EtcdCluster {
             dir,
         };
         for member in &cluster.members {
+            give_to(member, cluster.dir.path()).map_err(|e| StartError::Other(e.to_string()))?;
             let child = spawn(binary, member, &cluster.initial_cluster, token.as_deref())?;
             cluster.children.push(Some(child));
         }
@@ -632,12 +669,15 @@ impl EtcdCluster {
             IpAddr::V4(ip) => ip,
             IpAddr::V6(_) => Ipv4Addr::UNSPECIFIED,
         };
-        let peers: Vec<Ipv4Addr> = (0..self.len())
-            .filter(|&m| m != i)
-            .map(|m| v4(self.members[m].client))
-            .collect();
+        let others: Vec<usize> = (0..self.len()).filter(|&m| m != i).collect();
+        let peers: Vec<Ipv4Addr> = others.iter().map(|&m| v4(self.members[m].client)).collect();
+        let listeners: Vec<SocketAddr> = others.iter().map(|&m| self.members[m].peer).collect();
         let own = self.members[i].client;
-        crate::isolate::Isolation::inbound(pid, v4(own), own.port(), &peers)
+        let isolation = crate::isolate::Isolation::inbound(pid, v4(own), own.port(), &peers)?;
+        match self.members[i].uid {
+            Some(uid) => isolation.no_new_connections(uid, &listeners),
+            None => Ok(isolation),
+        }
     }
 
     /// Starts member `i` again on its data directory and addresses (after

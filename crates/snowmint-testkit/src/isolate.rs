@@ -6,10 +6,11 @@ use std::collections::HashSet;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::process::{Command, Stdio};
 
-/// iptables rules dropping the TCP packets sent to some local addresses;
-/// removed when dropped.
+/// iptables rules dropping the TCP packets sent to some local addresses
+/// (and, with [`no_new_connections`](Isolation::no_new_connections), the
+/// connections one user opens to some listeners); removed when dropped.
 #[derive(Debug)]
-pub struct Isolation(Vec<SocketAddrV4>);
+pub struct Isolation(Vec<SocketAddrV4>, Vec<Vec<String>>);
 
 impl Isolation {
     /// Drops every TCP packet to the listeners of process `pid` on `ip`
@@ -31,7 +32,7 @@ impl Isolation {
         if to.is_empty() {
             return Err(format!("process {pid} has no peer sockets on {ip} to cut"));
         }
-        let mut made = Isolation(Vec::new());
+        let mut made = Isolation(Vec::new(), Vec::new());
         for addr in to {
             match rule("-I", addr) {
                 Ok(true) => made.0.push(addr),
@@ -46,6 +47,48 @@ impl Isolation {
         Ok(made)
     }
 
+    /// Also refuses every new connection that user `uid` (the isolated
+    /// process's own, and no other process's) opens to `listeners`: the
+    /// rules above cover the sockets it has, and it re-dials its peers as
+    /// soon as it resumes (etcd's stream readers do), on new local ports.
+    ///
+    /// # Errors
+    ///
+    /// When iptables refuses.
+    pub fn no_new_connections(
+        mut self,
+        uid: u32,
+        listeners: &[std::net::SocketAddr],
+    ) -> Result<Isolation, String> {
+        for listener in listeners {
+            let args: Vec<String> = [
+                "OUTPUT",
+                "-p",
+                "tcp",
+                "--syn",
+                "-m",
+                "owner",
+                "--uid-owner",
+                &uid.to_string(),
+                "-d",
+                &listener.ip().to_string(),
+                "--dport",
+                &listener.port().to_string(),
+                "-j",
+                "DROP",
+            ]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+            match iptables("-I", &args) {
+                Ok(true) => self.1.push(args),
+                Ok(false) => return Err(format!("`iptables -I {}` failed", args.join(" "))),
+                Err(e) => return Err(format!("iptables: {e}")),
+            }
+        }
+        Ok(self)
+    }
+
     /// The addresses whose packets are dropped.
     pub fn addrs(&self) -> &[SocketAddrV4] {
         &self.0
@@ -57,7 +100,21 @@ impl Drop for Isolation {
         for &addr in &self.0 {
             let _ = rule("-D", addr);
         }
+        for args in &self.1 {
+            let _ = iptables("-D", args);
+        }
     }
+}
+
+fn iptables(op: &str, args: &[String]) -> std::io::Result<bool> {
+    let status = Command::new("iptables")
+        .arg("-w")
+        .arg(op)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()?;
+    Ok(status.success())
 }
 
 fn rule(op: &str, to: SocketAddrV4) -> std::io::Result<bool> {
