@@ -317,6 +317,7 @@ fn color(kind: FaultKind) -> &'static str {
         FaultKind::DbCrashRestart => "#5d4037",
         FaultKind::DbPartition => "#7b1fa2",
         FaultKind::DbClockStep => "#1e88e5",
+        FaultKind::DbFailover => "#000000",
     }
 }
 

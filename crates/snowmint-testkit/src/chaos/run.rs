@@ -161,7 +161,10 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
             (Some(Arc::new(Mutex::new(cluster))), None)
         }
         coordinator => {
-            let database = database::unpanic(move || Database::start(coordinator))
+            // The primary's address, for PgBouncer and MariaDB instances:
+            // routed to the primary by `start`, moved by a failover.
+            let vip = Proxy::start(SocketAddr::from(([127, 0, 0, 1], 1))).await;
+            let database = database::unpanic(move || Database::start(coordinator, vip))
                 .await
                 .with_context(|| format!("the {coordinator} server did not start"))??;
             let out = Command::new(&config.snowmint)
@@ -175,8 +178,11 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
             );
             let script = String::from_utf8(out.stdout)?;
             let free = free_identities(&config);
+            // The table's longest TTL is the instances' own: a claim after a
+            // failover waits exactly as long as a lost holder may issue.
+            let longest_ttl_ms = config.lease_ttl * 1000;
             let database = Arc::new(database);
-            database::blocking(&database, move |d| d.crowd(&script, free))
+            database::blocking(&database, move |d| d.crowd(&script, free, longest_ttl_ms))
                 .await
                 .context("load the coordinator table")?;
             (None, Some(database))
@@ -207,9 +213,11 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
                 state.display().to_string(),
             ]);
         } else if let Some(database) = &database {
-            let proxy = Proxy::start(database.upstream(i)).await;
-            let (flag, url) = database.flag_and_url(proxy.addr());
-            proxies.push(proxy);
+            for upstream in database.upstreams(i) {
+                proxies.push(Proxy::start(upstream).await);
+            }
+            let addrs: Vec<SocketAddr> = proxies.iter().map(Proxy::addr).collect();
+            let (flag, url) = database.flag_and_url(&addrs);
             args.extend([
                 flag.to_owned(),
                 url,
@@ -957,8 +965,66 @@ async fn db_fault(world: &World, fault: &Fault, update: &Recorder<'_>) -> anyhow
             tokio::time::sleep(hold).await;
             step(0).await?;
         }
+        FaultKind::DbFailover => failover(world, db, fault, update).await?,
         kind => bail!("{} is not a database fault", kind.name()),
     }
+    Ok(())
+}
+
+/// A lossy failover ([`FaultKind::DbFailover`]): the standby cut off for
+/// `hold_ms` while the primary takes writes, the primary killed, down
+/// `back_ms`, the standby promoted (the primary's proxy moved to it), and a
+/// new standby made of it, to which every instance's proxy that led to the
+/// killed primary now leads (PostgreSQL's multi-host URLs). The detail
+/// names how much the failover lost.
+async fn failover(
+    world: &World,
+    db: &Arc<Database>,
+    fault: &Fault,
+    update: &Recorder<'_>,
+) -> anyhow::Result<()> {
+    let cut = database::blocking(db, Database::cut_standby).await?;
+    let standby = match world.config.coordinator {
+        Coordinator::Mysql => "the replica's SQL thread stopped",
+        _ => "the standby's WAL receiver stopped",
+    };
+    update.set(|r| {
+        r.detail = format!(
+            "{standby} for {} ms while the primary takes writes",
+            fault.hold_ms
+        );
+    });
+    tokio::time::sleep(Duration::from_millis(fault.hold_ms)).await;
+    let lost = database::blocking(db, move |d| d.kill_primary(&cut)).await?;
+    tokio::time::sleep(Duration::from_millis(fault.back_ms)).await;
+    let promoted = Instant::now();
+    database::blocking(db, Database::promote).await?;
+    let took = promoted.elapsed().as_millis();
+    update.set(|r| {
+        r.happened = true;
+        r.detail += &format!(
+            "; primary SIGKILLed, down {} ms, standby promoted in {took} ms: lost at least {lost}",
+            fault.back_ms
+        );
+    });
+    let building = Instant::now();
+    let (slot, addr) = database::blocking(db, Database::new_standby).await?;
+    if world.config.coordinator == Coordinator::Postgres {
+        for (i, instance) in world.instances.iter().enumerate() {
+            if i < world.config.instances && !database::through_pgbouncer(i) {
+                let instance = instance.lock().await;
+                if let Some(proxy) = instance.proxies.get(slot) {
+                    proxy.route(addr);
+                }
+            }
+        }
+    }
+    update.set(|r| {
+        r.detail += &format!(
+            "; a new standby of it in {} ms",
+            building.elapsed().as_millis()
+        );
+    });
     Ok(())
 }
 

@@ -51,6 +51,7 @@ impl Coordinator {
                 FaultKind::StaleLeader,
             ],
             Coordinator::Postgres | Coordinator::Mysql => &[
+                FaultKind::DbFailover,
                 FaultKind::DbShortPause,
                 FaultKind::DbLongPause,
                 FaultKind::DbCrashRestart,
@@ -130,11 +131,18 @@ pub enum FaultKind {
     /// then back behind the real time by more than the TTL, then to the
     /// real time, while it runs.
     DbClockStep,
+    /// A failover that loses the last commits: cut the standby off (its WAL
+    /// receiver stopped, or the replica's SQL thread) while the primary
+    /// takes claims, renewals and marks for `hold_ms`, SIGKILL the primary,
+    /// keep it down `back_ms`, promote the standby (the instances follow it
+    /// by their multi-host URL, or the primary's proxy moves to it), then
+    /// make a new standby of the new primary for the rest of the run.
+    DbFailover,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 14] = [
+    pub const ALL: [FaultKind; 15] = [
         FaultKind::InstanceKill,
         FaultKind::InstancePause,
         FaultKind::Partition,
@@ -149,6 +157,7 @@ impl FaultKind {
         FaultKind::DbCrashRestart,
         FaultKind::DbPartition,
         FaultKind::DbClockStep,
+        FaultKind::DbFailover,
     ];
 
     /// The name in `summary.json` and the report.
@@ -168,6 +177,7 @@ impl FaultKind {
             FaultKind::DbCrashRestart => "db_crash_restart",
             FaultKind::DbPartition => "db_partition",
             FaultKind::DbClockStep => "db_clock_step",
+            FaultKind::DbFailover => "db_failover",
         }
     }
 
@@ -192,6 +202,7 @@ impl FaultKind {
                 | FaultKind::DbCrashRestart
                 | FaultKind::DbPartition
                 | FaultKind::DbClockStep
+                | FaultKind::DbFailover
         )
     }
 
@@ -257,6 +268,10 @@ impl Fault {
             | FaultKind::EtcdMemberRestart => self.hold_ms + 1500,
             // Crash recovery and a start under load take longer than an etcd member's.
             FaultKind::DbCrashRestart => self.hold_ms + 3000,
+            // The promotion, a new standby (a base backup, or a replica
+            // replaying the whole binary log), and every instance's wait of
+            // the table's longest TTL before it issues again.
+            FaultKind::DbFailover => self.hold_ms + self.back_ms + FAILOVER_AFTER_MS,
             FaultKind::InstancePause
             | FaultKind::Partition
             | FaultKind::EtcdMemberPause
@@ -283,6 +298,11 @@ pub const STALE_ROUTE_AFTER_MS: u64 = 2000;
 /// the leader meanwhile, and answers keep-alives from its stale table.
 pub const STALE_CUT_AFTER_MS: u64 = 500;
 
+/// How long a [`FaultKind::DbFailover`] is planned to take after the
+/// primary is killed and its down time: the promotion, the new standby and
+/// the instances' wait after an untrusted claim.
+pub const FAILOVER_AFTER_MS: u64 = 12_000;
+
 /// etcd's election timeout as the harness runs it (etcd's default).
 pub const ELECTION_TIMEOUT_MS: u64 = 1000;
 
@@ -291,8 +311,8 @@ pub const ELECTION_TIMEOUT_MS: u64 = 1000;
 /// server and the lines to it), each fault after the previous one of its
 /// lane, kinds in rounds (each round every kind of the lane, in a shuffled
 /// order) so that a run long enough sees every kind; the etcd lane opens
-/// with a [`FaultKind::StaleLeader`], so that every run, even a short one,
-/// has one; each `stale_leader` targets an instance no fault of the
+/// with a [`FaultKind::StaleLeader`] and the database lane with a
+/// [`FaultKind::DbFailover`], so that every run, even a short one, has one; each `stale_leader` targets an instance no fault of the
 /// instance lane touches meanwhile (see `clear_target`), and each
 /// `db_partition` cuts instances whose line no `partition` of the instance
 /// lane cuts meanwhile (see `partition_group`). Sorted by start.
@@ -305,11 +325,10 @@ pub fn schedule(plan: &Plan) -> Vec<Fault> {
         [(&INSTANCE_KINDS, 2000), (plan.coordinator.kinds(), 3000)];
     for (kinds, first_ms) in lanes {
         let mut at_ms = first_ms;
-        let mut round: Vec<FaultKind> = if kinds.contains(&FaultKind::StaleLeader) {
-            vec![FaultKind::StaleLeader]
-        } else {
-            Vec::new()
-        };
+        let mut round: Vec<FaultKind> = [FaultKind::StaleLeader, FaultKind::DbFailover]
+            .into_iter()
+            .filter(|k| kinds.contains(k))
+            .collect();
         loop {
             if round.is_empty() {
                 round = kinds.to_vec();
@@ -457,6 +476,14 @@ fn draw(rng: &mut ChaCha8Rng, plan: &Plan, kind: FaultKind, at_ms: u64, ttl_ms: 
             rng.random_range(ttl_ms + 500..=3 * ttl_ms),
             rng.random_range(ttl_ms + 500..=3 * ttl_ms),
         ),
+        // Cut off from a TTL to two (every holder renews, and claims and
+        // marks land, on the primary alone), then down up to a second.
+        FaultKind::DbFailover => (
+            None,
+            rng.random_range(ttl_ms..=2 * ttl_ms),
+            rng.random_range(0..=1000),
+            0,
+        ),
     };
     Fault {
         at_ms,
@@ -564,9 +591,17 @@ mod tests {
         for kind in FaultKind::ALL {
             let name = kind.name();
             assert!(
-                ["kill", "pause", "partition", "clock", "restart", "leader"]
-                    .iter()
-                    .any(|f| name.contains(f))
+                [
+                    "kill",
+                    "pause",
+                    "partition",
+                    "clock",
+                    "restart",
+                    "leader",
+                    "failover"
+                ]
+                .iter()
+                .any(|f| name.contains(f))
             );
             let stale = kind == FaultKind::StaleLeader;
             assert_eq!(kind.on_etcd(), name.contains("etcd") || stale);
@@ -586,14 +621,25 @@ mod tests {
     /// With a database, the coordinator's lane holds database faults only
     /// (no etcd fault, no stale leader), each as the issue asks: pauses
     /// shorter and longer than the TTL, clock steps both ways by more than
-    /// it, a line cut for some instances but not all; a minute sees every
-    /// kind; a seed gives one schedule.
+    /// it, a line cut for some instances but not all, a failover whose
+    /// standby is cut off for one to two TTLs; every run, even one of 30 s,
+    /// opens with a failover; a minute and a half sees every kind; a seed
+    /// gives one schedule.
     #[test]
     fn database_schedules_hold_database_faults_as_drawn() {
         for coordinator in [Coordinator::Postgres, Coordinator::Mysql] {
-            let minute = schedule(&db_plan(1, 60, coordinator));
+            let long = schedule(&db_plan(1, 90, coordinator));
             for kind in coordinator.all_kinds() {
-                assert!(minute.iter().any(|f| f.kind == kind), "{kind:?} missing");
+                assert!(long.iter().any(|f| f.kind == kind), "{kind:?} missing");
+            }
+            for seed in 0..100 {
+                let short = schedule(&db_plan(seed, 30, coordinator));
+                let first = short.iter().find(|f| f.kind.on_db());
+                assert_eq!(
+                    first.map(|f| f.kind),
+                    Some(FaultKind::DbFailover),
+                    "seed {seed}"
+                );
             }
             for seed in 0..100 {
                 let plan = db_plan(seed, 60, coordinator);
@@ -605,6 +651,10 @@ mod tests {
                     assert!(f.at_ms + f.planned_ms() <= 60_000, "{f:?}");
                     match f.kind {
                         FaultKind::DbShortPause => assert!(f.hold_ms < ttl_ms, "{f:?}"),
+                        FaultKind::DbFailover => {
+                            assert!((ttl_ms..=2 * ttl_ms).contains(&f.hold_ms), "{f:?}");
+                            assert!(f.back_ms <= 1000, "{f:?}");
+                        }
                         FaultKind::DbLongPause => assert!(f.hold_ms > ttl_ms, "{f:?}"),
                         FaultKind::DbClockStep => {
                             assert!(f.forward_ms > ttl_ms && f.back_ms > ttl_ms, "{f:?}");
