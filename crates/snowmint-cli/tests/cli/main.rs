@@ -8,6 +8,8 @@
 
 mod abuse;
 mod compose_decode;
+#[cfg(feature = "db")]
+mod db_serve;
 mod docs;
 #[cfg(feature = "etcd")]
 mod etcd_serve;

@@ -318,7 +318,20 @@ impl Minter {
         n: usize,
         sink: impl FnMut(IdRange),
     ) -> Result<Option<PendingMint>, MintError> {
-        Ok(self.holder.try_mint_ranges(n, sink)?.map(PendingMint))
+        match self.holder.try_mint_ranges(n, sink) {
+            Ok(pending) => Ok(pending.map(PendingMint)),
+            Err(e) => Err(self.explain(e)),
+        }
+    }
+
+    /// A holder's error in the words a client reads: for a lease, what the
+    /// session knows of why (every identity taken, the coordinator refused,
+    /// a mark ahead of this clock).
+    fn explain(&self, e: snowmint_lease::MintError) -> MintError {
+        match &self.lease {
+            Some(lease) => lease.explain(e),
+            None => e.into(),
+        }
     }
 
     /// If the generator's reservation mark is due for renewal (ahead of the
@@ -373,10 +386,7 @@ impl Minter {
     /// behind, a failing reservation store, the end of the format's years).
     /// Never waits.
     pub fn ready(&self) -> Result<Identity, MintError> {
-        self.holder.ready().map_err(|e| match &self.lease {
-            Some(lease) => lease.explain(e),
-            None => e.into(),
-        })
+        self.holder.ready().map_err(|e| self.explain(e))
     }
 
     /// The identity, if held and (when leased) its fence still open: one
