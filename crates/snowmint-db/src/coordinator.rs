@@ -24,6 +24,10 @@ use snowmint_lease::{
 use crate::backend::{Before, Conn, ServerState, Source, Target};
 use crate::table::{LAYOUT_1_MARKER, LAYOUT_MARKER};
 
+/// How long a connection may sit idle before it is replaced rather than
+/// used: below the shortest idle limit a MySQL session is given (30 s).
+const IDLE_LIMIT: Duration = Duration::from_secs(15);
+
 /// What the coordinator is told to accept.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Policy {
@@ -76,7 +80,8 @@ struct Seen {
 /// newer request's).
 pub struct DbCoordinator {
     target: Target,
-    conn: Option<Conn>,
+    /// The connection, and when it last answered.
+    conn: Option<(Conn, std::time::Instant)>,
     /// Where, for logs (no password).
     shown: String,
     /// The TTL each lease was granted with.
@@ -334,16 +339,19 @@ impl DbCoordinator {
     ) -> Result<T, LeaseError> {
         let name = self.name();
         tokio::time::timeout(t, async {
+            // A connection idle for longer than the server may keep it
+            // (MySQL's session `wait_timeout`, at least 30 s) is not tried:
+            // its first request would fail.
             let mut conn = match self.conn.take() {
-                Some(conn) => conn,
-                None => self.connect(op).await?,
+                Some((conn, used)) if used.elapsed() < IDLE_LIMIT => conn,
+                _ => self.connect(op).await?,
             };
             let value = f(&mut conn).await.map_err(|source| LeaseError::Request {
                 coordinator: name,
                 op,
                 source,
             })?;
-            self.conn = Some(conn);
+            self.conn = Some((conn, std::time::Instant::now()));
             Ok(value)
         })
         .await
