@@ -56,6 +56,7 @@ pub mod isolate;
 pub mod pki;
 pub mod prometheus;
 pub mod proxy;
+pub mod redis;
 pub mod serve;
 pub mod signal;
 

@@ -1,0 +1,245 @@
+//! A real `redis-server` for one test: on 127.0.0.1, a free port, a
+//! temporary directory of its own, no persistence unless asked (`--save ''`,
+//! `--appendonly no`), killed when dropped. It can be paused (SIGSTOP),
+//! resumed, and killed and started again on the same port (a restart that
+//! lost everything). Driven through `redis-cli`.
+//!
+//! A test calls [`Redis::builder`]`.start()`; when `redis-server` is not
+//! installed that is a [`crate::skip`] (a failure under
+//! `SNOWMINT_REQUIRE_SERVICES=1`).
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+use crate::signal;
+
+/// How long a server may take to start on a loaded machine.
+const START_LIMIT: Duration = Duration::from_secs(30);
+
+/// How a [`Redis`] is started.
+#[derive(Debug, Clone, Default)]
+#[must_use]
+pub struct RedisBuilder {
+    password: Option<String>,
+    settings: Vec<(String, String)>,
+}
+
+impl RedisBuilder {
+    /// Requires this password (`requirepass`).
+    pub fn password(mut self, password: impl Into<String>) -> RedisBuilder {
+        self.password = Some(password.into());
+        self
+    }
+
+    /// A server setting, as `redis-server --NAME VALUE` takes it
+    /// (`maxmemory-policy`, `allkeys-lru`).
+    pub fn setting(mut self, name: impl Into<String>, value: impl Into<String>) -> RedisBuilder {
+        self.settings.push((name.into(), value.into()));
+        self
+    }
+
+    /// Starts it, or skips (`None`) when `redis-server` is not installed.
+    ///
+    /// # Panics
+    ///
+    /// When it is installed but does not start.
+    pub fn start(self) -> Option<Redis> {
+        if !runs("redis-server") || !runs("redis-cli") {
+            return crate::skip(
+                "redis-server or redis-cli is not installed (apt-get install redis-server)",
+            );
+        }
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let port = free_port();
+        let mut redis = Redis {
+            dir,
+            port,
+            password: self.password,
+            settings: self.settings,
+            child: None,
+        };
+        redis.launch();
+        Some(redis)
+    }
+}
+
+/// A running `redis-server`.
+#[derive(Debug)]
+pub struct Redis {
+    dir: TempDir,
+    port: u16,
+    password: Option<String>,
+    settings: Vec<(String, String)>,
+    child: Option<Child>,
+}
+
+fn runs(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+impl Redis {
+    /// How to start one.
+    pub fn builder() -> RedisBuilder {
+        RedisBuilder::default()
+    }
+
+    /// Its port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://[:password@]127.0.0.1:PORT/0`.
+    pub fn url(&self) -> String {
+        match &self.password {
+            Some(p) => format!("redis://:{p}@127.0.0.1:{}/0", self.port),
+            None => format!("redis://127.0.0.1:{}/0", self.port),
+        }
+    }
+
+    /// The server's process ID.
+    ///
+    /// # Panics
+    ///
+    /// When it is not running.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("redis-server is running").id()
+    }
+
+    /// Its log file.
+    pub fn log(&self) -> PathBuf {
+        self.dir.path().join("redis.log")
+    }
+
+    fn launch(&mut self) {
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .arg("--logfile")
+            .arg(self.log());
+        if let Some(p) = &self.password {
+            cmd.args(["--requirepass", p]);
+        }
+        for (name, value) in &self.settings {
+            cmd.arg(format!("--{name}")).arg(value);
+        }
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        self.child = Some(child);
+        let start = Instant::now();
+        loop {
+            if self.try_cli(&["PING"]).is_ok_and(|o| o.trim() == "PONG") {
+                return;
+            }
+            if let Some(child) = &mut self.child
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                let log = std::fs::read_to_string(self.log()).unwrap_or_default();
+                panic!(
+                    "redis-server exited ({status}) on port {}: {log}",
+                    self.port
+                );
+            }
+            assert!(
+                start.elapsed() < START_LIMIT,
+                "redis-server did not answer PING on port {} within {START_LIMIT:?}",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Runs `redis-cli` with `args` against it: its output, or its error.
+    ///
+    /// # Errors
+    ///
+    /// When `redis-cli` fails or says `ERR`/an error code.
+    pub fn try_cli(&self, args: &[&str]) -> Result<String, String> {
+        let mut cmd = Command::new("redis-cli");
+        cmd.args(["-h", "127.0.0.1", "-p", &self.port.to_string()]);
+        if let Some(p) = &self.password {
+            cmd.args(["--no-auth-warning", "-a", p]);
+        }
+        let out = cmd
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if !out.status.success() || text.starts_with("ERR") {
+            return Err(format!(
+                "redis-cli {args:?}: {text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(text)
+    }
+
+    /// Runs `redis-cli` with `args` against it.
+    ///
+    /// # Panics
+    ///
+    /// When it fails.
+    pub fn cli(&self, args: &[&str]) -> String {
+        self.try_cli(args).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Stops the server with SIGSTOP (every thread stopped on return).
+    ///
+    /// # Panics
+    ///
+    /// When it cannot.
+    pub fn pause(&self) {
+        signal::stop(self.pid(), Duration::from_secs(5)).expect("SIGSTOP redis-server");
+    }
+
+    /// Resumes a paused server.
+    ///
+    /// # Panics
+    ///
+    /// When it cannot.
+    pub fn resume(&self) {
+        signal::resume(self.pid(), Duration::from_secs(5)).expect("SIGCONT redis-server");
+    }
+
+    /// Kills the server (SIGKILL) and waits for it.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills it and starts it again on the same port: without persistence,
+    /// with nothing of what it held (a new `run_id` and replication ID).
+    pub fn restart(&mut self) {
+        self.kill();
+        self.launch();
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
