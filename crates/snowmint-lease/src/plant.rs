@@ -30,11 +30,27 @@ pub enum Plant {
     /// After the coordinator's history changed (a lossy failover), the mark
     /// read is trusted as the floor: a lost holder's IDs may be above it.
     UntrustedMarkTrusted,
+    /// A re-claim of an identity forgets the hand-over wait this session
+    /// kept for it: answered "clean" (the row is its own now), it issues at
+    /// once although the holder before it may still be fenced open.
+    HandoverDroppedOnReclaim,
+    /// The hand-over wait one margin short: the previous holder's TTL minus
+    /// its fence margin, as if its fence closed on the next holder's clock.
+    HandoverWaitShort,
+    /// The simulation's database model answers a claim as if its epoch had
+    /// not changed after a failover that lost commits (the switch is in the
+    /// model's coordinator, `crates/snowmint-sim`).
+    EpochIgnored,
+    /// A claim that went unanswered (and may have been applied) leaves the
+    /// session's instance token as it was: its next claim of that identity
+    /// is answered as its own, clean, although the wait that claim asked
+    /// for was never learned.
+    UnansweredClaimKeepsInstance,
 }
 
 impl Plant {
     /// Every plant, with its name on the command line.
-    pub const ALL: [(Plant, &'static str); 8] = [
+    pub const ALL: [(Plant, &'static str); 12] = [
         (Plant::FenceFromAnswer, "fence-from-answer"),
         (Plant::RenewalWithoutTerm, "renewal-without-term"),
         (Plant::MarkLoweredAtHandover, "mark-lowered-at-handover"),
@@ -43,6 +59,16 @@ impl Plant {
         (Plant::HandoverWithoutWait, "handover-without-wait"),
         (Plant::SuspendUncounted, "suspend-uncounted"),
         (Plant::UntrustedMarkTrusted, "untrusted-mark-trusted"),
+        (
+            Plant::HandoverDroppedOnReclaim,
+            "handover-dropped-on-reclaim",
+        ),
+        (Plant::HandoverWaitShort, "handover-wait-short"),
+        (Plant::EpochIgnored, "epoch-ignored"),
+        (
+            Plant::UnansweredClaimKeepsInstance,
+            "unanswered-claim-keeps-instance",
+        ),
     ];
 
     /// The plant of `name`.
@@ -69,8 +95,9 @@ pub fn set(plant: Option<Plant>) {
     ACTIVE.store(code, Ordering::Relaxed);
 }
 
-/// Whether `plant` is switched on.
-pub(crate) fn on(plant: Plant) -> bool {
+/// Whether `plant` is switched on (also for a simulation's model of a
+/// coordinator, where a plant such as [`Plant::EpochIgnored`] lives).
+pub fn on(plant: Plant) -> bool {
     let code = ACTIVE.load(Ordering::Relaxed);
     code != 0 && Plant::ALL[usize::from(code - 1)].0 == plant
 }

@@ -11,7 +11,7 @@
 mod hold;
 mod tenure;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -77,7 +77,8 @@ pub(crate) struct Session<C: Coordinator> {
     pub(crate) current: Current,
     /// Counts installations, so `LeasedGenerator::start` can wait for one.
     pub(crate) installed: watch::Sender<u64>,
-    /// This process's random token: an identity it held itself is clean to it.
+    /// This process's random token: an identity it held itself is clean to
+    /// it. Drawn anew after a claim that went unanswered (`tenure.rs`).
     pub(crate) instance: u64,
     /// Seeds the claim spread and the backoff jitter.
     pub(crate) seed: u64,
@@ -94,6 +95,12 @@ struct Carried {
     /// The last millisecond issued under any identity so far: the next
     /// identity issues only above it (guarantee 2).
     floor_ms: u64,
+    /// Per identity, the instant (lease clock) before which this session
+    /// must not issue under it: the end of a hand-over wait it began there.
+    /// A lease lost during the wait and a re-claim of the same identity
+    /// (which the coordinator answers as clean: the record is this
+    /// session's own now) wait what remains of it, whatever the answer.
+    waits: HashMap<u16, Duration>,
     /// Where each round of a claim starts.
     spread: Spread,
     /// The waits while the coordinator is unreachable or failing.
@@ -170,6 +177,7 @@ impl<C: Coordinator> Session<C> {
             prefer: None,
             avoid: HashSet::new(),
             floor_ms: 0,
+            waits: HashMap::new(),
             spread: Spread::new(self.seed ^ self.instance),
             backoff: Backoff::new(
                 Duration::from_millis(200),

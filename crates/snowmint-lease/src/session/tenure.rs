@@ -17,6 +17,18 @@ use crate::error::LeaseError;
 use crate::status::{LeaseState, update};
 use crate::store::LeaseStore;
 
+/// How many times a claim of one identity is sent when it gets no answer.
+const CLAIM_TRIES: usize = 3;
+
+/// The next instance token after `instance` (splitmix64: distinct, and as
+/// deterministic as the first, which a simulation's seed draws).
+fn next_instance(instance: u64) -> u64 {
+    let mut z = instance.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// A lease granted, and the identity a claim won under it.
 struct Claim {
     granted: Granted,
@@ -129,11 +141,6 @@ impl<C: Coordinator> Session<C> {
     ) -> Result<Option<Won>, LeaseError> {
         let t = self.timing.request;
         let pool = Pool::new(self.config.datacenter);
-        let who = Claimant {
-            holder: &self.config.holder,
-            instance: self.instance,
-            ttl: granted.ttl,
-        };
         let mut census = Some(census);
         // Each lost race is another instance's win, so the pool fills within
         // its size in rounds; the bound only stops a pool that churns forever
@@ -149,10 +156,7 @@ impl<C: Coordinator> Session<C> {
             let Some(&n) = candidates.first() else {
                 break;
             };
-            update(&self.status, |s| s.claim_txns += 1);
-            if let Claimed::Won(previous) =
-                self.coordinator.claim(granted.lease, n, &who, t).await?
-            {
+            if let Claimed::Won(previous) = self.claim_one(granted, n).await? {
                 return Ok(Some(Won {
                     n,
                     previous,
@@ -162,6 +166,49 @@ impl<C: Coordinator> Session<C> {
             // Someone else took it since the scan: look again.
         }
         Ok(None)
+    }
+
+    /// Claims identity `n` under `granted`. A claim that got no answer may
+    /// have been applied: it is sent again under the same lease, which a
+    /// coordinator answers from its record (the wait it recorded). If none
+    /// of the tries was answered with a win, this session takes a new
+    /// instance token: a claim applied unseen recorded this session as the
+    /// holder, and a later claim of it under the old token would be
+    /// answered clean (its own) although the hand-over wait that claim
+    /// asked for was never learned; under a new token the record is a
+    /// stranger's, whose recorded wait the next claim is told.
+    async fn claim_one(&mut self, granted: &Granted, n: u16) -> Result<Claimed, LeaseError> {
+        let t = self.timing.request;
+        let mut unanswered = false;
+        let mut claimed = Err(self.all_taken());
+        for _ in 0..CLAIM_TRIES {
+            let who = Claimant {
+                holder: &self.config.holder,
+                instance: self.instance,
+                ttl: granted.ttl,
+            };
+            update(&self.status, |s| s.claim_txns += 1);
+            claimed = self.coordinator.claim(granted.lease, n, &who, t).await;
+            match &claimed {
+                Err(e) if e.is_transport() => {
+                    unanswered = true;
+                    self.coordinator.failed();
+                }
+                _ => break,
+            }
+        }
+        if unanswered
+            && !matches!(claimed, Ok(Claimed::Won(_)))
+            && !planted!(UnansweredClaimKeepsInstance)
+        {
+            self.instance = next_instance(self.instance);
+            tracing::warn!(
+                identity = n,
+                "a claim went unanswered and may have been applied: this session now claims as \
+                 a new instance, so that no record of it reads as its own"
+            );
+        }
+        claimed
     }
 
     /// Builds the generator of the identity won and starts holding it
@@ -182,14 +229,14 @@ impl<C: Coordinator> Session<C> {
         let claimed_ahead_ms = mark
             .filter(|&mark| Some(n) != carried.prefer && mark > now_ms.saturating_add(ahead_ms))
             .map(|mark| mark - now_ms);
-        // What a shutdown releases. An identity taken over uncleanly is
-        // released only once its hand-over wait is over (`hold`): before
-        // that the last holder's fence may still be open, and a release
-        // would let the next holder issue at once beside it.
-        let clean = matches!(previous, Previous::Clean);
-        self.set_current(Some((granted.lease, clean.then_some(n))));
         let identity = Identity::from_ordinal(n.into()).expect("claims return 0..=1023");
-        let issue_from = self.handover_wait(identity, &previous);
+        let issue_from = self.issue_from(identity, n, &previous, carried);
+        // What a shutdown releases. An identity with a hand-over wait is
+        // released only once the wait is over (`hold`): before that the
+        // last holder's fence may still be open, and a release would let
+        // the next holder issue at once beside it.
+        let clean = issue_from.is_none();
+        self.set_current(Some((granted.lease, clean.then_some(n))));
         if let Previous::Untrusted { bound, .. } = &previous
             && !planted!(UntrustedMarkTrusted)
         {
@@ -228,10 +275,47 @@ impl<C: Coordinator> Session<C> {
         Ok(self.begin(n, &granted, sent, built, issue_from))
     }
 
-    /// When identity `n` may issue from (lease clock), if not at once: an
-    /// unclean hand-over's previous holder's fence may still be open if the
-    /// coordinator ended its lease early, for at most its TTL; issue only
-    /// once that has passed since the claim.
+    /// When identity `n`, just claimed, may issue from (lease clock), if
+    /// not at once: the later of the wait the claim's answer asks for
+    /// ([`handover_wait`](Self::handover_wait)) and what remains of a wait
+    /// this session began for `n` under an earlier lease. (A lease lost
+    /// during its wait, and `n` claimed again: the coordinator answers
+    /// clean, since the record is this session's own, but the holder
+    /// before may still be fenced open.) Kept in `carried` until it is over.
+    fn issue_from(
+        &self,
+        identity: Identity,
+        n: u16,
+        previous: &Previous,
+        carried: &mut Carried,
+    ) -> Option<Duration> {
+        let now = self.now();
+        carried.waits.retain(|_, until| *until > now);
+        let kept = carried
+            .waits
+            .get(&n)
+            .copied()
+            .filter(|_| !planted!(HandoverDroppedOnReclaim));
+        if let Some(until) = kept {
+            tracing::warn!(
+                %identity,
+                wait_s = until.saturating_sub(now).as_secs_f64(),
+                "claimed again within the hand-over wait begun under an earlier lease: \
+                 waiting what remains of it before issuing"
+            );
+        }
+        let issue_from = self.handover_wait(identity, previous).max(kept);
+        if let Some(until) = issue_from {
+            carried.waits.insert(n, until);
+        }
+        issue_from
+    }
+
+    /// When identity `n` may issue from (lease clock), if not at once, by
+    /// the claim's answer alone: an unclean hand-over's previous holder's
+    /// fence may still be open if the coordinator ended its lease early,
+    /// for at most its TTL; issue only once that has passed since the
+    /// claim.
     fn handover_wait(&self, identity: Identity, previous: &Previous) -> Option<Duration> {
         match previous {
             Previous::Clean => None,
@@ -255,7 +339,12 @@ impl<C: Coordinator> Session<C> {
                     "the identity's last holder did not release it: waiting one lease TTL before \
                      issuing, in case its lease was ended early"
                 );
-                Some(self.now() + *ttl)
+                let wait = if planted!(HandoverWaitShort) {
+                    ttl.saturating_sub(crate::config::fence_margin(*ttl))
+                } else {
+                    *ttl
+                };
+                Some(self.now() + wait)
             }
         }
     }
