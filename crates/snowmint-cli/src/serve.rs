@@ -7,7 +7,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args as _};
-use snowmint_server::{Config, DbKind, DbSettings, EtcdSettings, IdentitySource, LeaseSettings};
+use snowmint_server::{
+    Config, DbKind, DbSettings, EtcdSettings, IdentitySource, LeaseSettings, RedisSettings,
+};
 
 use crate::error::{CliError, FlagError};
 
@@ -162,13 +164,13 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = snowmint_server::DEFAULT_LISTEN, value_name = "ADDR")]
     pub listen: SocketAddr,
     /// Static identity: datacenter ID (0-31) [default: 0]. With --etcd,
-    /// --postgres or --mysql: lease only the 32 workers of this datacenter
+    /// --postgres, --mysql or --redis: lease only the 32 workers of this datacenter
     /// (one coordinator per region, each region its own datacenter)
     /// [default: any of the 1024].
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = datacenter)]
     pub datacenter: Option<u8>,
     /// Static identity: worker ID (0-31) [default: 0]. Not with --etcd,
-    /// --postgres or --mysql, which lease the worker.
+    /// --postgres, --mysql or --redis, which lease the worker.
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = worker)]
     pub worker: Option<u8>,
     /// Lease the identity from etcd instead (needs the `etcd` feature).
@@ -187,6 +189,48 @@ pub struct ServeArgs {
     /// (needs the `db` feature). Not with --etcd or --postgres.
     #[arg(long, value_name = "URL")]
     pub mysql: Option<String>,
+    /// Lease the identity from Redis instead, at this URL
+    /// (redis://[USER][:PASSWORD]@HOST:PORT/DB; rediss:// for TLS) (needs
+    /// the `redis` feature). With --redis-sentinel and --redis-master, the
+    /// master is found through Sentinel and the URL gives its user,
+    /// password, database and TLS (its host is not used). Not with --etcd,
+    /// --postgres or --mysql.
+    #[arg(long, value_name = "URL")]
+    pub redis: Option<String>,
+    /// Find the Redis master through these sentinels (only with --redis and
+    /// --redis-master).
+    #[arg(
+        long,
+        value_name = "HOST:PORT[,HOST:PORT...]",
+        value_delimiter = ',',
+        requires = "redis_master"
+    )]
+    pub redis_sentinel: Option<Vec<String>>,
+    /// The name of the master the sentinels watch (only with --redis and
+    /// --redis-sentinel).
+    #[arg(long, value_name = "NAME", requires = "redis_sentinel")]
+    pub redis_master: Option<String>,
+    /// Key prefix of the identities in Redis; clusters with different
+    /// prefixes share one Redis without sharing identities (only with
+    /// --redis).
+    #[arg(long, default_value = snowmint_server::DEFAULT_REDIS_PREFIX, value_name = "PREFIX")]
+    pub redis_prefix: String,
+    /// The longest lease TTL declared for the prefix: after Redis lost its
+    /// data (a restart, a failover), a claim waits this long before it
+    /// issues; a --lease-ttl above the prefix's is refused (only with
+    /// --redis).
+    #[arg(long, value_name = "SECONDS", whole(2, 3600, "seconds"),
+          default_value_t = snowmint_server::DEFAULT_REDIS_LONGEST_TTL.as_secs())]
+    pub redis_longest_ttl: u64,
+    /// After each write, wait until this many replicas acknowledged it
+    /// (WAIT); fewer is a failed request (only with --redis).
+    #[arg(
+        long,
+        value_name = "N",
+        whole(0, 1000, "replicas"),
+        default_value_t = 0
+    )]
+    pub redis_wait_replicas: u64,
     /// The table of the identities (NAME or SCHEMA.NAME), created on first
     /// use if the user may (`snowmint sql coordinator postgres|mysql` prints
     /// it for a DBA); clusters with different tables share one database
@@ -200,7 +244,8 @@ pub struct ServeArgs {
     /// --postgres or --mysql).
     #[arg(long)]
     pub allow_lost_commits: bool,
-    /// TTL of the identity lease (only with --etcd, --postgres or --mysql).
+    /// TTL of the identity lease (only with --etcd, --postgres, --mysql or
+    /// --redis).
     #[arg(long, value_name = "SECONDS", whole(2, 3600, "seconds"),
           default_value_t = snowmint_server::DEFAULT_LEASE_TTL.as_secs())]
     pub lease_ttl: u64,
@@ -210,11 +255,11 @@ pub struct ServeArgs {
     pub etcd_prefix: String,
     /// Static identity from a Kubernetes StatefulSet pod's ordinal: hostname
     /// NAME-N is identity N (datacenter N / 32, worker N % 32), N 0-1023.
-    /// Not with --datacenter, --worker, --etcd, --postgres or --mysql.
+    /// Not with --datacenter, --worker, --etcd, --postgres, --mysql or --redis.
     #[arg(long)]
     pub worker_from_hostname: bool,
     /// Where the static identity's reservation is kept (not with --etcd,
-    /// --postgres or --mysql)
+    /// --postgres, --mysql or --redis)
     /// [default: $XDG_STATE_HOME/snowmint, ~/.local/state/snowmint or ./.snowmint-state].
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
@@ -378,6 +423,21 @@ const DB_ONLY: [(&str, &str); 2] = [
     ("allow_lost_commits", "a database's durability"),
 ];
 
+/// The flags only `--redis` honours.
+const REDIS_ONLY: [(&str, &str); 5] = [
+    ("redis_sentinel", "the sentinels that name the Redis master"),
+    ("redis_master", "the Redis master's name"),
+    ("redis_prefix", "the key prefix of the identities in Redis"),
+    (
+        "redis_longest_ttl",
+        "the longest TTL declared for the Redis prefix",
+    ),
+    (
+        "redis_wait_replicas",
+        "the Redis replicas each write waits for",
+    ),
+];
+
 /// The flags a leased identity cannot honour, with why.
 const NOT_WHEN_LEASED: [(&str, &str); 2] = [
     (
@@ -391,19 +451,21 @@ const NOT_WHEN_LEASED: [(&str, &str); 2] = [
 ];
 
 /// The coordinators (clap IDs and flags): one at most.
-const COORDINATORS: [(&str, &str); 3] = [
+const COORDINATORS: [(&str, &str); 4] = [
     ("etcd", "--etcd"),
     ("postgres", "--postgres"),
     ("mysql", "--mysql"),
+    ("redis", "--redis"),
 ];
 
 /// The flags `--worker-from-hostname` cannot honour, with why.
-const NOT_WITH_HOSTNAME: [(&str, &str); 5] = [
+const NOT_WITH_HOSTNAME: [(&str, &str); 6] = [
     ("datacenter", ORDINAL),
     ("worker", ORDINAL),
     ("etcd", FROM_ONE),
     ("postgres", FROM_ONE),
     ("mysql", FROM_ONE),
+    ("redis", FROM_ONE),
 ];
 /// Why `--worker-from-hostname` takes no coordinator.
 const FROM_ONE: &str = "the identity comes from the hostname or from a coordinator, not both";
@@ -454,7 +516,8 @@ impl Serve {
             .filter(|(id, _)| match *id {
                 "etcd" => args.etcd.is_some(),
                 "postgres" => args.postgres.is_some(),
-                _ => args.mysql.is_some(),
+                "mysql" => args.mysql.is_some(),
+                _ => args.redis.is_some(),
             })
             .map(|(_, flag)| *flag);
         let mode = given.next();
@@ -473,10 +536,11 @@ impl Serve {
         }
         let Some(mode) = mode else {
             self.given
-                .refuse_without("--etcd, --postgres or --mysql", &LEASE_ONLY)?;
+                .refuse_without("--etcd, --postgres, --mysql or --redis", &LEASE_ONLY)?;
             self.given.refuse_without("--etcd", &ETCD_ONLY)?;
             self.given
                 .refuse_without("--postgres or --mysql", &DB_ONLY)?;
+            self.given.refuse_without("--redis", &REDIS_ONLY)?;
             let state_dir = args
                 .state_dir
                 .clone()
@@ -498,6 +562,20 @@ impl Serve {
         let mut lease = LeaseSettings::default();
         lease.ttl = Duration::from_secs(args.lease_ttl);
         lease.datacenter = args.datacenter;
+        if let Some(url) = &args.redis {
+            self.given.refuse_without("--etcd", &ETCD_ONLY)?;
+            self.given
+                .refuse_without("--postgres or --mysql", &DB_ONLY)?;
+            let mut redis = RedisSettings::new(url.clone());
+            redis.prefix = args.redis_prefix.clone();
+            redis.longest_ttl = Duration::from_secs(args.redis_longest_ttl);
+            redis.wait_replicas = u32::try_from(args.redis_wait_replicas).unwrap_or(u32::MAX);
+            redis.sentinels = args.redis_sentinel.clone().unwrap_or_default();
+            redis.master = args.redis_master.clone();
+            redis.lease = lease;
+            return Ok(IdentitySource::Redis(redis));
+        }
+        self.given.refuse_without("--redis", &REDIS_ONLY)?;
         let (kind, url) = match (&args.postgres, &args.mysql) {
             (Some(url), _) => (DbKind::Postgres, url),
             (None, Some(url)) => (DbKind::Mysql, url),
@@ -637,6 +715,7 @@ mod tests {
             .iter()
             .chain(&LEASE_ONLY)
             .chain(&DB_ONLY)
+            .chain(&REDIS_ONLY)
             .chain(&NOT_WHEN_LEASED)
             .chain(&NOT_WITH_HOSTNAME)
             .chain(&COORDINATORS)
@@ -646,6 +725,79 @@ mod tests {
                 "{id} is no flag of serve"
             );
         }
+    }
+
+    /// `serve` parsed from `args` (no environment: each flag given here).
+    fn serve(args: &[&str]) -> Result<Serve, String> {
+        let cmd = Serve::augment_args(clap::Command::new("serve").no_binary_name(true));
+        let matches = cmd
+            .try_get_matches_from(args.iter().copied())
+            .map_err(|e| e.to_string())?;
+        <Serve as clap::FromArgMatches>::from_arg_matches(&matches).map_err(|e| e.to_string())
+    }
+
+    fn source(args: &[&str]) -> Result<IdentitySource, String> {
+        serve(args)?.identity_source().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn redis_flags_make_a_redis_source_and_no_other_mode_takes_them() {
+        let Ok(IdentitySource::Redis(redis)) = source(&[
+            "--redis",
+            "redis://:pw@r:6379/0",
+            "--redis-sentinel",
+            "s1:26379,s2:26379",
+            "--redis-master",
+            "ids",
+            "--redis-prefix",
+            "p",
+            "--redis-longest-ttl",
+            "30",
+            "--redis-wait-replicas",
+            "1",
+            "--datacenter",
+            "4",
+            "--lease-ttl",
+            "5",
+        ]) else {
+            panic!("not a Redis source");
+        };
+        assert_eq!(redis.url, "redis://:pw@r:6379/0");
+        assert_eq!(redis.sentinels, ["s1:26379", "s2:26379"]);
+        assert_eq!(redis.master.as_deref(), Some("ids"));
+        assert_eq!(redis.prefix, "p");
+        assert_eq!(redis.longest_ttl, Duration::from_secs(30));
+        assert_eq!(redis.wait_replicas, 1);
+        assert_eq!(redis.lease.datacenter, Some(4));
+        assert_eq!(redis.lease.ttl, Duration::from_secs(5));
+        let Ok(IdentitySource::Redis(redis)) = source(&["--redis", "redis://r"]) else {
+            panic!("not a Redis source");
+        };
+        assert_eq!(redis.prefix, snowmint_server::DEFAULT_REDIS_PREFIX);
+        assert_eq!(redis.master, None);
+        // One coordinator at most.
+        let e = source(&["--redis", "redis://r", "--etcd", "http://e:2379"]).unwrap_err();
+        assert!(e.starts_with("redis cannot be set with --etcd"), "{e}");
+        let e = source(&["--postgres", "postgres://db/ids", "--redis", "redis://r"]).unwrap_err();
+        assert!(e.starts_with("redis cannot be set with --postgres"), "{e}");
+        // Redis's flags only with --redis, and the others' not with it.
+        let e = source(&["--redis-prefix", "p"]).unwrap_err();
+        assert_eq!(
+            e,
+            "redis-prefix needs --redis (the key prefix of the identities in Redis), got \
+             --redis-prefix p without it"
+        );
+        let e = source(&["--etcd", "http://e:2379", "--redis-wait-replicas", "2"]).unwrap_err();
+        assert!(e.starts_with("redis-wait-replicas needs --redis"), "{e}");
+        let e = source(&["--redis", "redis://r", "--db-table", "t"]).unwrap_err();
+        assert!(e.starts_with("db-table needs --postgres or --mysql"), "{e}");
+        let e = source(&["--redis", "redis://r", "--etcd-prefix", "/x"]).unwrap_err();
+        assert!(e.starts_with("etcd-prefix needs --etcd"), "{e}");
+        let e = source(&["--redis", "redis://r", "--worker", "3"]).unwrap_err();
+        assert!(e.starts_with("worker cannot be set with --redis"), "{e}");
+        // Sentinel's two flags come together.
+        let e = serve(&["--redis", "redis://r", "--redis-master", "ids"]).unwrap_err();
+        assert!(e.contains("--redis-sentinel"), "{e}");
     }
 
     /// The environment variables are made from the flags' names: these are
@@ -660,7 +812,9 @@ mod tests {
         assert_eq!(
             env.join(" "),
             "SNOWMINT_LISTEN SNOWMINT_DATACENTER SNOWMINT_WORKER SNOWMINT_ETCD \
-             SNOWMINT_POSTGRES SNOWMINT_MYSQL SNOWMINT_DB_TABLE SNOWMINT_ALLOW_LOST_COMMITS \
+             SNOWMINT_POSTGRES SNOWMINT_MYSQL SNOWMINT_REDIS SNOWMINT_REDIS_SENTINEL \
+             SNOWMINT_REDIS_MASTER SNOWMINT_REDIS_PREFIX SNOWMINT_REDIS_LONGEST_TTL \
+             SNOWMINT_REDIS_WAIT_REPLICAS SNOWMINT_DB_TABLE SNOWMINT_ALLOW_LOST_COMMITS \
              SNOWMINT_LEASE_TTL \
              SNOWMINT_ETCD_PREFIX SNOWMINT_WORKER_FROM_HOSTNAME SNOWMINT_STATE_DIR \
              SNOWMINT_MAX_CONNECTIONS SNOWMINT_HEADER_TIMEOUT SNOWMINT_IDLE_TIMEOUT \

@@ -112,6 +112,10 @@ pub enum IdentitySource {
     /// `--postgres URL` or `--mysql URL`: an identity leased from one table
     /// of PostgreSQL or MySQL/MariaDB (needs the `db` feature).
     Database(DbSettings),
+    /// `--redis URL` (with `--redis-sentinel`/`--redis-master` for
+    /// Sentinel): an identity leased from Redis (needs the `redis`
+    /// feature).
+    Redis(RedisSettings),
 }
 
 /// Which database a [`DbSettings`] leases from.
@@ -166,7 +170,7 @@ impl Default for LeaseSettings {
 
 impl LeaseSettings {
     /// The lease crate's common settings for these.
-    #[cfg(any(feature = "etcd", feature = "db"))]
+    #[cfg(any(feature = "etcd", feature = "db", feature = "redis"))]
     pub(crate) fn config(&self) -> snowmint_lease::LeaseConfig {
         let config = snowmint_lease::LeaseConfig::default().lease_ttl(self.ttl);
         match self.datacenter {
@@ -261,6 +265,97 @@ impl DbSettings {
         db.lease(self.lease.config())
             .table(self.table.clone())
             .allow_lost_commits(self.allow_lost_commits)
+    }
+}
+
+/// The settings of an identity leased from Redis: `--redis` and the flags
+/// that only it honours.
+///
+/// ```
+/// let mut redis = snowmint_server::RedisSettings::new("redis://:s3cr3t@cache:6379/0");
+/// redis.lease.datacenter = Some(5);
+/// assert_eq!(redis.prefix, snowmint_server::DEFAULT_REDIS_PREFIX);
+/// // Its URL may hold a password: never shown.
+/// assert!(!format!("{redis:?}").contains("s3cr3t"));
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RedisSettings {
+    /// Its URL (`--redis`; `redis://` or `rediss://`; may hold a password:
+    /// never logged). With Sentinel, the master's user, password, database
+    /// and TLS.
+    pub url: String,
+    /// The sentinels' `HOST:PORT` (`--redis-sentinel`); empty: no Sentinel.
+    pub sentinels: Vec<String>,
+    /// The master's name Sentinel knows (`--redis-master`).
+    pub master: Option<String>,
+    /// Key prefix of the identities (`--redis-prefix`).
+    pub prefix: String,
+    /// The longest TTL declared for the prefix (`--redis-longest-ttl`).
+    pub longest_ttl: Duration,
+    /// Replicas that must acknowledge each write (`--redis-wait-replicas`).
+    pub wait_replicas: u32,
+    /// The lease's TTL and datacenter scope.
+    pub lease: LeaseSettings,
+}
+
+impl std::fmt::Debug for RedisSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Every field named, so that a new one is not left out.
+        let RedisSettings {
+            url: _,
+            sentinels,
+            master,
+            prefix,
+            longest_ttl,
+            wait_replicas,
+            lease,
+        } = self;
+        f.debug_struct("RedisSettings")
+            .field("url", &"<hidden: may hold a password>")
+            .field("sentinels", sentinels)
+            .field("master", master)
+            .field("prefix", prefix)
+            .field("longest_ttl", longest_ttl)
+            .field("wait_replicas", wait_replicas)
+            .field("lease", lease)
+            .finish()
+    }
+}
+
+/// The Redis key prefix unless told otherwise.
+pub const DEFAULT_REDIS_PREFIX: &str = "snowmint";
+/// The longest TTL a Redis prefix declares unless told otherwise (60 s).
+pub const DEFAULT_REDIS_LONGEST_TTL: Duration = Duration::from_secs(60);
+
+impl RedisSettings {
+    /// Redis at `url`, with the default prefix ([`DEFAULT_REDIS_PREFIX`]),
+    /// bound ([`DEFAULT_REDIS_LONGEST_TTL`]) and TTL, any datacenter, no
+    /// Sentinel, no replicas waited for.
+    pub fn new(url: impl Into<String>) -> RedisSettings {
+        RedisSettings {
+            url: url.into(),
+            sentinels: Vec::new(),
+            master: None,
+            prefix: DEFAULT_REDIS_PREFIX.to_owned(),
+            longest_ttl: DEFAULT_REDIS_LONGEST_TTL,
+            wait_replicas: 0,
+            lease: LeaseSettings::default(),
+        }
+    }
+
+    /// The lease settings as the Redis crate takes them.
+    #[cfg(feature = "redis")]
+    pub(crate) fn redis_config(&self) -> snowmint_redis::RedisConfig {
+        let mut redis = snowmint_redis::RedisConfig::new(self.url.clone())
+            .lease(self.lease.config())
+            .prefix(self.prefix.clone())
+            .longest_ttl(self.longest_ttl)
+            .wait_replicas(self.wait_replicas);
+        if let Some(master) = &self.master {
+            redis = redis.sentinel(self.sentinels.iter().cloned(), master.clone());
+        }
+        redis
     }
 }
 
@@ -389,6 +484,13 @@ impl Config {
             IdentitySource::Database(db) => Err(StartError::DbNotBuilt {
                 flag: db.kind.flag(),
             }),
+            #[cfg(feature = "redis")]
+            IdentitySource::Redis(redis) => redis
+                .redis_config()
+                .validate()
+                .map_err(|e| StartError::Lease(snowmint_lease::LeaseError::Config(Box::new(e)))),
+            #[cfg(not(feature = "redis"))]
+            IdentitySource::Redis(_) => Err(StartError::RedisNotBuilt),
         }
     }
 }
@@ -439,6 +541,12 @@ pub enum StartError {
         /// `postgres` or `mysql`.
         flag: &'static str,
     },
+    /// `--redis` given to a build without the `redis` feature.
+    #[error(
+        "--redis needs a snowmint built with `--features redis` \
+         (cargo run --release --features redis -- serve --redis URL)"
+    )]
+    RedisNotBuilt,
     /// `--api-token-file` cannot be read, is empty or holds more than a token.
     #[error(transparent)]
     Token(#[from] TokenError),
@@ -476,6 +584,7 @@ impl StartError {
             StartError::Hostname(_)
                 | StartError::EtcdNotBuilt
                 | StartError::DbNotBuilt { .. }
+                | StartError::RedisNotBuilt
                 | StartError::Tls(_)
                 | StartError::Token(_)
                 | StartError::CorsOrigin(_)

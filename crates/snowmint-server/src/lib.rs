@@ -56,8 +56,9 @@ mod serve;
 
 pub use app::{App, admin_app, app};
 pub use config::{
-    Config, DEFAULT_DB_TABLE, DEFAULT_ETCD_PREFIX, DEFAULT_LEASE_TTL, DEFAULT_LISTEN, DbKind,
-    DbSettings, EtcdSettings, IdentitySource, LeaseSettings, StartError, default_state_dir,
+    Config, DEFAULT_DB_TABLE, DEFAULT_ETCD_PREFIX, DEFAULT_LEASE_TTL, DEFAULT_LISTEN,
+    DEFAULT_REDIS_LONGEST_TTL, DEFAULT_REDIS_PREFIX, DbKind, DbSettings, EtcdSettings,
+    IdentitySource, LeaseSettings, RedisSettings, StartError, default_state_dir,
 };
 pub use guard::edge::{MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_URI_BYTES, REQUEST_TIMEOUT};
 pub use guard::origin::{OriginError, Origins};

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 
 use crate::app::{admin_app, app};
-use crate::config::{Config, DbSettings, EtcdSettings, IdentitySource, StartError};
+use crate::config::{Config, DbSettings, EtcdSettings, IdentitySource, RedisSettings, StartError};
 use crate::guard::origin::Origins;
 use crate::guard::token::ApiToken;
 use crate::logs::{self, LogFormat};
@@ -37,7 +37,7 @@ pub fn static_state(config: &Config) -> Result<AppState, StartError> {
         IdentitySource::FromHostname { state_dir } => {
             (hostname::identity_from_hostname()?, state_dir)
         }
-        IdentitySource::Etcd(_) | IdentitySource::Database(_) => {
+        IdentitySource::Etcd(_) | IdentitySource::Database(_) | IdentitySource::Redis(_) => {
             return Err(StartError::NotStatic);
         }
     };
@@ -110,7 +110,9 @@ pub async fn serve(
                 .await
                 .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?
         }
-        IdentitySource::Etcd(_) | IdentitySource::Database(_) => start_minter(&config)?,
+        IdentitySource::Etcd(_) | IdentitySource::Database(_) | IdentitySource::Redis(_) => {
+            start_minter(&config)?
+        }
     };
     if config.announce {
         announce(&config, &listener, admin.as_ref(), &minter);
@@ -191,6 +193,10 @@ fn start_minter(config: &Config) -> Result<Arc<Minter>, StartError> {
                 flag: db.kind.flag(),
             });
         }
+        #[cfg(feature = "redis")]
+        IdentitySource::Redis(redis) => Minter::start_leased_redis(redis.redis_config())?,
+        #[cfg(not(feature = "redis"))]
+        IdentitySource::Redis(_) => return Err(StartError::RedisNotBuilt),
     };
     Ok(minter)
 }
@@ -226,6 +232,7 @@ fn announce(config: &Config, listener: &TcpListener, admin: Option<&TcpListener>
     match &config.identity_source {
         IdentitySource::Etcd(etcd) => announce_leased(&url, etcd, json),
         IdentitySource::Database(db) => announce_db(&url, db, json),
+        IdentitySource::Redis(redis) => announce_redis(&url, redis, json),
         IdentitySource::Static { state_dir, .. } | IdentitySource::FromHostname { state_dir } => {
             announce_static(&url, minter.identity(), state_dir, json)
         }
@@ -275,6 +282,35 @@ fn announce_db(url: &str, db: &DbSettings, json: bool) {
         eprintln!(
             "snowmint: serving the explorer on {url} (identity leased from {kind} table {}, lease TTL {ttl_s} s{scope})",
             db.table,
+        );
+    }
+}
+
+/// The public listener's line in Redis mode: the prefix and, with Sentinel,
+/// the master's name (never the URL, which may hold a password).
+fn announce_redis(url: &str, redis: &RedisSettings, json: bool) {
+    let ttl_s = redis.lease.ttl.as_secs();
+    let via = redis
+        .master
+        .as_ref()
+        .map(|m| format!(" (Sentinel master {m})"))
+        .unwrap_or_default();
+    if json {
+        tracing::info!(
+            target: logs::BANNER_TARGET,
+            %url,
+            coordinator = "redis",
+            prefix = %redis.prefix,
+            master = redis.master.as_deref(),
+            lease_ttl_s = ttl_s,
+            datacenter = redis.lease.datacenter,
+            "serving the explorer on {url} (identity leased from redis)"
+        );
+    } else {
+        let scope = redis.lease.scope_text();
+        eprintln!(
+            "snowmint: serving the explorer on {url} (identity leased from redis{via} under prefix {}, lease TTL {ttl_s} s{scope})",
+            redis.prefix,
         );
     }
 }

@@ -98,13 +98,13 @@ fn a_flag_the_identity_source_cannot_honour_is_refused() {
         (
             &["--lease-ttl", "5"][..],
             &[][..],
-            "lease-ttl needs --etcd, --postgres or --mysql (the TTL of the identity lease), got --lease-ttl 5 without it"
+            "lease-ttl needs --etcd, --postgres, --mysql or --redis (the TTL of the identity lease), got --lease-ttl 5 without it"
                 .to_owned(),
         ),
         (
             &[],
             &[("SNOWMINT_LEASE_TTL", "10")],
-            "lease-ttl needs --etcd, --postgres or --mysql (the TTL of the identity lease), got SNOWMINT_LEASE_TTL=10 \
+            "lease-ttl needs --etcd, --postgres, --mysql or --redis (the TTL of the identity lease), got SNOWMINT_LEASE_TTL=10 \
              without it"
                 .to_owned(),
         ),
@@ -148,7 +148,7 @@ fn a_flag_the_identity_source_cannot_honour_is_refused() {
                 "5",
             ],
             &[],
-            "lease-ttl needs --etcd, --postgres or --mysql (the TTL of the identity lease), got --lease-ttl 5 without it"
+            "lease-ttl needs --etcd, --postgres, --mysql or --redis (the TTL of the identity lease), got --lease-ttl 5 without it"
                 .to_owned(),
         ),
         // Settings of the static identity with --etcd.

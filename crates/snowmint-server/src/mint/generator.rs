@@ -32,7 +32,7 @@ pub fn static_generator(identity: Identity, state_dir: &Path) -> Result<Generato
 /// `/readyz` turns 503 at most 30 s after etcd stops taking writes while
 /// it still answers keep-alives; when etcd stops answering at all, the
 /// lease's fence closes it sooner.
-#[cfg(any(feature = "etcd", feature = "db"))]
+#[cfg(any(feature = "etcd", feature = "db", feature = "redis"))]
 pub(crate) const LEASED_PROOF_AGE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Builds a leased identity's generator over its store (the lease
@@ -40,7 +40,7 @@ pub(crate) const LEASED_PROOF_AGE: std::time::Duration = std::time::Duration::fr
 /// the default one, but probed only as often as [`LEASED_PROOF_AGE`] asks
 /// (a mark write is a Raft write in etcd, a committed transaction in a
 /// database).
-#[cfg(any(feature = "etcd", feature = "db"))]
+#[cfg(any(feature = "etcd", feature = "db", feature = "redis"))]
 pub(crate) fn leased_generator(
     identity: Identity,
     store: snowmint_lease::LeaseStore,

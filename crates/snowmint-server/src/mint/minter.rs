@@ -270,6 +270,17 @@ impl Minter {
         ))
     }
 
+    /// Starts the Redis identity source: a lease session over `redis`, its
+    /// generators built as etcd's are (probed every 15 s when idle).
+    /// Holds no identity yet when this returns (not ready until it does).
+    #[cfg(feature = "redis")]
+    pub fn start_leased_redis(
+        redis: snowmint_redis::RedisConfig,
+    ) -> Result<Arc<Minter>, snowmint_lease::LeaseError> {
+        let redis = redis.generator(Arc::new(crate::mint::generator::leased_generator));
+        Ok(Minter::leased_from("redis", LeasedGenerator::spawn(redis)?))
+    }
+
     /// A minter over an etcd lease session started elsewhere.
     pub fn leased(leased: LeasedGenerator) -> Arc<Minter> {
         Minter::leased_from("etcd", leased)
