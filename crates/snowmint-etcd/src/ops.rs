@@ -217,9 +217,16 @@ fn lease_not_found(e: &(dyn std::error::Error + 'static)) -> bool {
 /// held <lease hex> <ttl s> <instance hex> <holder>   claimed, not released
 /// released <lease hex>                              released by its holder
 /// ```
+///
+/// A held record's TTL is what the next holder waits if this one does not
+/// release: the longest fence that may still be open on the identity, the
+/// claimant's TTL or, when the holder before it did not release either, that
+/// holder's recorded TTL if longer ([`recorded_ttl`](Tenure::recorded_ttl)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Tenure {
     Held {
+        /// The lease that claimed it, if the record names one.
+        lease: Option<i64>,
         ttl: Duration,
         instance: u64,
         holder: String,
@@ -228,13 +235,24 @@ pub(crate) enum Tenure {
 }
 
 impl Tenure {
-    pub(crate) fn held(lease: i64, who: &Claimant<'_>) -> String {
+    pub(crate) fn held(lease: i64, ttl: Duration, who: &Claimant<'_>) -> String {
         format!(
             "held {lease:x} {} {:x} {}",
-            who.ttl.as_secs(),
+            ttl.as_secs(),
             who.instance,
             who.holder
         )
+    }
+
+    /// The TTL a claim by `who` records over `record`: the longest fence
+    /// that may still be open on the identity once it holds it. A holder
+    /// that did not release may be fenced open for its recorded TTL (which
+    /// covers the holders before it the same way), and `who` for its own.
+    pub(crate) fn recorded_ttl(record: Option<&Tenure>, who: &Claimant<'_>) -> Duration {
+        match record {
+            Some(Tenure::Held { ttl, .. }) => who.ttl.max(*ttl),
+            Some(Tenure::Released) | None => who.ttl,
+        }
     }
 
     pub(crate) fn released(lease: i64) -> String {
@@ -249,12 +267,13 @@ impl Tenure {
         match words.next() {
             Some("released") => Tenure::Released,
             Some("held") => {
-                let _lease = words.next();
+                let lease = words.next().and_then(|w| i64::from_str_radix(w, 16).ok());
                 let ttl = words.next().and_then(|w| w.parse().ok());
                 let instance = words.next().and_then(|w| u64::from_str_radix(w, 16).ok());
                 let holder = words.next().unwrap_or("").to_owned();
                 match (ttl, instance) {
                     (Some(ttl), Some(instance)) => Tenure::Held {
+                        lease,
                         ttl: Duration::from_secs(ttl),
                         instance,
                         holder,
@@ -268,6 +287,7 @@ impl Tenure {
 
     fn unreadable(text: &str) -> Tenure {
         Tenure::Held {
+            lease: None,
             ttl: snowmint_lease::MAX_LEASE_TTL,
             instance: 0,
             holder: format!(
@@ -361,10 +381,55 @@ pub(crate) async fn census(
     Ok(census)
 }
 
-/// Claims identity `n` for `lease`: one transaction creates its key bound to
-/// the lease only if absent, reads its tenure record and mark, and records
-/// `who` as its holder, so that a crash after it leaves the identity looking
-/// unclean, never clean.
+/// How many times a claim reads the tenure record again because it changed
+/// between the read and the claim's transaction.
+const CLAIM_TRIES: u32 = 5;
+
+/// What a claim read of identity `n`: the lease its key is bound to (if
+/// any), and its tenure record with the revision that wrote it (0: none).
+struct Seen {
+    bound: Option<i64>,
+    record: Option<Tenure>,
+    revision: i64,
+}
+
+impl Seen {
+    /// From the answer to the two reads [key, tenure record].
+    fn of(response: &etcd_client::TxnResponse) -> Seen {
+        let mut seen = Seen {
+            bound: None,
+            record: None,
+            revision: 0,
+        };
+        for (i, op) in response.op_responses().into_iter().enumerate() {
+            if let TxnOpResponse::Get(get) = op
+                && let Some(kv) = get.kvs().first()
+            {
+                match i {
+                    0 => seen.bound = Some(kv.lease()),
+                    _ => {
+                        seen.record = Some(Tenure::parse(kv.value()));
+                        seen.revision = kv.mod_revision();
+                    }
+                }
+            }
+        }
+        seen
+    }
+}
+
+/// Claims identity `n` for `lease`. The tenure record it writes carries the
+/// TTL the next holder must wait ([`Tenure::recorded_ttl`]), which depends
+/// on the record before it: so the key and the record are read first, and
+/// one transaction then creates the key bound to the lease only if it is
+/// still absent and the record unchanged (its `mod_revision`), reads the
+/// mark, and writes the record, so that a crash after it leaves the
+/// identity looking unclean, never clean. A record changed in between is
+/// read again (a few times; then the identity counts as taken).
+///
+/// A claim asked again under the lease its key is already bound to (its
+/// answer was lost) is answered from the record it wrote: the wait it
+/// recorded, which covers whatever the first answer said.
 pub(crate) async fn claim(
     client: &mut Client,
     keys: &Keys,
@@ -375,39 +440,64 @@ pub(crate) async fn claim(
 ) -> Result<Claimed, LeaseError> {
     let key = keys.identity(n);
     let tenure = keys.tenure(n);
-    let txn = Txn::new()
-        .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
-        .and_then([
-            TxnOp::get(tenure.as_str(), None),
-            TxnOp::get(keys.reserved(n), None),
-            TxnOp::put(
-                key.as_str(),
-                who.holder,
-                Some(PutOptions::new().with_lease(lease)),
-            ),
-            TxnOp::put(tenure.as_str(), Tenure::held(lease, who), None),
-        ]);
-    let response = timed("identity claim", after, client.txn(txn)).await?;
-    if !response.succeeded() {
-        return Ok(Claimed::Taken);
-    }
-    let mut record = None;
-    let mut marked = false;
-    for (i, op) in response.op_responses().into_iter().enumerate() {
-        if let TxnOpResponse::Get(get) = op {
-            match (i, get.kvs().first()) {
-                (0, Some(kv)) => record = Some(Tenure::parse(kv.value())),
-                (1, Some(_)) => marked = true,
-                _ => {}
-            }
+    let look = [
+        TxnOp::get(key.as_str(), Some(GetOptions::new().with_keys_only())),
+        TxnOp::get(tenure.as_str(), None),
+    ];
+    let read = Txn::new().and_then(look.clone());
+    let mut seen = Seen::of(&timed("identity claim", after, client.txn(read)).await?);
+    for _ in 0..CLAIM_TRIES {
+        if let Some(bound) = seen.bound {
+            return Ok(match seen.record {
+                Some(Tenure::Held {
+                    lease: Some(claimed),
+                    ttl,
+                    ..
+                }) if bound == lease && claimed == lease => Claimed::Won(Previous::Unclean {
+                    ttl,
+                    holder: "this lease's own claim, asked again".to_owned(),
+                }),
+                _ => Claimed::Taken,
+            });
         }
+        let unchanged = if seen.revision == 0 {
+            Compare::create_revision(tenure.as_str(), CompareOp::Equal, 0)
+        } else {
+            Compare::mod_revision(tenure.as_str(), CompareOp::Equal, seen.revision)
+        };
+        let ttl = Tenure::recorded_ttl(seen.record.as_ref(), who);
+        let txn = Txn::new()
+            .when([
+                Compare::create_revision(key.as_str(), CompareOp::Equal, 0),
+                unchanged,
+            ])
+            .and_then([
+                TxnOp::get(keys.reserved(n), None),
+                TxnOp::put(
+                    key.as_str(),
+                    who.holder,
+                    Some(PutOptions::new().with_lease(lease)),
+                ),
+                TxnOp::put(tenure.as_str(), Tenure::held(lease, ttl, who), None),
+            ])
+            .or_else(look.clone());
+        let response = timed("identity claim", after, client.txn(txn)).await?;
+        if !response.succeeded() {
+            seen = Seen::of(&response);
+            continue;
+        }
+        let marked = response
+            .op_responses()
+            .into_iter()
+            .any(|op| matches!(op, TxnOpResponse::Get(get) if !get.kvs().is_empty()));
+        return Ok(Claimed::Won(Tenure::previous(
+            seen.record,
+            marked,
+            who.instance,
+            who.ttl,
+        )));
     }
-    Ok(Claimed::Won(Tenure::previous(
-        record,
-        marked,
-        who.instance,
-        who.ttl,
-    )))
+    Ok(Claimed::Taken)
 }
 
 /// Records that the holder under `lease` let go of identity `n` (only while

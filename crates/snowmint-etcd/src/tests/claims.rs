@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use snowmint_lease::{Claimed, Coordinator, LeaseError, LeasedGenerator, Pool, Previous};
+use snowmint_lease::{Claimant, Claimed, Coordinator, LeaseError, LeasedGenerator, Pool, Previous};
 
 use super::{M, T, TTL, client, etcd, hold, who};
 use crate::EtcdConfig;
@@ -79,6 +79,58 @@ async fn claims_are_exclusive_marks_are_guarded_and_hand_overs_say_how_they_went
         hold(&mut other, 0, 5).await.1,
         Claimed::Won(Previous::Clean)
     );
+}
+
+#[tokio::test]
+async fn the_ttl_recorded_for_the_next_holder_is_the_longest_fence_that_may_still_be_open() {
+    let Some(server) = snowmint_testkit::etcd::EtcdServer::start() else {
+        return;
+    };
+    let mut c = etcd(&server.url(), "/recorded");
+    let long = Duration::from_secs(60);
+    let unclean = |ttl| {
+        Claimed::Won(Previous::Unclean {
+            ttl,
+            holder: "test".to_owned(),
+        })
+    };
+    // A, with a 60 s TTL, holds it and ends without a release.
+    let a = c.grant(TTL, T).await.unwrap().lease;
+    let as_a = Claimant {
+        ttl: long,
+        ..who(1)
+    };
+    assert_eq!(
+        c.claim(a, 0, &as_a, T).await.unwrap(),
+        Claimed::Won(Previous::Clean)
+    );
+    c.revoke(a, T).await.unwrap();
+    // B (30 s) takes it over: told A's 60 s.
+    let (b, claimed) = hold(&mut c, 0, 2).await;
+    assert_eq!(claimed, unclean(long));
+    // Asked again under the same lease (its answer lost): the wait it
+    // recorded; under another lease it is taken.
+    assert_eq!(
+        c.claim(b, 0, &who(2), T).await.unwrap(),
+        Claimed::Won(Previous::Unclean {
+            ttl: long,
+            holder: "this lease's own claim, asked again".to_owned()
+        })
+    );
+    let other = c.grant(TTL, T).await.unwrap().lease;
+    assert_eq!(c.claim(other, 0, &who(2), T).await.unwrap(), Claimed::Taken);
+    // B loses it during its wait, without a release: C (30 s) is told 60 s,
+    // since A's fence may still be open.
+    c.revoke(b, T).await.unwrap();
+    let (d, claimed) = hold(&mut c, 0, 3).await;
+    assert_eq!(claimed, unclean(long));
+    // Released: the next holder issues at once and records its own TTL only.
+    c.release(0, d, T).await.unwrap();
+    c.revoke(d, T).await.unwrap();
+    let (e, claimed) = hold(&mut c, 0, 4).await;
+    assert_eq!(claimed, Claimed::Won(Previous::Clean));
+    c.revoke(e, T).await.unwrap();
+    assert_eq!(hold(&mut c, 0, 5).await.1, unclean(TTL));
 }
 
 #[tokio::test]
