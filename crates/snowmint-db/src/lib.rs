@@ -73,4 +73,7 @@ pub use snowmint_lease::{
     LeaseMetrics, LeaseState, LeaseStore, LeasedGenerator, MAX_LEASE_TTL, MIN_LEASE_TTL, MintError,
     PendingMint, SystemLeaseClock, default_generator, fence_margin,
 };
-pub use table::{DEFAULT_TABLE, Dialect, LAYOUT_MARKER, Table, ddl};
+pub use table::{
+    DEFAULT_LONGEST_TTL_MS, DEFAULT_TABLE, Dialect, LAYOUT_1_MARKER, LAYOUT_MARKER, Table, ddl,
+    epoch_sql,
+};

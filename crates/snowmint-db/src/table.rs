@@ -14,7 +14,7 @@ pub const DEFAULT_TABLE: &str = "snowmint_identities";
 pub const LAYOUT_MARKER: &str = "snowmint coordinator table, layout 2";
 
 /// The marker of the layout before epochs (snowmint 0.4): a table with it is
-/// brought to [`LAYOUT_MARKER`]'s by [`upgrade_statements`], in place.
+/// brought to [`LAYOUT_MARKER`]'s in place by the first instance that connects.
 pub const LAYOUT_1_MARKER: &str = "snowmint coordinator table, layout 1";
 
 /// The longest lease TTL a new table declares (`longest_ttl_ms`, per row):
