@@ -243,3 +243,123 @@ impl Drop for Redis {
         self.kill();
     }
 }
+
+/// A `redis-sentinel` watching one master (quorum 1: it alone decides), on
+/// 127.0.0.1 and a free port, that fails over one second after the master
+/// stops answering; killed when dropped.
+#[derive(Debug)]
+pub struct Sentinel {
+    dir: TempDir,
+    port: u16,
+    child: Option<Child>,
+}
+
+impl Sentinel {
+    /// Starts one watching the master `name` on 127.0.0.1:`master_port`
+    /// (`None`: a skip, `redis-sentinel` not installed).
+    ///
+    /// # Panics
+    ///
+    /// When it is installed but does not start.
+    pub fn start(name: &str, master_port: u16) -> Option<Sentinel> {
+        if !runs("redis-sentinel") {
+            return crate::skip("redis-sentinel is not installed (apt-get install redis-sentinel)");
+        }
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let port = free_port();
+        let conf = dir.path().join("sentinel.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "port {port}\nbind 127.0.0.1\ndir {dir}\nlogfile {dir}/sentinel.log\n\
+                 sentinel monitor {name} 127.0.0.1 {master_port} 1\n\
+                 sentinel down-after-milliseconds {name} 1000\n\
+                 sentinel failover-timeout {name} 10000\n\
+                 sentinel parallel-syncs {name} 1\n",
+                dir = dir.path().display()
+            ),
+        )
+        .expect("write sentinel.conf");
+        let child = Command::new("redis-sentinel")
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start redis-sentinel");
+        let mut sentinel = Sentinel {
+            dir,
+            port,
+            child: Some(child),
+        };
+        let start = Instant::now();
+        while !sentinel
+            .try_cli(&["PING"])
+            .is_ok_and(|o| o.trim() == "PONG")
+        {
+            if let Some(child) = &mut sentinel.child
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                panic!("redis-sentinel exited ({status}): {}", sentinel.log());
+            }
+            assert!(
+                start.elapsed() < START_LIMIT,
+                "redis-sentinel did not answer PING within {START_LIMIT:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(sentinel)
+    }
+
+    /// Its `HOST:PORT`, as `--redis-sentinel` takes it.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Its log.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("sentinel.log")).unwrap_or_default()
+    }
+
+    /// Runs `redis-cli` with `args` against it.
+    ///
+    /// # Errors
+    ///
+    /// When `redis-cli` fails.
+    pub fn try_cli(&self, args: &[&str]) -> Result<String, String> {
+        let out = Command::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// The port of the master it names now for `name`, if it names one.
+    pub fn master_port(&self, name: &str) -> Option<u16> {
+        let out = self
+            .try_cli(&["SENTINEL", "get-master-addr-by-name", name])
+            .ok()?;
+        out.lines().nth(1)?.trim().parse().ok()
+    }
+
+    /// How many replicas of `name` it knows.
+    pub fn replicas(&self, name: &str) -> usize {
+        self.try_cli(&["SENTINEL", "replicas", name])
+            .map(|o| o.lines().filter(|l| l.trim() == "name").count())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
