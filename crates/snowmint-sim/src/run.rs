@@ -161,7 +161,12 @@ type Tenure = (usize, u64, i64);
 #[derive(Debug, Clone, Copy)]
 struct Shape {
     holders: usize,
+    /// The longest lease TTL of the holders (s): the model's declared
+    /// bound.
     ttl_s: u64,
+    /// Each holder's own lease TTL (s), drawn apart: a hand-over's wait
+    /// must cover the longest fence that may still be open.
+    ttls: [u64; 4],
     length_ms: u64,
     /// Free identities of the pool beyond the holders (the rest is filled).
     spare: u16,
@@ -184,7 +189,15 @@ pub fn schedule(seed: u64) -> Outcome {
 
 async fn run(seed: u64) -> Outcome {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let ttl_s = [2, 3, 5, 10][rng.random_range(0..4)];
+    let holders = rng.random_range(2..=4);
+    // Every holder with one TTL, or (half the schedules) each with its own.
+    let mut ttls = [[2, 3, 5, 10][rng.random_range(0..4)]; 4];
+    if rng.random_bool(0.5) {
+        for ttl in ttls.iter_mut().take(holders) {
+            *ttl = [2, 3, 5, 10][rng.random_range(0..4)];
+        }
+    }
+    let ttl_s = ttls[..holders].iter().copied().max().unwrap_or(10);
     // Decided by the seed alone, so the other schedules stay what they were.
     let suspends = seed % 4 == 1;
     let window_ms = if suspends {
@@ -193,14 +206,19 @@ async fn run(seed: u64) -> Outcome {
         snowmint::DEFAULT_RESERVE_WINDOW_MS
     };
     let shape = Shape {
-        holders: rng.random_range(2..=4),
+        holders,
         ttl_s,
+        ttls,
         // Faults for 20 to 45 s, then the quiet tail (below).
         length_ms: rng.random_range(20_000..=45_000) + quiet_ms(ttl_s * 1000, window_ms),
         spare: rng.random_range(1..=3),
         window_ms,
         suspends,
     };
+    // One schedule in sixteen is the SQL coordinator model's with lossy
+    // failovers (seed = 6 mod 16), one in sixteen a database's without
+    // (seed = 14 mod 16).
+    let lossy = seed % 16 == 6;
     let origin = tokio::time::Instant::now();
     let world: Shared = Arc::new(std::sync::Mutex::new(World::new(rng.random(), origin)));
     let pool = Pool::new(Some(3));
@@ -209,6 +227,7 @@ async fn run(seed: u64) -> Outcome {
         // One schedule in eight is a database coordinator's (decided by the
         // seed alone, so the other schedules stay what they were).
         w.single_primary = seed % 8 == 6;
+        w.lossy_failovers = lossy;
         if w.single_primary {
             w.fault("database_schedule");
         }
@@ -216,12 +235,20 @@ async fn run(seed: u64) -> Outcome {
         for n in pool.ordinals().skip(usize::from(free)) {
             w.fill(n);
         }
+        w.pool = pool.ordinals().take(usize::from(free)).collect();
+        w.max_ttl_ms = shape.ttl_s * 1000;
+        w.quiet_from = shape.length_ms - quiet_ms(shape.ttl_s * 1000, shape.window_ms);
     }
     let machines: Vec<Rc<RefCell<Machine>>> = (0..shape.holders)
         .map(|slot| {
+            // With lossy failovers the marks of the commits lost are gone,
+            // and what a lost holder issued is bounded by its wall clock:
+            // the holders' clocks agree within 3 s there (the fence margin
+            // plus the reserve window), and are not stepped.
+            let skew = if lossy { 1_500 } else { 500 };
             let wall = SimWall {
                 origin,
-                offset_ms: Arc::new(AtomicI64::new(rng.random_range(-500..=500))),
+                offset_ms: Arc::new(AtomicI64::new(rng.random_range(-skew..=skew))),
             };
             let lease_clock = Arc::new(SuspendAwareClock::new(SimSources {
                 origin,
@@ -245,7 +272,7 @@ async fn run(seed: u64) -> Outcome {
         let factory_wall = wall.clone();
         let lease_clock: Arc<dyn LeaseClock> = m.lease_clock.clone();
         let config = LeaseConfig::default()
-            .lease_ttl(Duration::from_secs(shape.ttl_s))
+            .lease_ttl(Duration::from_secs(shape.ttls[m.slot]))
             .datacenter(3)
             .holder(format!("slot {} #{}", m.slot, m.incarnation))
             .clock(lease_clock)
@@ -262,6 +289,7 @@ async fn run(seed: u64) -> Outcome {
         let coordinator = SimEtcd {
             world: Arc::clone(&world),
             slot: m.slot,
+            incarnation: m.incarnation,
             member: rng.random_range(0..3),
         };
         let marks = Arc::new(SimMarks {
@@ -285,7 +313,10 @@ async fn run(seed: u64) -> Outcome {
         let world = Arc::clone(&world);
         let machines = machines.clone();
         let mut rng = ChaCha8Rng::seed_from_u64(rng.random());
-        let stop_within = request_timeout(ttl_ms) * 7;
+        let stop_within: Vec<Duration> = shape.ttls[..shape.holders]
+            .iter()
+            .map(|ttl_s| request_timeout(ttl_s * 1000) * 7)
+            .collect();
         async move {
             loop {
                 let wait = rng.random_range(200..=3_000);
@@ -294,7 +325,7 @@ async fn run(seed: u64) -> Outcome {
                 if now >= quiet_from {
                     break;
                 }
-                let kind = rng.random_range(0..12);
+                let kind = rng.random_range(0..15);
                 let slot = rng.random_range(0..machines.len());
                 match kind {
                     0 | 1 => {
@@ -334,7 +365,12 @@ async fn run(seed: u64) -> Outcome {
                             if let Ok(leased) = Rc::try_unwrap(leased) {
                                 leased.abandon();
                             }
-                            lock(&world).fault("holder_crash");
+                            let who = (slot, machines[slot].borrow().incarnation);
+                            {
+                                let mut w = lock(&world);
+                                w.fences_closed(who);
+                                w.fault("holder_crash");
+                            }
                             let back = rng.random_range(0..=ttl_ms * 2);
                             tokio::time::sleep(Duration::from_millis(back)).await;
                             start(&machines[slot], &mut rng);
@@ -348,16 +384,17 @@ async fn run(seed: u64) -> Outcome {
                             let took = lock(&world).now() - began;
                             let mut w = lock(&world);
                             w.fault("holder_graceful_restart");
-                            if took > u64::try_from(stop_within.as_millis()).unwrap_or(u64::MAX) {
+                            let bound = stop_within[slot];
+                            if took > u64::try_from(bound.as_millis()).unwrap_or(u64::MAX) {
                                 w.violation(format!(
-                                    "slot {slot}'s shutdown took {took} ms, past its bound {stop_within:?}"
+                                    "slot {slot}'s shutdown took {took} ms, past its bound {bound:?}"
                                 ));
                             }
                             drop(w);
                             start(&machines[slot], &mut rng);
                         }
                     }
-                    5 => {
+                    5 if !lossy => {
                         let step = rng.random_range(-5_000..=5_000);
                         machines[slot]
                             .borrow()
@@ -377,6 +414,27 @@ async fn run(seed: u64) -> Outcome {
                     7 => {
                         let step = rng.random_range(-(ttl_ms as i64)..=ttl_ms as i64 * 2);
                         lock(&world).step_clock(step);
+                    }
+                    12 => {
+                        // The coordinator ends a lease early right after a
+                        // renewal of it counted; its holder is cut off, and
+                        // another is made to claim its identity (the case
+                        // that shows a short hand-over wait).
+                        lock(&world).arm_early_end();
+                    }
+                    14 => {
+                        let d = rng.random_range(ttl_ms..=ttl_ms * 5 / 2);
+                        lock(&world).quorum_loss(d);
+                    }
+                    13 if lossy => {
+                        // A failover that loses the last commits: now, or
+                        // right after a renewal of a holder it then cuts off.
+                        let mut w = lock(&world);
+                        if rng.random_bool(0.5) {
+                            w.lossy_failover();
+                        } else {
+                            w.arm_failover();
+                        }
                     }
                     10 => {
                         let taken = lock(&world).intrude();
@@ -401,6 +459,7 @@ async fn run(seed: u64) -> Outcome {
             w.net.duplicated = 0.0;
             w.net.delay_max_ms = 5;
             w.holders_paused.clear();
+            w.holders_cut.clear();
         }
     };
     // The minting clients, one per machine.
@@ -541,6 +600,14 @@ fn mint_once(
     if let Some(lease) = lease {
         // Issuing: its hand-over wait, if it had one, is over.
         w.waiting.remove(&lease);
+        let identity = ((range.first().get() >> 12) & 0x3ff) as u16;
+        w.issued.insert((lease, identity));
+        if let Some((before, until)) = w.open_fence_before(identity, lease, now) {
+            w.violation(format!(
+                "identity {identity}: slot {} issued under lease {lease:x} at {now} ms while lease {before:x}, which issued under it before, may be fenced open until {until} ms",
+                who.0
+            ));
+        }
         let end = w.legit_end.get(&lease).copied().unwrap_or(0);
         if now >= end {
             w.violation(format!(

@@ -18,9 +18,41 @@
 //!   suspended (paused, and their monotonic clock stands still meanwhile:
 //!   `run.rs`).
 //!
+//! - the tenure record's TTL is what the next holder must wait: the longest
+//!   fence that may still be open on the identity (the claimant's TTL, or
+//!   the one recorded before it if that holder did not release); a claim
+//!   asked again under the lease it bound is answered from that record;
+//! - an early end: the coordinator ends one lease right after a renewal of
+//!   it counted, its holder is cut off (its requests hang, it mints on
+//!   behind its fence), another holder is made to claim its identity (its
+//!   own taken by hand, every other free one held by hand a while), and
+//!   that claimant's lease is ended early in its hand-over wait in turn;
+//! - a quorum loss (the leader and a follower paused together), after
+//!   which clients still connected to the deposed leader send it their
+//!   keep-alives while it answers from its stale table.
+//!
+//! **The SQL coordinator model** (`single_primary`, one schedule in eight):
+//! a database's semantics instead (`snowmint-db`): one primary, no terms,
+//! no election. In half of those (`lossy_failovers`) the database keeps an
+//! epoch and fails over to a replica that lacked its last commits: every
+//! write after a recent cut point is gone (claims, renewals, releases, mark
+//! raises) and the epoch moves on. A claim of a row last written in an
+//! older epoch answers [`Previous::Untrusted`] with the model's declared
+//! longest TTL as its bound, whatever the row's released and instance
+//! fields say, and takes the row even if its lease looks live; a
+//! keep-alive, confirm or mark raise on a tenure from an older epoch
+//! answers lost (TTL 0, not held, `NotHolder`). The plant `epoch-ignored`
+//! switches the claim's side of that off (`World::stale_row`).
+//!
 //! Beside the model it keeps the truth the invariants are checked against:
 //! each lease's legitimate end (its last renewal by a real leader plus its
-//! TTL, in real time), and every violation found.
+//! TTL, in real time); each lease's fence bound (its last renewal that
+//! counted, a keep-alive answered and a read after it that saw the
+//! identity still bound at the same term, sent at `s` with TTL `t`: its
+//! holder's fence may be open until `s + t` in real time, the margin being
+//! the allowance for its clock's rate); and every violation found. The
+//! rule checked at each mint: no holder issues under an identity while the
+//! fence of an earlier holder that issued under it may still be open.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -28,6 +60,7 @@ use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use snowmint_lease::plant::{self, Plant};
 use snowmint_lease::{
     Census, Claimant, Claimed, Confirmation, Coordinator, Granted, LeaseError, LeaseId, MarkIo,
     Pool, Previous, Renewal,
@@ -82,8 +115,44 @@ struct Lease {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Tenure {
-    Held { ttl_ms: u64, instance: u64 },
+    /// Claimed by `lease` of `instance`, not released. `ttl_ms`: what the
+    /// next holder must wait, the longest fence that may still be open on
+    /// the identity (the claimant's TTL, or the one recorded before it if
+    /// that holder did not release).
+    Held {
+        ttl_ms: u64,
+        instance: u64,
+        lease: LeaseId,
+    },
     Released,
+}
+
+/// What a database keeps, and a failover to a replica that lacked the last
+/// commits rolls back: a copy as of one instant.
+#[derive(Debug, Clone)]
+struct Db {
+    at: u64,
+    seq: u64,
+    /// Taken just before a claim.
+    before_claim: bool,
+    leases: BTreeMap<LeaseId, Lease>,
+    identities: BTreeMap<u16, LeaseId>,
+    marks: BTreeMap<u16, u64>,
+    tenures: BTreeMap<u16, Tenure>,
+    row_epoch: BTreeMap<u16, u64>,
+}
+
+/// The fault that exposes a short hand-over wait, in stages: the
+/// coordinator ends `lease` early right after a renewal of it counted, its
+/// holder is cut off, and another holder is made to claim its identity;
+/// then (`second`) that claimant's lease is ended early during its wait,
+/// and it either claims the identity again itself or is cut off too and a
+/// third holder takes it.
+#[derive(Debug, Clone, Copy)]
+struct EarlyEnd {
+    lease: LeaseId,
+    n: u16,
+    second: bool,
 }
 
 /// How often the network misbehaves, now.
@@ -102,6 +171,9 @@ pub struct World {
     /// without raft terms; its pauses, lost and late answers and clock steps
     /// and rates stay.
     pub single_primary: bool,
+    /// Whether the database fails over to a replica that lacked its last
+    /// commits (the SQL coordinator model's epochs).
+    pub lossy_failovers: bool,
     pub origin: tokio::time::Instant,
     members: Vec<Member>,
     term: u64,
@@ -134,6 +206,56 @@ pub struct World {
     pub holders_paused: BTreeMap<usize, u64>,
     pub violations: Vec<String>,
     pub faults: BTreeMap<&'static str, u64>,
+    /// The identities the holders share (the rest of the datacenter is
+    /// filled).
+    pub pool: Vec<u16>,
+    /// The model's declared longest lease TTL (ms): at least every
+    /// holder's; what a database claim of a row from an older epoch answers
+    /// as its bound.
+    pub max_ttl_ms: u64,
+    /// No fault starts at or after this instant (real ms).
+    pub quiet_from: u64,
+    /// Holder slots cut off from the coordinator now (until, real ms): their
+    /// requests and mark writes hang, but they mint on behind their fence.
+    pub holders_cut: BTreeMap<usize, u64>,
+    /// Which minter (slot, incarnation) each lease was granted to.
+    lease_owner: BTreeMap<LeaseId, (usize, u64)>,
+    /// Each lease's fence bound (real ms): its last renewal that counted
+    /// (a keep-alive answered, then a read after it that saw the identity
+    /// still bound, at the same term), sent at `s` with TTL `t`, keeps its
+    /// holder's fence open until `s + t - margin` on its clock: until
+    /// `s + t` at most in real time, once the margin's allowance for its
+    /// clock's rate (and a descheduled thread) is counted. The checker's
+    /// rule: no holder issues under an identity before this instant of
+    /// every earlier holder of it that issued.
+    fence_open: BTreeMap<LeaseId, u64>,
+    /// The last keep-alive answered with a TTL, per lease: (sent, ttl ms,
+    /// term), waiting for the read that confirms it.
+    answered: BTreeMap<LeaseId, (u64, u64, Option<u64>)>,
+    /// Per identity, the leases that claimed it, in order.
+    claims_of: BTreeMap<u16, Vec<LeaseId>>,
+    /// (lease, identity) pairs under which something was issued (a lease
+    /// may have claimed another identity before, unseen: its answer lost).
+    pub issued: BTreeSet<(LeaseId, u16)>,
+    early_end: Option<EarlyEnd>,
+    /// A lossy failover armed for the next renewal that counts of this
+    /// lease (on this identity).
+    failover_after: Option<(LeaseId, u16)>,
+    /// Keys put by hand for a while (identity, until real ms).
+    temporary: Vec<(u16, u64)>,
+    /// The database's epoch: bumped by a failover that lost commits.
+    epoch: u64,
+    /// The epoch each row (identity) was last written in.
+    row_epoch: BTreeMap<u16, u64>,
+    /// The epoch each lease was granted in.
+    lease_epoch: BTreeMap<LeaseId, u64>,
+    /// Copies of the database as of recent instants (the replica's view).
+    journal: std::collections::VecDeque<Db>,
+    /// Claims applied (the write's number, identity, lease), for a
+    /// failover to name the ones it loses.
+    claim_log: Vec<(u64, u16, LeaseId)>,
+    /// Writes so far: a copy in the journal holds those below its `seq`.
+    writes: u64,
 }
 
 impl World {
@@ -141,6 +263,7 @@ impl World {
         World {
             rng: ChaCha8Rng::seed_from_u64(seed),
             single_primary: false,
+            lossy_failovers: false,
             origin,
             members: vec![
                 Member {
@@ -173,6 +296,24 @@ impl World {
             holders_paused: BTreeMap::new(),
             violations: Vec::new(),
             faults: BTreeMap::new(),
+            pool: Vec::new(),
+            max_ttl_ms: 10_000,
+            quiet_from: u64::MAX,
+            holders_cut: BTreeMap::new(),
+            lease_owner: BTreeMap::new(),
+            fence_open: BTreeMap::new(),
+            answered: BTreeMap::new(),
+            claims_of: BTreeMap::new(),
+            issued: BTreeSet::new(),
+            early_end: None,
+            failover_after: None,
+            temporary: Vec::new(),
+            epoch: 1,
+            row_epoch: BTreeMap::new(),
+            lease_epoch: BTreeMap::new(),
+            journal: std::collections::VecDeque::new(),
+            claim_log: Vec::new(),
+            writes: 0,
         }
     }
 
@@ -245,7 +386,7 @@ impl World {
             return None;
         }
         let n = held[self.rng.random_range(0..held.len())];
-        self.identities.insert(n, INTRUDER);
+        self.put_by_hand(n);
         self.fault("identity_taken_by_hand");
         Some(n)
     }
@@ -255,6 +396,330 @@ impl World {
         if self.identities.get(&n) == Some(&INTRUDER) {
             self.identities.remove(&n);
         }
+    }
+
+    /// An operator's key on identity `n` (a row written now, in a
+    /// database).
+    fn put_by_hand(&mut self, n: u16) {
+        self.identities.insert(n, INTRUDER);
+        self.row_epoch.insert(n, self.epoch);
+    }
+
+    /// The minter (slot, incarnation) holding identity `n` now, if any.
+    fn holder_of(&self, n: u16) -> Option<(usize, u64)> {
+        let lease = self.identities.get(&n)?;
+        self.lease_owner.get(lease).copied()
+    }
+
+    /// Cuts holder `slot` off from the coordinator for `for_ms`.
+    fn cut_off(&mut self, slot: usize, for_ms: u64) {
+        let until = self.now() + for_ms;
+        let e = self.holders_cut.entry(slot).or_default();
+        *e = (*e).max(until);
+        self.fault("holder_cut_off");
+    }
+
+    /// Makes another holder claim identity `n` soon: one holder's identity
+    /// (not of a slot in `spare`) is taken by hand, and every other free
+    /// identity of the pool is held by hand for a while, so that `n` is
+    /// the only one free.
+    fn force_onto(&mut self, n: u16, spare: &[usize]) {
+        let now = self.now();
+        let until = now + self.rng.random_range(self.max_ttl_ms..=self.max_ttl_ms * 2);
+        let movers: Vec<u16> = self
+            .pool
+            .iter()
+            .copied()
+            .filter(|&k| k != n)
+            .filter(|&k| {
+                self.holder_of(k).is_some_and(|(slot, _)| {
+                    !spare.contains(&slot) && !self.holders_cut.contains_key(&slot)
+                })
+            })
+            .collect();
+        let mut by_hand: Vec<u16> = self
+            .pool
+            .iter()
+            .copied()
+            .filter(|&k| k != n && self.claimable(k))
+            .collect();
+        if !movers.is_empty() {
+            by_hand.push(movers[self.rng.random_range(0..movers.len())]);
+        }
+        for k in by_hand {
+            self.put_by_hand(k);
+            self.temporary.push((k, until));
+        }
+        self.fault("holder_forced_onto_identity");
+    }
+
+    /// Whether a claim of identity `n` could take it now.
+    fn claimable(&self, n: u16) -> bool {
+        !self.identities.contains_key(&n) || self.stale_row(n).is_some()
+    }
+
+    /// A database's row `n` last written in an older epoch than now: its
+    /// record may have lost its last writes (that epoch). Where the claim
+    /// of the model decides, so the plant `epoch-ignored` lives here.
+    fn stale_row(&self, n: u16) -> Option<u64> {
+        self.row_behind(n)
+            .filter(|_| !plant::on(Plant::EpochIgnored))
+    }
+
+    /// The epoch row `n` was last written in, if older than now (a
+    /// database's): a tenure on it was lost, whatever the claim says.
+    fn row_behind(&self, n: u16) -> Option<u64> {
+        // Every row exists from the start (epoch 1); the filler rows stand
+        // for holders outside the schedule, alive in every epoch.
+        if !self.single_primary || self.identities.get(&n) == Some(&0) {
+            return None;
+        }
+        Some(self.row_epoch.get(&n).copied().unwrap_or(1)).filter(|&e| e < self.epoch)
+    }
+
+    /// Whether `lease` lives, for this epoch's database.
+    fn lease_live(&self, lease: LeaseId) -> bool {
+        self.leases.contains_key(&lease)
+            && (!self.single_primary || self.lease_epoch.get(&lease) == Some(&self.epoch))
+    }
+
+    /// Before a write: a copy of the database as it was, now and then
+    /// (and always before a claim), for a failover to roll back to.
+    fn journal(&mut self, before_claim: bool) {
+        if !self.single_primary {
+            self.writes += 1;
+            return;
+        }
+        let now = self.now();
+        if before_claim || self.journal.back().is_none_or(|db| db.at + 100 <= now) {
+            self.journal.push_back(Db {
+                at: now,
+                seq: self.writes,
+                before_claim,
+                leases: self.leases.clone(),
+                identities: self.identities.clone(),
+                marks: self.marks.clone(),
+                tenures: self.tenures.clone(),
+                row_epoch: self.row_epoch.clone(),
+            });
+            while self.journal.len() > 1 && self.journal[0].at + 3_000 < now {
+                self.journal.pop_front();
+            }
+        }
+        self.writes += 1;
+    }
+
+    /// A database fails over to a replica that lacked its last commits:
+    /// every write after a recent point is gone (claims, renewals,
+    /// releases, mark raises), and the epoch moves on. The holder whose
+    /// claim was lost, if any, is cut off, and another holder made to claim
+    /// its identity.
+    pub fn lossy_failover(&mut self) {
+        self.lossy_failover_of(None);
+    }
+
+    /// Arms a lossy failover for right after the next renewal that counts
+    /// of a lease holding an identity of the pool, with the longest TTL:
+    /// its holder is cut off and another made to claim its identity (so
+    /// the IDs it issued above the mark the failover kept may meet the new
+    /// holder's, unless the new holder starts above where they could be).
+    pub fn arm_failover(&mut self) {
+        let held: Vec<(u16, LeaseId)> = self
+            .pool
+            .iter()
+            .filter_map(|&n| self.identities.get(&n).map(|&l| (n, l)))
+            .filter(|(_, l)| {
+                self.leases
+                    .get(l)
+                    .is_some_and(|lease| lease.ttl_ms == self.max_ttl_ms)
+            })
+            .collect();
+        if held.is_empty() {
+            return;
+        }
+        let (n, lease) = held[self.rng.random_range(0..held.len())];
+        self.failover_after = Some((lease, n));
+    }
+
+    /// A lossy failover; `victim`: the holder (lease, identity) to cut
+    /// off if the failover lost no claim.
+    fn lossy_failover_of(&mut self, victim: Option<(LeaseId, u16)>) {
+        if !self.lossy_failovers || self.journal.is_empty() {
+            return;
+        }
+        let claims: Vec<usize> = (0..self.journal.len())
+            .filter(|&i| self.journal[i].before_claim)
+            .collect();
+        let i = match claims.last() {
+            Some(&i) if self.rng.random_bool(0.5) => i,
+            _ => self.rng.random_range(0..self.journal.len()),
+        };
+        self.journal.truncate(i + 1);
+        let db = self.journal[i].clone();
+        self.leases = db.leases;
+        self.identities = db.identities;
+        self.marks = db.marks;
+        self.tenures = db.tenures;
+        self.row_epoch = db.row_epoch;
+        self.epoch += 1;
+        self.fault("lossy_failover");
+        let lost = self
+            .claim_log
+            .iter()
+            .rev()
+            .find(|(seq, _, _)| *seq >= db.seq)
+            .copied();
+        self.claim_log.retain(|(seq, _, _)| *seq < db.seq);
+        if lost.is_some() {
+            self.fault("lossy_failover_lost_a_claim");
+        }
+        let victim = lost.map(|(_, n, lease)| (lease, n)).or(victim);
+        if let Some((lease, n)) = victim
+            && let Some(&(slot, _)) = self.lease_owner.get(&lease)
+        {
+            let d = self.rng.random_range(self.max_ttl_ms..=self.max_ttl_ms * 2);
+            self.cut_off(slot, d + 1_000);
+            self.force_onto(n, &[slot]);
+        }
+    }
+
+    /// Arms the early end: the next renewal that counts of a lease holding
+    /// an identity of the pool ends it.
+    pub fn arm_early_end(&mut self) {
+        if self.early_end.is_some() {
+            return;
+        }
+        let held: Vec<(u16, LeaseId)> = self
+            .pool
+            .iter()
+            .filter_map(|&n| self.identities.get(&n).map(|&l| (n, l)))
+            .filter(|(_, l)| self.lease_owner.contains_key(l))
+            .collect();
+        if held.is_empty() {
+            return;
+        }
+        let (n, lease) = held[self.rng.random_range(0..held.len())];
+        self.early_end = Some(EarlyEnd {
+            lease,
+            n,
+            second: false,
+        });
+    }
+
+    /// A renewal of `lease` on identity `n` just counted: if the early end
+    /// is armed for it, the coordinator ends the lease now.
+    fn early_end_after(&mut self, lease: LeaseId, n: u16) {
+        if self.failover_after == Some((lease, n)) {
+            self.failover_after = None;
+            if self.now() < self.quiet_from {
+                self.lossy_failover_of(Some((lease, n)));
+            }
+        }
+        let Some(armed) = self.early_end else {
+            return;
+        };
+        if armed.lease != lease || armed.n != n {
+            return;
+        }
+        if self.now() >= self.quiet_from {
+            self.early_end = None;
+            return;
+        }
+        let Some(&(slot, _)) = self.lease_owner.get(&lease) else {
+            return;
+        };
+        self.revoke(lease);
+        let d = self.rng.random_range(self.max_ttl_ms..=self.max_ttl_ms * 2);
+        if !armed.second {
+            self.fault("early_end_after_renewal");
+            self.cut_off(slot, d + 1_000);
+            self.force_onto(n, &[slot]);
+            // Next: whoever claims it uncleanly loses its lease in its wait.
+            self.early_end = Some(EarlyEnd {
+                lease: 0,
+                n,
+                second: true,
+            });
+        } else {
+            self.fault("early_end_in_handover_wait");
+            if self.rng.random_bool(0.5) {
+                // Someone else takes it: the wait recorded must still cover
+                // the holder before.
+                self.cut_off(slot, d + 1_000);
+                self.force_onto(n, &[slot]);
+            }
+            self.early_end = None;
+        }
+    }
+
+    /// `lease`'s holder has stopped issuing under it: its fence is closed.
+    fn fence_closed(&mut self, lease: LeaseId) {
+        let now = self.now();
+        if let Some(until) = self.fence_open.get_mut(&lease) {
+            *until = (*until).min(now);
+        }
+    }
+
+    /// Minter `who` has stopped issuing under every lease it had (it
+    /// crashed, or is about to claim again): its fences are closed.
+    pub fn fences_closed(&mut self, who: (usize, u64)) {
+        let leases: Vec<LeaseId> = self
+            .lease_owner
+            .iter()
+            .filter(|(_, owner)| **owner == who)
+            .map(|(l, _)| *l)
+            .collect();
+        for lease in leases {
+            self.fence_closed(lease);
+        }
+    }
+
+    /// The earliest holder of identity `n` before `lease` that issued under
+    /// it and whose fence may still be open at `now` (another minter's:
+    /// a session closes its own fence before it claims again), with the
+    /// instant it may be open until.
+    pub fn open_fence_before(&self, n: u16, lease: LeaseId, now: u64) -> Option<(LeaseId, u64)> {
+        let claims = self.claims_of.get(&n)?;
+        let mine = self.lease_owner.get(&lease);
+        claims
+            .iter()
+            .take_while(|&&l| l != lease)
+            .filter(|&&l| self.issued.contains(&(l, n)) && self.lease_owner.get(&l) != mine)
+            .find_map(|l| {
+                self.fence_open
+                    .get(l)
+                    .filter(|&&until| until > now)
+                    .map(|&until| (*l, until))
+            })
+    }
+
+    /// The cluster loses its quorum: the leader and one follower paused
+    /// together for `for_ms` (no renewal counts meanwhile; the leader,
+    /// deposed, resumes with its stale table).
+    pub fn quorum_loss(&mut self, for_ms: u64) {
+        if self.single_primary {
+            return;
+        }
+        let Some(leader) = self.leader else {
+            return;
+        };
+        let follower = (leader + 1 + self.rng.random_range(0..2)) % 3;
+        self.pause_member(leader, for_ms);
+        self.pause_member(follower, for_ms.saturating_sub(500).max(300));
+        self.fault("quorum_loss");
+    }
+
+    /// A deposed leader that resumed and still answers from its stale
+    /// table (before it demotes), if any: a client connected to it sends
+    /// its keep-alives there.
+    fn stale_member(&self) -> Option<usize> {
+        (0..3).find(|&m| {
+            self.members[m].paused_until.is_none()
+                && self.members[m]
+                    .stale
+                    .as_ref()
+                    .is_some_and(|s| s.demote_at.is_some())
+        })
     }
 
     pub fn pause_member(&mut self, m: usize, for_ms: u64) {
@@ -282,6 +747,18 @@ impl World {
     /// stale revokes (12528) and lease expiry.
     pub fn tick(&mut self) {
         let now = self.now();
+        if !self.temporary.is_empty() {
+            let over: Vec<u16> = self
+                .temporary
+                .iter()
+                .filter(|(_, until)| *until <= now)
+                .map(|(n, _)| *n)
+                .collect();
+            self.temporary.retain(|(_, until)| *until > now);
+            for n in over {
+                self.leave(n);
+            }
+        }
         // An election once the leader has been silent past the timeout (a
         // database's primary has no one to replace it).
         if let (false, Some(l), Some(at)) =
@@ -418,7 +895,7 @@ impl World {
         }
         let mut census = Census::default();
         for n in pool.ordinals() {
-            if self.identities.contains_key(&n) {
+            if !self.claimable(n) {
                 census.taken.insert(n);
             }
             if let Some(&mark) = self.marks.get(&n) {
@@ -426,7 +903,8 @@ impl World {
             }
             if !census.taken.contains(&n)
                 && (matches!(self.tenures.get(&n), Some(Tenure::Held { .. }))
-                    || (!self.tenures.contains_key(&n) && self.marks.contains_key(&n)))
+                    || (!self.tenures.contains_key(&n) && self.marks.contains_key(&n))
+                    || self.stale_row(n).is_some())
             {
                 census.unclean.insert(n);
             }
@@ -434,10 +912,17 @@ impl World {
         Some(census)
     }
 
-    fn grant(&mut self, m: usize, ttl: Duration) -> Option<Granted> {
+    fn grant(
+        &mut self,
+        m: usize,
+        ttl: Duration,
+        sent: u64,
+        owner: (usize, u64),
+    ) -> Option<Granted> {
         if !self.via_leader(m) {
             return None;
         }
+        self.journal(false);
         let lease = self.next_lease;
         self.next_lease += 1;
         self.trace(format_args!("grant {lease:x} via member {m}"));
@@ -445,6 +930,13 @@ impl World {
         let expiry = self.coord() + ttl_ms;
         self.leases.insert(lease, Lease { ttl_ms, expiry });
         self.renew_legit(lease, ttl_ms);
+        // A session grants a new lease only once it has stopped issuing
+        // under the one before (its holder cleared): those fences closed.
+        self.fences_closed(owner);
+        self.lease_owner.insert(lease, owner);
+        self.lease_epoch.insert(lease, self.epoch);
+        // The first fence counts from the grant's send.
+        self.fence_open.insert(lease, sent + ttl_ms);
         Some(Granted { lease, ttl })
     }
 
@@ -452,36 +944,104 @@ impl World {
         if !self.via_leader(m) {
             return None;
         }
-        if self.identities.contains_key(&n) || !self.leases.contains_key(&lease) {
+        // Asked again under the lease it is bound to (the answer was
+        // lost): answered from the record, the wait it recorded.
+        if self.identities.get(&n) == Some(&lease)
+            && self.lease_live(lease)
+            && let Some(Tenure::Held {
+                ttl_ms, lease: l, ..
+            }) = self.tenures.get(&n)
+            && *l == lease
+        {
+            let ttl = Duration::from_millis(*ttl_ms);
+            self.trace(format_args!("claim {n} by lease {lease:x} asked again"));
+            self.waiting.insert(lease);
+            return Some(Claimed::Won(Previous::Unclean {
+                ttl,
+                holder: "its own claim, asked again".to_owned(),
+            }));
+        }
+        // A row from an older epoch is claimable whatever its lease says.
+        let stale = self.stale_row(n);
+        if (self.identities.contains_key(&n) && stale.is_none()) || !self.lease_live(lease) {
             return Some(Claimed::Taken);
         }
+        self.journal(true);
+        self.claim_log.push((self.writes - 1, n, lease));
         self.identities.insert(n, lease);
         self.trace(format_args!(
             "claim {n} by lease {lease:x} ({})",
             who.holder
         ));
-        let previous = match self.tenures.get(&n) {
-            None if !self.marks.contains_key(&n) => Previous::Clean,
-            None => Previous::Unclean {
-                ttl: who.ttl,
-                holder: "unrecorded".to_owned(),
-            },
-            Some(Tenure::Released) => Previous::Clean,
-            Some(Tenure::Held { instance, .. }) if *instance == who.instance => Previous::Clean,
-            Some(Tenure::Held { ttl_ms, .. }) => Previous::Unclean {
-                ttl: Duration::from_millis(*ttl_ms),
-                holder: "another instance".to_owned(),
-            },
+        let who_ttl_ms = u64::try_from(who.ttl.as_millis()).unwrap_or(u64::MAX);
+        let (previous, recorded_ms) = match (stale, self.tenures.get(&n)) {
+            (Some(was), record) => {
+                let before = match record {
+                    Some(Tenure::Held { ttl_ms, .. }) => *ttl_ms,
+                    _ => 0,
+                };
+                (
+                    Previous::Untrusted {
+                        bound: Duration::from_millis(self.max_ttl_ms),
+                        why: format!("the database's epoch changed from {was} to {}", self.epoch),
+                    },
+                    // A lost holder may be fenced open for the bound.
+                    who_ttl_ms.max(before).max(self.max_ttl_ms),
+                )
+            }
+            (None, None) if !self.marks.contains_key(&n) => (Previous::Clean, who_ttl_ms),
+            (None, None) => (
+                Previous::Unclean {
+                    ttl: who.ttl,
+                    holder: "unrecorded".to_owned(),
+                },
+                who_ttl_ms,
+            ),
+            (None, Some(Tenure::Released)) => (Previous::Clean, who_ttl_ms),
+            (
+                None,
+                Some(Tenure::Held {
+                    instance,
+                    ttl_ms,
+                    lease: before,
+                }),
+            ) if *instance == who.instance => {
+                // Its own: clean to it. A wait it had not finished under
+                // its lease before, it finishes under this one (the session
+                // keeps it): a shutdown before then gives it up unreleased.
+                if self.waiting.contains(before) {
+                    self.waiting.insert(lease);
+                }
+                (Previous::Clean, who_ttl_ms.max(*ttl_ms))
+            }
+            (None, Some(Tenure::Held { ttl_ms, .. })) => (
+                Previous::Unclean {
+                    ttl: Duration::from_millis(*ttl_ms),
+                    holder: "another instance".to_owned(),
+                },
+                // The longest fence that may still be open on it.
+                who_ttl_ms.max(*ttl_ms),
+            ),
         };
         self.tenures.insert(
             n,
             Tenure::Held {
-                ttl_ms: u64::try_from(who.ttl.as_millis()).unwrap_or(u64::MAX),
+                ttl_ms: recorded_ms,
                 instance: who.instance,
+                lease,
             },
         );
-        if matches!(previous, Previous::Unclean { .. }) {
+        self.row_epoch.insert(n, self.epoch);
+        self.claims_of.entry(n).or_default().push(lease);
+        if !matches!(previous, Previous::Clean) {
             self.waiting.insert(lease);
+            if let Some(armed) = &mut self.early_end
+                && armed.second
+                && armed.lease == 0
+                && armed.n == n
+            {
+                armed.lease = lease;
+            }
         }
         Some(Claimed::Won(previous))
     }
@@ -491,10 +1051,19 @@ impl World {
         (!self.single_primary).then_some(self.members[m].applied_term)
     }
 
-    fn keep_alive(&mut self, m: usize, lease: LeaseId) -> Option<Renewal> {
+    fn keep_alive(&mut self, m: usize, lease: LeaseId, sent: u64) -> Option<Renewal> {
         if self.members[m].paused_until.is_some() {
             return None;
         }
+        let answer = self.keep_alive_answer(m, lease)?;
+        if !answer.ttl.is_zero() {
+            let ttl_ms = u64::try_from(answer.ttl.as_millis()).unwrap_or(u64::MAX);
+            self.answered.insert(lease, (sent, ttl_ms, answer.term));
+        }
+        Some(answer)
+    }
+
+    fn keep_alive_answer(&mut self, m: usize, lease: LeaseId) -> Option<Renewal> {
         let coord = self.coord();
         let term = self.term_of(m);
         if let Some(stale) = &mut self.members[m].stale {
@@ -516,6 +1085,14 @@ impl World {
             });
         }
         self.leader?;
+        if !self.lease_live(lease) {
+            // Unknown, or of an older epoch of the database: lost.
+            return Some(Renewal {
+                ttl: Duration::ZERO,
+                term,
+            });
+        }
+        self.journal(false);
         Some(match self.leases.get_mut(&lease) {
             Some(l) => {
                 l.expiry = coord + l.ttl_ms;
@@ -544,24 +1121,35 @@ impl World {
         if self.members[m].stale.take().is_some() {
             self.members[m].applied_term = self.term;
         }
-        let holds = self.identities.get(&n) == Some(&lease);
+        let holds = self.identities.get(&n) == Some(&lease) && self.row_behind(n).is_none();
+        let term = self.term_of(m);
         if holds {
             self.confirmed.insert(lease);
+            // The renewal answered before this read counts (as the session
+            // judges it): its holder's fence may be open that much longer.
+            if let Some(&(sent, ttl_ms, renewed)) = self.answered.get(&lease)
+                && renewed == term
+            {
+                let e = self.fence_open.entry(lease).or_default();
+                *e = (*e).max(sent + ttl_ms);
+                self.early_end_after(lease, n);
+            }
         }
-        Some(Confirmation {
-            holds,
-            term: self.term_of(m),
-        })
+        Some(Confirmation { holds, term })
     }
 
     fn release(&mut self, m: usize, n: u16, lease: LeaseId) -> Option<Result<(), LeaseError>> {
         if !self.via_leader(m) {
             return None;
         }
-        if self.identities.get(&n) != Some(&lease) {
+        if self.identities.get(&n) != Some(&lease) || self.row_behind(n).is_some() {
             return Some(Err(not_holder(n, lease)));
         }
+        self.journal(false);
+        // Released only after it stopped issuing: its fence is closed.
+        self.fence_closed(lease);
         self.tenures.insert(n, Tenure::Released);
+        self.row_epoch.insert(n, self.epoch);
         self.released.insert(lease);
         Some(Ok(()))
     }
@@ -570,13 +1158,14 @@ impl World {
         if !self.via_leader(m) {
             return None;
         }
+        self.trace(format_args!("revoke {lease:x} asked"));
         // A session gives a lease up only when it is gone, or its identity
         // is no longer bound to it, or at a shutdown (released first, unless
         // it is still in its hand-over wait).
         let bound = self.identities.values().any(|&l| l == lease);
         if bound
             && self.confirmed.contains(&lease)
-            && self.leases.contains_key(&lease)
+            && self.lease_live(lease)
             && !self.released.contains(&lease)
             && !self.waiting.contains(&lease)
         {
@@ -584,7 +1173,11 @@ impl World {
                 "lease {lease:x} given up while healthy (alive, its identity bound to it)"
             ));
         }
+        self.journal(false);
         self.revoke(lease);
+        // A session gives a lease up only once it has stopped issuing
+        // under it.
+        self.fence_closed(lease);
         let now = self.now();
         if let Some(end) = self.legit_end.get_mut(&lease) {
             *end = (*end).min(now);
@@ -597,7 +1190,7 @@ impl World {
     }
 
     fn raise_mark(&mut self, n: u16, lease: LeaseId, until_ms: u64) -> Result<(), LeaseError> {
-        if self.identities.get(&n) != Some(&lease) {
+        if self.identities.get(&n) != Some(&lease) || self.row_behind(n).is_some() {
             return Err(not_holder(n, lease));
         }
         let current = self.marks.get(&n).copied();
@@ -609,7 +1202,9 @@ impl World {
                     "identity {n}'s mark lowered from {old} to {until_ms}"
                 ));
             }
+            self.journal(false);
             self.marks.insert(n, until_ms);
+            self.row_epoch.insert(n, self.epoch);
         }
         Ok(())
     }
@@ -640,6 +1235,8 @@ fn timeout(op: &'static str, after: Duration) -> LeaseError {
 pub struct SimEtcd {
     pub world: Shared,
     pub slot: usize,
+    /// Which start of the slot's machine this session is (a minter).
+    pub incarnation: u64,
     pub member: usize,
 }
 
@@ -657,13 +1254,18 @@ impl SimEtcd {
             let left = {
                 let mut w = lock(&self.world);
                 let now = w.now();
-                match w.holders_paused.get(&self.slot).copied() {
+                // Paused, or cut off: its requests wait.
+                let cut = w.holders_cut.get(&self.slot).copied();
+                if cut.is_some_and(|until| until <= now) {
+                    w.holders_cut.remove(&self.slot);
+                }
+                let paused = w.holders_paused.get(&self.slot).copied();
+                if paused.is_some_and(|until| until <= now) {
+                    w.holders_paused.remove(&self.slot);
+                }
+                match paused.max(cut) {
                     Some(until) if until > now => until - now,
-                    Some(_) => {
-                        w.holders_paused.remove(&self.slot);
-                        return;
-                    }
-                    None => return,
+                    _ => return,
                 }
             };
             tokio::time::sleep(Duration::from_millis(left)).await;
@@ -678,10 +1280,19 @@ impl SimEtcd {
         t: Duration,
         mut apply: impl FnMut(&mut World, usize) -> Option<T>,
     ) -> Result<T, LeaseError> {
-        let m = if lock(&self.world).single_primary {
-            0
-        } else {
-            self.member
+        let m = {
+            let w = lock(&self.world);
+            if w.single_primary {
+                0
+            } else if op == "keep-alive"
+                && let Some(stale) = w.stale_member()
+            {
+                // Still connected to the deposed leader (its keep-alive
+                // stream outlived the pause).
+                stale
+            } else {
+                self.member
+            }
         };
         let world = Arc::clone(&self.world);
         let round = async {
@@ -728,6 +1339,7 @@ impl Coordinator for SimEtcd {
         SimEtcd {
             world: Arc::clone(&self.world),
             slot: self.slot,
+            incarnation: self.incarnation,
             member: self.member,
         }
     }
@@ -757,7 +1369,10 @@ impl Coordinator for SimEtcd {
     }
 
     async fn grant(&mut self, ttl: Duration, t: Duration) -> Result<Granted, LeaseError> {
-        self.request("grant", t, |w, m| w.grant(m, ttl)).await
+        let sent = lock(&self.world).now();
+        let owner = (self.slot, self.incarnation);
+        self.request("grant", t, |w, m| w.grant(m, ttl, sent, owner))
+            .await
     }
 
     async fn claim(
@@ -782,7 +1397,8 @@ impl Coordinator for SimEtcd {
     }
 
     async fn keep_alive(&mut self, lease: LeaseId, t: Duration) -> Result<Renewal, LeaseError> {
-        self.request("keep-alive", t, |w, m| w.keep_alive(m, lease))
+        let sent = lock(&self.world).now();
+        self.request("keep-alive", t, |w, m| w.keep_alive(m, lease, sent))
             .await
     }
 
@@ -844,7 +1460,12 @@ impl MarkIo for SimMarks {
     fn store(&self, n: u16, lease: LeaseId, until_ms: u64) -> Result<(), LeaseError> {
         let mut w = lock(&self.world);
         w.tick();
-        if w.holders_paused.contains_key(&self.slot) {
+        let now = w.now();
+        let cut = w
+            .holders_cut
+            .get(&self.slot)
+            .is_some_and(|&until| until > now);
+        if w.holders_paused.contains_key(&self.slot) || cut {
             return Err(timeout("mark", Duration::ZERO));
         }
         let lost = w.net.lost;
