@@ -13,13 +13,16 @@
 //! and [`report`] writes `ids.txt`, `summary.json` and `report.html`.
 //!
 //! With `--coordinator postgres` or `--coordinator mysql` the instances
-//! lease from one [`database`] server instead (`serve --postgres URL`,
-//! `serve --mysql URL`), each through a proxy of its own (for PostgreSQL the
-//! odd ones through PgBouncer in transaction mode), and the coordinator's
-//! lane of the schedule holds database faults: the server paused for less
-//! and more than the TTL, crashed and restarted, its clock stepped both ways
-//! by more than the TTL, the line to it cut for some instances. The
-//! instance faults and the checker are the same.
+//! lease from a [`database`] primary with a standby instead (`serve
+//! --postgres URL`, `serve --mysql URL`), each through proxies of its own
+//! (for PostgreSQL the even ones on a multi-host URL naming both servers,
+//! the odd ones through PgBouncer in transaction mode), and the
+//! coordinator's lane of the schedule holds database faults: a lossy
+//! failover first (the standby cut off, the primary killed, the standby
+//! promoted, a new standby made), then the primary paused for less and more
+//! than the TTL, crashed and restarted, its clock stepped both ways by more
+//! than the TTL, the line to it cut for some instances. The instance faults
+//! and the checker are the same.
 //!
 //! `scripts/chaos [--coordinator etcd|postgres|mysql] [--seconds N] [--seed S]
 //! [--instances N]` builds and runs it.
