@@ -244,6 +244,7 @@ impl RedisCoordinator {
     ) -> Result<T, LeaseError> {
         let scripts = Arc::clone(&self.scripts);
         let wait = self.policy.wait_replicas;
+        let started = std::time::Instant::now();
         let outcome = tokio::time::timeout(t, async {
             let mut conn = match self.conn.take() {
                 Some(conn) => conn,
@@ -251,16 +252,19 @@ impl RedisCoordinator {
             };
             let value = f(&scripts, &mut conn).await?;
             if writes && wait > 0 {
+                // Half of what is left of the request's time: the answer
+                // (how many acknowledged) must come back within it.
+                let within = t.saturating_sub(started.elapsed()) / 2;
                 let acked: i64 = redis::cmd("WAIT")
                     .arg(wait)
-                    .arg(millis(t))
+                    .arg(millis(within).max(1))
                     .query_async(&mut conn)
                     .await?;
                 if acked < i64::from(wait) {
                     return Err(Problem::Failed(
                         format!(
                             "only {acked} of the {wait} replicas asked for acknowledged the \
-                             write within {t:?} (WAIT)"
+                             write within {within:?} (WAIT)"
                         )
                         .into(),
                     ));

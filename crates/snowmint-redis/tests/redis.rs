@@ -697,3 +697,27 @@ async fn sentinel_failover_to_a_replica_that_lacks_the_last_writes() {
         .collect();
     minted.check(&all, true);
 }
+
+/// `wait_replicas(1)` without a replica: every write fails (WAIT counts no
+/// acknowledgement), so nothing is held; once a replica follows the master,
+/// the writes are acknowledged and the holder issues.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_for_a_replica_that_is_not_there_holds_nothing() {
+    let Some(master) = start(Redis::builder()) else {
+        return;
+    };
+    let a = LeasedGenerator::spawn(config(&master).wait_replicas(1)).unwrap();
+    until(Duration::from_secs(30), "the writes fail", || {
+        a.metrics().last_error.is_some_and(|e| {
+            e.contains("only 0 of the 1 replicas asked for acknowledged the write")
+        })
+    })
+    .await;
+    assert!(a.next_id().is_err());
+    let Some(replica) = Redis::builder().start() else {
+        return;
+    };
+    replica.cli(&["REPLICAOF", "127.0.0.1", &master.port().to_string()]);
+    issuing(&a).await;
+    a.shutdown().await;
+}
