@@ -231,6 +231,11 @@ pub struct ServeArgs {
         default_value_t = 0
     )]
     pub redis_wait_replicas: u64,
+    /// TLS to Redis: verify its certificate against this CA certificate
+    /// (PEM) instead of the system's roots; the --redis URL is then
+    /// rediss:// (only with --redis, not yet with --redis-sentinel).
+    #[arg(long, value_name = "PATH")]
+    pub redis_ca: Option<PathBuf>,
     /// The table of the identities (NAME or SCHEMA.NAME), created on first
     /// use if the user may (`snowmint sql coordinator postgres|mysql` prints
     /// it for a DBA); clusters with different tables share one database
@@ -424,7 +429,7 @@ const DB_ONLY: [(&str, &str); 2] = [
 ];
 
 /// The flags only `--redis` honours.
-const REDIS_ONLY: [(&str, &str); 5] = [
+const REDIS_ONLY: [(&str, &str); 6] = [
     ("redis_sentinel", "the sentinels that name the Redis master"),
     ("redis_master", "the Redis master's name"),
     ("redis_prefix", "the key prefix of the identities in Redis"),
@@ -436,6 +441,7 @@ const REDIS_ONLY: [(&str, &str); 5] = [
         "redis_wait_replicas",
         "the Redis replicas each write waits for",
     ),
+    ("redis_ca", "TLS to Redis"),
 ];
 
 /// The flags a leased identity cannot honour, with why.
@@ -572,6 +578,7 @@ impl Serve {
             redis.wait_replicas = u32::try_from(args.redis_wait_replicas).unwrap_or(u32::MAX);
             redis.sentinels = args.redis_sentinel.clone().unwrap_or_default();
             redis.master = args.redis_master.clone();
+            redis.ca = args.redis_ca.clone();
             redis.lease = lease;
             return Ok(IdentitySource::Redis(redis));
         }
@@ -755,6 +762,8 @@ mod tests {
             "30",
             "--redis-wait-replicas",
             "1",
+            "--redis-ca",
+            "/etc/ca.pem",
             "--datacenter",
             "4",
             "--lease-ttl",
@@ -768,6 +777,7 @@ mod tests {
         assert_eq!(redis.prefix, "p");
         assert_eq!(redis.longest_ttl, Duration::from_secs(30));
         assert_eq!(redis.wait_replicas, 1);
+        assert_eq!(redis.ca, Some(PathBuf::from("/etc/ca.pem")));
         assert_eq!(redis.lease.datacenter, Some(4));
         assert_eq!(redis.lease.ttl, Duration::from_secs(5));
         let Ok(IdentitySource::Redis(redis)) = source(&["--redis", "redis://r"]) else {
@@ -814,7 +824,7 @@ mod tests {
             "SNOWMINT_LISTEN SNOWMINT_DATACENTER SNOWMINT_WORKER SNOWMINT_ETCD \
              SNOWMINT_POSTGRES SNOWMINT_MYSQL SNOWMINT_REDIS SNOWMINT_REDIS_SENTINEL \
              SNOWMINT_REDIS_MASTER SNOWMINT_REDIS_PREFIX SNOWMINT_REDIS_LONGEST_TTL \
-             SNOWMINT_REDIS_WAIT_REPLICAS SNOWMINT_DB_TABLE SNOWMINT_ALLOW_LOST_COMMITS \
+             SNOWMINT_REDIS_WAIT_REPLICAS SNOWMINT_REDIS_CA SNOWMINT_DB_TABLE SNOWMINT_ALLOW_LOST_COMMITS \
              SNOWMINT_LEASE_TTL \
              SNOWMINT_ETCD_PREFIX SNOWMINT_WORKER_FROM_HOSTNAME SNOWMINT_STATE_DIR \
              SNOWMINT_MAX_CONNECTIONS SNOWMINT_HEADER_TIMEOUT SNOWMINT_IDLE_TIMEOUT \

@@ -721,3 +721,37 @@ async fn waiting_for_a_replica_that_is_not_there_holds_nothing() {
     issuing(&a).await;
     a.shutdown().await;
 }
+
+/// `rediss://`: TLS to a Redis that serves only TLS, its certificate
+/// verified against the CA given (`ca_cert`); without it (the system's
+/// roots, which do not know the test CA) nothing is held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_to_redis_verified_against_the_ca() {
+    let pki = snowmint_testkit::pki::Pki::new();
+    let Some(redis) = start(Redis::builder().tls(pki.server_cert(), pki.server_key(), pki.ca()))
+    else {
+        return;
+    };
+    assert!(redis.url().starts_with("rediss://"));
+    let unverified = LeasedGenerator::spawn(config(&redis)).unwrap();
+    until(Duration::from_secs(30), "the certificate refused", || {
+        unverified.metrics().last_error.is_some()
+    })
+    .await;
+    assert!(unverified.identity().is_none());
+    unverified.shutdown().await;
+    let a = LeasedGenerator::spawn(config(&redis).ca_cert(pki.ca())).unwrap();
+    issuing(&a).await;
+    let minted = Minted::new();
+    minted.take("a", &a, 100);
+    a.shutdown().await;
+    minted.check(&["a"], true);
+    assert_eq!(
+        config(&redis)
+            .ca_cert("/nonexistent/ca.pem")
+            .validate()
+            .unwrap_err()
+            .to_string(),
+        "redis-ca /nonexistent/ca.pem: No such file or directory (os error 2)"
+    );
+}

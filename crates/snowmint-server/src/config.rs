@@ -295,6 +295,9 @@ pub struct RedisSettings {
     pub longest_ttl: Duration,
     /// Replicas that must acknowledge each write (`--redis-wait-replicas`).
     pub wait_replicas: u32,
+    /// TLS to Redis: the CA certificate (PEM) Redis's must chain to
+    /// (`--redis-ca`; the URL is then `rediss://`); else the system's roots.
+    pub ca: Option<PathBuf>,
     /// The lease's TTL and datacenter scope.
     pub lease: LeaseSettings,
 }
@@ -309,6 +312,7 @@ impl std::fmt::Debug for RedisSettings {
             prefix,
             longest_ttl,
             wait_replicas,
+            ca,
             lease,
         } = self;
         f.debug_struct("RedisSettings")
@@ -318,6 +322,7 @@ impl std::fmt::Debug for RedisSettings {
             .field("prefix", prefix)
             .field("longest_ttl", longest_ttl)
             .field("wait_replicas", wait_replicas)
+            .field("ca", ca)
             .field("lease", lease)
             .finish()
     }
@@ -340,6 +345,7 @@ impl RedisSettings {
             prefix: DEFAULT_REDIS_PREFIX.to_owned(),
             longest_ttl: DEFAULT_REDIS_LONGEST_TTL,
             wait_replicas: 0,
+            ca: None,
             lease: LeaseSettings::default(),
         }
     }
@@ -354,6 +360,9 @@ impl RedisSettings {
             .wait_replicas(self.wait_replicas);
         if let Some(master) = &self.master {
             redis = redis.sentinel(self.sentinels.iter().cloned(), master.clone());
+        }
+        if let Some(ca) = &self.ca {
+            redis = redis.ca_cert(ca);
         }
         redis
     }

@@ -25,12 +25,39 @@ const START_LIMIT: Duration = Duration::from_secs(30);
 pub struct RedisBuilder {
     password: Option<String>,
     settings: Vec<(String, String)>,
+    tls: Option<Tls>,
+}
+
+/// A TLS-only server's files: its certificate and key, and the CA that
+/// signed them (clients verify against it; client certificates are not
+/// asked for).
+#[derive(Debug, Clone)]
+struct Tls {
+    cert: PathBuf,
+    key: PathBuf,
+    ca: PathBuf,
 }
 
 impl RedisBuilder {
     /// Requires this password (`requirepass`).
     pub fn password(mut self, password: impl Into<String>) -> RedisBuilder {
         self.password = Some(password.into());
+        self
+    }
+
+    /// Serves TLS only (`rediss://`), with this certificate and key (PEM)
+    /// signed by `ca`; [`Redis::url`] is then `rediss://`.
+    pub fn tls(
+        mut self,
+        cert: impl Into<PathBuf>,
+        key: impl Into<PathBuf>,
+        ca: impl Into<PathBuf>,
+    ) -> RedisBuilder {
+        self.tls = Some(Tls {
+            cert: cert.into(),
+            key: key.into(),
+            ca: ca.into(),
+        });
         self
     }
 
@@ -59,6 +86,7 @@ impl RedisBuilder {
             port,
             password: self.password,
             settings: self.settings,
+            tls: self.tls,
             child: None,
         };
         redis.launch();
@@ -73,6 +101,7 @@ pub struct Redis {
     port: u16,
     password: Option<String>,
     settings: Vec<(String, String)>,
+    tls: Option<Tls>,
     child: Option<Child>,
 }
 
@@ -103,11 +132,16 @@ impl Redis {
         self.port
     }
 
-    /// `redis://[:password@]127.0.0.1:PORT/0`.
+    /// `redis://[:password@]127.0.0.1:PORT/0` (`rediss://` with TLS).
     pub fn url(&self) -> String {
+        let scheme = if self.tls.is_some() {
+            "rediss"
+        } else {
+            "redis"
+        };
         match &self.password {
-            Some(p) => format!("redis://:{p}@127.0.0.1:{}/0", self.port),
-            None => format!("redis://127.0.0.1:{}/0", self.port),
+            Some(p) => format!("{scheme}://:{p}@127.0.0.1:{}/0", self.port),
+            None => format!("{scheme}://127.0.0.1:{}/0", self.port),
         }
     }
 
@@ -127,7 +161,19 @@ impl Redis {
 
     fn launch(&mut self) {
         let mut cmd = Command::new("redis-server");
-        cmd.args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
+        match &self.tls {
+            None => cmd.args(["--port", &self.port.to_string()]),
+            Some(tls) => cmd
+                .args(["--port", "0", "--tls-port", &self.port.to_string()])
+                .arg("--tls-cert-file")
+                .arg(&tls.cert)
+                .arg("--tls-key-file")
+                .arg(&tls.key)
+                .arg("--tls-ca-cert-file")
+                .arg(&tls.ca)
+                .args(["--tls-auth-clients", "no"]),
+        };
+        cmd.args(["--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             .arg("--dir")
             .arg(self.dir.path())
@@ -177,6 +223,9 @@ impl Redis {
     pub fn try_cli(&self, args: &[&str]) -> Result<String, String> {
         let mut cmd = Command::new("redis-cli");
         cmd.args(["-h", "127.0.0.1", "-p", &self.port.to_string()]);
+        if let Some(tls) = &self.tls {
+            cmd.arg("--tls").arg("--cacert").arg(&tls.ca);
+        }
         if let Some(p) = &self.password {
             cmd.args(["--no-auth-warning", "-a", p]);
         }
