@@ -507,8 +507,10 @@ async fn lossy_failover(cluster: Cluster) {
         lines.extend(proxies);
         minters.push(minter);
     }
-    // Renewals and marks that only the old primary sees.
-    tokio::time::sleep(secs(2)).await;
+    // Renewals and marks that only the old primary sees, for longer than
+    // the reservation window of the releases' marks (2 s): what l1 and l2
+    // issue is then above every mark the standby has.
+    tokio::time::sleep(secs(3)).await;
     // l1 and l2 hear nothing of what follows: the primary dies, the
     // standby is promoted.
     lines.iter().for_each(|line| line.cut());
