@@ -390,9 +390,9 @@ fn info(seen: &Seen) -> Vec<(&'static str, String)> {
     info
 }
 
-/// How the last holder let go, from what the claim replaced, on a server of
-/// `epoch`.
-fn previous(before: Before, instance: u64, epoch: &str) -> Previous {
+/// How the last holder let go, from what the claim by `lease` replaced, on
+/// a server of `epoch`.
+fn previous(before: Before, lease: i64, instance: u64, epoch: &str) -> Previous {
     if before.epoch.as_deref() != Some(epoch) {
         let bound = u64::try_from(before.longest_ttl_ms)
             .map_or(snowmint_lease::MAX_LEASE_TTL, Duration::from_millis);
@@ -402,6 +402,18 @@ fn previous(before: Before, instance: u64, epoch: &str) -> Previous {
                 "the row was last written by a server of epoch {}, this one is of epoch {epoch}",
                 before.epoch.as_deref().unwrap_or("unknown")
             ),
+        };
+    }
+    if before.lease == Some(lease) {
+        // This claim was applied before, its answer lost (a claim is sent
+        // again under the same lease): what it replaced then is gone, so
+        // the wait is the one its record keeps.
+        return Previous::Unclean {
+            ttl: before
+                .ttl_ms
+                .and_then(|ms| u64::try_from(ms).ok())
+                .map_or(snowmint_lease::MAX_LEASE_TTL, Duration::from_millis),
+            holder: "an earlier holder (this claim's first answer was lost)".to_owned(),
         };
     }
     let same_instance = before.instance.map(i64::cast_unsigned) == Some(instance);
@@ -522,7 +534,7 @@ impl Coordinator for DbCoordinator {
             .await?;
         Ok(match before {
             None => Claimed::Taken,
-            Some(before) => Claimed::Won(previous(before, who.instance, &epoch)),
+            Some(before) => Claimed::Won(previous(before, lease, who.instance, &epoch)),
         })
     }
 
@@ -633,7 +645,7 @@ mod tests {
 
     #[test]
     fn only_a_release_or_this_process_makes_a_hand_over_clean() {
-        let previous = |b| previous(b, 7, EPOCH);
+        let previous = |b| previous(b, 99, 7, EPOCH);
         assert_eq!(previous(before(None, false, 1)), Previous::Clean);
         assert_eq!(previous(before(Some(5), true, 1)), Previous::Clean);
         assert_eq!(previous(before(Some(5), false, 7)), Previous::Clean);
@@ -654,6 +666,18 @@ mod tests {
     }
 
     #[test]
+    fn a_claim_sent_again_under_its_lease_waits_what_its_record_keeps() {
+        // The row is this lease's (the first answer was lost) and this
+        // process's: not clean, but the recorded wait.
+        let mut row = before(Some(99), false, 7);
+        row.ttl_ms = Some(30_000);
+        assert!(matches!(
+            previous(row, 99, 7, EPOCH),
+            Previous::Unclean { ttl, .. } if ttl == Duration::from_secs(30)
+        ));
+    }
+
+    #[test]
     fn a_row_of_another_epoch_is_untrusted_whoever_left_it_however() {
         // Released, this process's own, never held: a failover may have
         // lost a later claim over each; wait the table's longest TTL.
@@ -663,7 +687,7 @@ mod tests {
             for epoch in [Some("7642011472967116994/00000002".to_owned()), None] {
                 let mut row = before(lease, released, instance);
                 row.epoch = epoch.clone();
-                match previous(row, 7, EPOCH) {
+                match previous(row, 99, 7, EPOCH) {
                     Previous::Untrusted { bound, why } => {
                         assert_eq!(bound, Duration::from_secs(60));
                         assert!(why.contains(EPOCH), "{why}");

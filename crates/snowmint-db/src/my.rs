@@ -57,7 +57,7 @@ impl Statements {
             ),
             lock: format!(
                 "SELECT lease, holder, instance, ttl_ms, released, \
-                 (lease IS NULL OR expires_ms <= {NOW_MS} OR NOT (epoch <=> ?)), epoch, \
+                 (lease IS NULL OR expires_ms <= {NOW_MS} OR NOT (epoch <=> ?) OR lease = ?), epoch, \
                  longest_ttl_ms FROM {t} WHERE identity = ? FOR UPDATE"
             ),
             // `ttl_ms` first: MySQL assigns left to right, so it reads the
@@ -381,7 +381,10 @@ impl Conn {
             Option<String>,
             i64,
         );
-        let row: Option<Locked> = tx.exec_first(&lock, (&epoch, n)).await.map_err(boxed)?;
+        let row: Option<Locked> = tx
+            .exec_first(&lock, (&epoch, lease, n))
+            .await
+            .map_err(boxed)?;
         let Some((
             old_lease,
             old_holder,

@@ -77,7 +77,7 @@ impl Statements {
                  ttl_ms = {recorded}, expires_ms = c.now_ms + $5, released = false, epoch = $6 \
                  FROM old, {c} WHERE t.identity = old.identity \
                  AND (old.lease IS NULL OR old.expires_ms <= c.now_ms \
-                 OR old.epoch IS DISTINCT FROM $6) \
+                 OR old.epoch IS DISTINCT FROM $6 OR old.lease = $2) \
                  RETURNING old.lease, old.holder, old.instance, old.ttl_ms, old.released, \
                  old.epoch, old.longest_ttl_ms",
                 recorded = crate::table::recorded_ttl("old.", "$5", "$6"),

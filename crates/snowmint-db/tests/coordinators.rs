@@ -948,6 +948,40 @@ async fn coordinator_contract(server: Server) {
     assert!(a.confirm(5, lc, t).await.unwrap().holds);
     assert_eq!(a.load_mark(5, t).await.unwrap(), Some(now));
     assert_eq!(a.load_mark(6, t).await.unwrap(), None);
+    // The TTL recorded for the next holder is the longest fence that may
+    // still be open: D (6 s) ends uncleanly; E (2 s) claims and waits D's
+    // TTL; E's claim sent again under its lease (its first answer lost) is
+    // answered from the record; E ends too, and F waits D's 6 s, not E's 2.
+    let long = Duration::from_secs(6);
+    let ld = a.grant(long, t).await.unwrap().lease;
+    let d = Claimant {
+        holder: "d",
+        instance: 4,
+        ttl: long,
+    };
+    assert_eq!(
+        a.claim(ld, 7, &d, t).await.unwrap(),
+        Claimed::Won(Previous::Clean)
+    );
+    a.revoke(ld, t).await.unwrap();
+    let le = b.grant(TTL, t).await.unwrap().lease;
+    let unclean_d = Claimed::Won(Previous::Unclean {
+        ttl: long,
+        holder: "d".to_owned(),
+    });
+    assert_eq!(b.claim(le, 7, &who("e", 5), t).await.unwrap(), unclean_d);
+    match b.claim(le, 7, &who("e", 5), t).await.unwrap() {
+        Claimed::Won(Previous::Unclean { ttl, .. }) => assert_eq!(ttl, long),
+        other => panic!("a claim sent again under its lease: {other:?}"),
+    }
+    b.revoke(le, t).await.unwrap();
+    let lf = a.grant(TTL, t).await.unwrap().lease;
+    match a.claim(lf, 7, &who("f", 6), t).await.unwrap() {
+        Claimed::Won(Previous::Unclean { ttl, holder }) => {
+            assert_eq!((ttl, holder.as_str()), (long, "e"));
+        }
+        other => panic!("after E: {other:?}"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -97,8 +97,8 @@ pub enum Previous {
     /// holder may have, as the coordinator can prove it), and the mark read
     /// is no floor. The new holder issues only once `bound` has passed since
     /// the claim, and only above the claim's time plus `bound` plus the
-    /// reserve window (a lost holder's mark ran at most that far ahead of
-    /// its clock).
+    /// generator's borrowing bound (a lost holder issued at most that far
+    /// ahead of its clock).
     Untrusted {
         /// The longest a lost holder's fence may stay open.
         bound: Duration,

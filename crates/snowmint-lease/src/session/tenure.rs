@@ -240,13 +240,14 @@ impl<C: Coordinator> Session<C> {
         if let Previous::Untrusted { bound, .. } = &previous
             && !planted!(UntrustedMarkTrusted)
         {
-            // A lost holder issued at most until its fence closed (`bound`
-            // after this claim), at most one reserve window ahead of its
-            // clock: start above that, whatever the mark says.
+            // A lost holder issued at most until its fence closed (a margin
+            // before `bound` after this claim), at most the generator's
+            // borrow ahead of its clock: start above that, whatever the mark
+            // says. (Safe while its clock was not ahead of this one by more
+            // than its fence margin, at least 1 s: docs/distributed.md.)
             let bound_ms = u64::try_from(bound.as_millis()).unwrap_or(u64::MAX);
-            let lost_until = now_ms
-                .saturating_add(bound_ms)
-                .saturating_add(snowmint::DEFAULT_RESERVE_WINDOW_MS);
+            let ahead_ms = snowmint::DEFAULT_MAX_BORROW_MS.max(snowmint::DEFAULT_RESERVE_WINDOW_MS);
+            let lost_until = now_ms.saturating_add(bound_ms).saturating_add(ahead_ms);
             carried.floor_ms = carried.floor_ms.max(lost_until);
         }
         let built = match self.build(identity, n, &granted, carried).await {
