@@ -195,10 +195,22 @@ fn postgres_target(url: &str, table: Table) -> Result<(Target, String), String> 
         url,
         hosts.iter().map(String::as_str).chain(config.get_dbname()),
     )?;
-    let port = config.get_ports().first().copied().unwrap_or(5432);
+    // Each host with its port (one port given serves every host, as libpq
+    // reads it).
+    let ports = config.get_ports();
+    let port_of = |i: usize| match ports {
+        [] => 5432,
+        [one] => *one,
+        many => many.get(i).copied().unwrap_or(5432),
+    };
+    let endpoints: Vec<String> = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, host)| format!("{host}:{}", port_of(i)))
+        .collect();
     let shown = format!(
-        "postgres://{}:{port}/{}",
-        hosts.join(","),
+        "postgres://{}/{}",
+        endpoints.join(","),
         config.get_dbname().unwrap_or("")
     );
     let shown = DbConfig::redact(&shown);
@@ -644,6 +656,25 @@ mod tests {
             DbConfig::postgres("postgres://app:p%40%2F%3F%23ss@db/ids?sslmode=disable").validate(),
             Ok(())
         );
+    }
+
+    #[test]
+    fn a_multi_host_url_is_shown_host_by_host_without_its_password() {
+        #[cfg(feature = "postgres")]
+        for (url, shown) in [
+            (
+                "postgres://app:s3cr3t@10.0.0.1:5433,10.0.0.2:5434/ids?target_session_attrs=read-write",
+                "postgres://10.0.0.1:5433,10.0.0.2:5434/ids",
+            ),
+            (
+                "postgres://app:s3cr3t@db1,db2:6432/ids",
+                "postgres://db1:5432,db2:6432/ids",
+            ),
+            ("postgres://app@db/ids", "postgres://db:5432/ids"),
+        ] {
+            let (_, endpoint) = DbConfig::postgres(url).target().unwrap();
+            assert_eq!(endpoint, shown);
+        }
     }
 
     #[test]
