@@ -343,8 +343,8 @@ pub(crate) struct Before {
     pub(crate) current: String,
 }
 
-/// How the last holder let go, from what the claim replaced.
-pub(crate) fn previous(before: &Before, instance: u64, prefix: &str) -> Previous {
+/// How the last holder let go, from what the claim by `lease` replaced.
+pub(crate) fn previous(before: &Before, lease: LeaseId, instance: u64, prefix: &str) -> Previous {
     if before.epoch != before.current {
         let why = if before.epoch.is_empty() {
             format!(
@@ -363,6 +363,18 @@ pub(crate) fn previous(before: &Before, instance: u64, prefix: &str) -> Previous
         return Previous::Untrusted {
             bound: Duration::from_millis(before.bound_ms),
             why,
+        };
+    }
+    if before.lease == lease.to_string() {
+        // This claim was applied before, its answer lost (a claim sent again
+        // under the same lease): what it replaced then is gone, so the wait
+        // is the one its record keeps.
+        return Previous::Unclean {
+            ttl: before.ttl_ms.parse::<u64>().map_or(
+                Duration::from_millis(before.bound_ms),
+                Duration::from_millis,
+            ),
+            holder: "an earlier holder (this claim's first answer was lost)".to_owned(),
         };
     }
     let same_instance = before.instance.parse::<u64>().ok() == Some(instance);
@@ -521,6 +533,7 @@ impl Coordinator for RedisCoordinator {
                 };
                 Ok(Claimed::Won(previous(
                     &before,
+                    lease,
                     who.instance,
                     &self.policy.prefix,
                 )))
@@ -680,7 +693,7 @@ mod tests {
 
     #[test]
     fn only_a_release_or_this_process_makes_a_hand_over_clean() {
-        let p = |b: Before| previous(&b, 7, "snowmint");
+        let p = |b: Before| previous(&b, 99, 7, "snowmint");
         assert_eq!(p(before("5", "1", "1")), Previous::Clean);
         assert_eq!(p(before("5", "0", "7")), Previous::Clean);
         assert_eq!(
@@ -693,12 +706,22 @@ mod tests {
     }
 
     #[test]
+    fn a_claim_sent_again_under_its_lease_waits_what_its_record_keeps() {
+        let mut b = before("99", "0", "7");
+        b.ttl_ms = "30000".to_owned();
+        assert!(matches!(
+            previous(&b, 99, 7, "snowmint"),
+            Previous::Unclean { ttl, .. } if ttl == Duration::from_secs(30)
+        ));
+    }
+
+    #[test]
     fn a_record_of_another_epoch_or_none_is_untrusted() {
         for epoch in ["other/epoch", ""] {
             for (lease, released, instance) in [("5", "1", "1"), ("5", "0", "7"), ("", "", "")] {
                 let mut b = before(lease, released, instance);
                 b.epoch = epoch.to_owned();
-                match previous(&b, 7, "ids") {
+                match previous(&b, 99, 7, "ids") {
                     Previous::Untrusted { bound, why } => {
                         assert_eq!(bound, Duration::from_secs(60));
                         assert!(why.contains(EPOCH), "{why}");

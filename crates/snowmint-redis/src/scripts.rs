@@ -106,7 +106,9 @@ end
 local bound = math.max(tonumber(declared or '0'), tonumber(ARGV[5]))
 local r = redis.call('HMGET', KEYS[1], 'lease', 'holder', 'instance', 'ttl_ms', 'expires_ms',
   'released', 'epoch')
-if r[1] and tonumber(r[5] or '0') > now and r[7] == cur then
+-- A live lease of this epoch holds it, unless it is the claimant's own (the
+-- claim sent again, its first answer lost: answered from the record).
+if r[1] and tonumber(r[5] or '0') > now and r[7] == cur and r[1] ~= ARGV[1] then
   return {'taken'}
 end
 local recorded = ttl

@@ -755,3 +755,46 @@ async fn tls_to_redis_verified_against_the_ca() {
         "redis-ca /nonexistent/ca.pem: No such file or directory (os error 2)"
     );
 }
+
+/// The coordinator's own answers: a claim sent again under the lease its
+/// record is bound to (the first answer lost) is answered from the record
+/// (the wait it keeps), not as taken; another lease finds it taken; a
+/// released identity is clean for the next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_sent_again_under_its_lease_is_answered_from_its_record() {
+    use snowmint_lease::{Claimant, Claimed, Coordinator, LeaseSource, Previous};
+    let Some(redis) = start(Redis::builder()) else {
+        return;
+    };
+    let t = Duration::from_secs(5);
+    let mut c = config(&redis).coordinator(t).unwrap();
+    let who = Claimant {
+        holder: "a",
+        instance: 1,
+        ttl: TTL,
+    };
+    let a = c.grant(TTL, t).await.unwrap().lease;
+    let first = c.claim(a, 5, &who, t).await.unwrap();
+    assert!(
+        matches!(first, Claimed::Won(Previous::Untrusted { .. })),
+        "{first:?}"
+    );
+    let again = c.claim(a, 5, &who, t).await.unwrap();
+    assert!(
+        matches!(again, Claimed::Won(Previous::Unclean { ttl, .. }) if ttl == TTL),
+        "{again:?}"
+    );
+    let b = c.grant(TTL, t).await.unwrap().lease;
+    let other = Claimant {
+        holder: "b",
+        instance: 2,
+        ttl: TTL,
+    };
+    assert_eq!(c.claim(b, 5, &other, t).await.unwrap(), Claimed::Taken);
+    c.release(5, a, t).await.unwrap();
+    c.revoke(a, t).await.unwrap();
+    assert_eq!(
+        c.claim(b, 5, &other, t).await.unwrap(),
+        Claimed::Won(Previous::Clean)
+    );
+}
