@@ -46,11 +46,17 @@ pub enum Plant {
     /// is answered as its own, clean, although the wait that claim asked
     /// for was never learned.
     UnansweredClaimKeepsInstance,
+    /// The simulation's Redis model answers a claim of an identity with no
+    /// record as clean, as if a missing record were one never written: but
+    /// after Redis lost everything (a restart without persistence) or a key
+    /// was evicted, the record of a holder still fenced open is missing too
+    /// (the switch is in the model's coordinator, `crates/snowmint-sim`).
+    MissingRecordTrusted,
 }
 
 impl Plant {
     /// Every plant, with its name on the command line.
-    pub const ALL: [(Plant, &'static str); 12] = [
+    pub const ALL: [(Plant, &'static str); 13] = [
         (Plant::FenceFromAnswer, "fence-from-answer"),
         (Plant::RenewalWithoutTerm, "renewal-without-term"),
         (Plant::MarkLoweredAtHandover, "mark-lowered-at-handover"),
@@ -69,6 +75,7 @@ impl Plant {
             Plant::UnansweredClaimKeepsInstance,
             "unanswered-claim-keeps-instance",
         ),
+        (Plant::MissingRecordTrusted, "missing-record-trusted"),
     ];
 
     /// The plant of `name`.

@@ -217,8 +217,11 @@ async fn run(seed: u64) -> Outcome {
     };
     // One schedule in sixteen is the SQL coordinator model's with lossy
     // failovers (seed = 6 mod 16), one in sixteen a database's without
-    // (seed = 14 mod 16).
-    let lossy = seed % 16 == 6;
+    // (seed = 14 mod 16), and one in thirty-two the Redis model's, with
+    // lossy failovers, restarts that lose everything and evictions
+    // (seed = 20 mod 32).
+    let redis = seed % 32 == 20;
+    let lossy = seed % 16 == 6 || redis;
     let origin = tokio::time::Instant::now();
     let world: Shared = Arc::new(std::sync::Mutex::new(World::new(rng.random(), origin)));
     let pool = Pool::new(Some(3));
@@ -226,9 +229,12 @@ async fn run(seed: u64) -> Outcome {
         let mut w = lock(&world);
         // One schedule in eight is a database coordinator's (decided by the
         // seed alone, so the other schedules stay what they were).
-        w.single_primary = seed % 8 == 6;
+        w.single_primary = seed % 8 == 6 || redis;
         w.lossy_failovers = lossy;
-        if w.single_primary {
+        w.redis = redis;
+        if redis {
+            w.fault("redis_schedule");
+        } else if w.single_primary {
             w.fault("database_schedule");
         }
         let free = shape.holders as u16 + shape.spare;
@@ -428,12 +434,24 @@ async fn run(seed: u64) -> Outcome {
                     }
                     13 if lossy => {
                         // A failover that loses the last commits: now, or
-                        // right after a renewal of a holder it then cuts off.
+                        // right after a renewal of a holder it then cuts off;
+                        // with Redis, also a restart that loses everything,
+                        // or an eviction of one record.
                         let mut w = lock(&world);
-                        if rng.random_bool(0.5) {
-                            w.lossy_failover();
+                        // (The SQL model's draw as it was, so that its
+                        // schedules stay what they were.)
+                        let pick = if redis {
+                            rng.random_range(0..4)
+                        } else if rng.random_bool(0.5) {
+                            0
                         } else {
-                            w.arm_failover();
+                            1
+                        };
+                        match pick {
+                            0 => w.lossy_failover(),
+                            1 => w.arm_failover(),
+                            2 => w.redis_restart(),
+                            _ => w.redis_eviction(),
                         }
                     }
                     10 => {

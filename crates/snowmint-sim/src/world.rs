@@ -44,6 +44,18 @@
 //! answers lost (TTL 0, not held, `NotHolder`). The plant `epoch-ignored`
 //! switches the claim's side of that off (`World::stale_row`).
 //!
+//! **The Redis model** (`redis`, one schedule in thirty-two): the SQL
+//! model's one primary, epochs and lossy failovers, and Redis's records:
+//! none exists until a claim writes it, and a claim of an identity with no
+//! record answers [`Previous::Untrusted`] with the declared bound (a
+//! missing record cannot be told from a lost one). Its faults: a restart
+//! without persistence (every record, mark and lease gone, a new epoch), a
+//! lossy failover as above, and an eviction of one identity's record
+//! (refused by configuration, so it happens only with the plant
+//! `missing-record-trusted` on, which also makes a claim trust a missing
+//! record as never written: `World::stale_row`). A restart or an eviction
+//! cuts the holder of the identity it hits off and forces another onto it.
+//!
 //! Beside the model it keeps the truth the invariants are checked against:
 //! each lease's legitimate end (its last renewal by a real leader plus its
 //! TTL, in real time); each lease's fence bound (its last renewal that
@@ -174,6 +186,10 @@ pub struct World {
     /// Whether the database fails over to a replica that lacked its last
     /// commits (the SQL coordinator model's epochs).
     pub lossy_failovers: bool,
+    /// Redis's records instead of a table's rows (`snowmint-redis`): with
+    /// `single_primary` and `lossy_failovers`; no record until a claim
+    /// writes one, and a missing one is untrusted.
+    pub redis: bool,
     pub origin: tokio::time::Instant,
     members: Vec<Member>,
     term: u64,
@@ -264,6 +280,7 @@ impl World {
             rng: ChaCha8Rng::seed_from_u64(seed),
             single_primary: false,
             lossy_failovers: false,
+            redis: false,
             origin,
             members: vec![
                 Member {
@@ -461,9 +478,14 @@ impl World {
     /// A database's row `n` last written in an older epoch than now: its
     /// record may have lost its last writes (that epoch). Where the claim
     /// of the model decides, so the plant `epoch-ignored` lives here.
+    /// Redis's record of `n` missing (epoch 0) is untrusted too, unless
+    /// the plant `missing-record-trusted` trusts it as never written.
     fn stale_row(&self, n: u16) -> Option<u64> {
-        self.row_behind(n)
-            .filter(|_| !plant::on(Plant::EpochIgnored))
+        match self.row_behind(n) {
+            Some(0) if plant::on(Plant::MissingRecordTrusted) => None,
+            Some(e) if e > 0 && plant::on(Plant::EpochIgnored) => None,
+            behind => behind,
+        }
     }
 
     /// The epoch row `n` was last written in, if older than now (a
@@ -474,7 +496,9 @@ impl World {
         if !self.single_primary || self.identities.get(&n) == Some(&0) {
             return None;
         }
-        Some(self.row_epoch.get(&n).copied().unwrap_or(1)).filter(|&e| e < self.epoch)
+        // Redis has no record until a claim writes one: missing is epoch 0.
+        let missing = if self.redis { 0 } else { 1 };
+        Some(self.row_epoch.get(&n).copied().unwrap_or(missing)).filter(|&e| e < self.epoch)
     }
 
     /// Whether `lease` lives, for this epoch's database.
@@ -574,6 +598,76 @@ impl World {
             self.fault("lossy_failover_lost_a_claim");
         }
         let victim = lost.map(|(_, n, lease)| (lease, n)).or(victim);
+        if let Some((lease, n)) = victim
+            && let Some(&(slot, _)) = self.lease_owner.get(&lease)
+        {
+            let d = self.rng.random_range(self.max_ttl_ms..=self.max_ttl_ms * 2);
+            self.cut_off(slot, d + 1_000);
+            self.force_onto(n, &[slot]);
+        }
+    }
+
+    /// Redis restarts without persistence: every record, mark and lease is
+    /// gone (the filler's stand for holders outside the schedule, which
+    /// claim theirs again at once), and the epoch (its `run_id`) moves on.
+    /// A holder of the pool is cut off, and another made to claim its
+    /// identity.
+    pub fn redis_restart(&mut self) {
+        if !self.redis {
+            return;
+        }
+        let victim = self.pool_victim();
+        self.leases.clear();
+        self.identities.retain(|_, l| *l == 0);
+        self.marks.clear();
+        self.tenures.clear();
+        self.row_epoch.clear();
+        self.journal.clear();
+        self.claim_log.clear();
+        self.epoch += 1;
+        self.fault("redis_restart_empty");
+        self.cut_off_and_force(victim);
+    }
+
+    /// Redis evicts identity `n`'s record (its lease, tenure and mark),
+    /// the epoch unchanged. The real coordinator refuses an eviction policy
+    /// that could (`allkeys-*`), so the model evicts only under the plant
+    /// `missing-record-trusted`, whose claim then trusts what is left; its
+    /// holder is cut off and another made to claim the identity.
+    pub fn redis_eviction(&mut self) {
+        if !self.redis {
+            return;
+        }
+        if !plant::on(Plant::MissingRecordTrusted) {
+            self.fault("redis_eviction_refused");
+            return;
+        }
+        let Some((lease, n)) = self.pool_victim() else {
+            return;
+        };
+        self.journal(false);
+        self.identities.remove(&n);
+        self.tenures.remove(&n);
+        self.marks.remove(&n);
+        self.row_epoch.remove(&n);
+        self.fault("redis_eviction");
+        self.cut_off_and_force(Some((lease, n)));
+    }
+
+    /// A lease of a minter holding an identity of the pool, if any.
+    fn pool_victim(&mut self) -> Option<(LeaseId, u16)> {
+        let held: Vec<(LeaseId, u16)> = self
+            .pool
+            .iter()
+            .filter_map(|&n| self.identities.get(&n).map(|&l| (l, n)))
+            .filter(|(l, _)| self.lease_owner.contains_key(l))
+            .collect();
+        (!held.is_empty()).then(|| held[self.rng.random_range(0..held.len())])
+    }
+
+    /// Cuts the holder of `victim` (lease, identity) off, and makes
+    /// another holder claim its identity.
+    fn cut_off_and_force(&mut self, victim: Option<(LeaseId, u16)>) {
         if let Some((lease, n)) = victim
             && let Some(&(slot, _)) = self.lease_owner.get(&lease)
         {
@@ -983,7 +1077,11 @@ impl World {
                 (
                     Previous::Untrusted {
                         bound: Duration::from_millis(self.max_ttl_ms),
-                        why: format!("the database's epoch changed from {was} to {}", self.epoch),
+                        why: if was == 0 {
+                            "no record (Redis may have lost it)".to_owned()
+                        } else {
+                            format!("the database's epoch changed from {was} to {}", self.epoch)
+                        },
                     },
                     // A lost holder may be fenced open for the bound.
                     who_ttl_ms.max(before).max(self.max_ttl_ms),
