@@ -285,6 +285,29 @@ impl Redis {
         self.kill();
         self.launch();
     }
+
+    /// Kills it, deletes its data files (`dump.rdb`, `appendonlydir`) and
+    /// starts it again on the same port: empty, whatever persistence it
+    /// has (a new `run_id` and replication ID), as a Redis whose AOF was
+    /// not fsync'd, or that never had one, comes back.
+    pub fn restart_empty(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_file(self.dir.path().join("dump.rdb"));
+        let _ = std::fs::remove_dir_all(self.dir.path().join("appendonlydir"));
+        self.launch();
+    }
+
+    /// Starts a killed server again on its port, from whatever it
+    /// persisted (nothing without persistence). Does nothing while it runs.
+    ///
+    /// # Panics
+    ///
+    /// When it does not start.
+    pub fn start_again(&mut self) {
+        if self.child.is_none() {
+            self.launch();
+        }
+    }
 }
 
 impl Drop for Redis {

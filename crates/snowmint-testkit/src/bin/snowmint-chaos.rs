@@ -1,6 +1,6 @@
 //! `snowmint-chaos`: one randomized fault run of distributed mode (see
-//! `snowmint_testkit::chaos`), with etcd, PostgreSQL or MariaDB as the
-//! coordinator. Exits 0 only when the checker passes.
+//! `snowmint_testkit::chaos`), with etcd, PostgreSQL, MariaDB or Redis as
+//! the coordinator. Exits 0 only when the checker passes.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,14 +10,14 @@ use snowmint_testkit::chaos::run::{Config, run};
 use snowmint_testkit::chaos::schedule::Coordinator;
 
 /// Randomized fault testing of `snowmint serve --etcd` (`--postgres`,
-/// `--mysql`), Jepsen-style.
+/// `--mysql`, `--redis`), Jepsen-style.
 #[derive(Debug, Parser)]
 #[command(version)]
 struct Args {
     /// What the instances lease their identity from: a 3-member etcd
     /// cluster, one PostgreSQL (some instances through PgBouncer) or one
-    /// MariaDB, each with its own faults.
-    #[arg(long, default_value = "etcd", value_parser = ["etcd", "postgres", "mysql"])]
+    /// MariaDB, or one Redis, each with its own faults.
+    #[arg(long, default_value = "etcd", value_parser = ["etcd", "postgres", "mysql", "redis"])]
     coordinator: String,
     /// Length of the load, seconds.
     #[arg(long, default_value_t = 30)]
@@ -32,7 +32,7 @@ struct Args {
     /// The instances' lease TTL, seconds.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(2..=60))]
     lease_ttl: u64,
-    /// With --coordinator postgres|mysql: how many identities of the
+    /// With --coordinator postgres|mysql|redis: how many identities of the
     /// instances' datacenter are free for them (a crowd holds the rest for
     /// good, so instances take over each other's) [default: instances + 1;
     /// 32 for no crowd].

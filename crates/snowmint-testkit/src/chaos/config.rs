@@ -30,7 +30,7 @@ pub struct Config {
     pub lease_ttl: u64,
     /// Each client waits up to this long (drawn from the seed) between mints, ms.
     pub think_ms: u64,
-    /// With a database: how many identities of datacenter
+    /// With a database or Redis: how many identities of datacenter
     /// [`ETCD_DATACENTER`] are left free for the instances (its first
     /// workers; a crowd holds the others for good, see
     /// [`Database::crowd`](super::database::Database::crowd)); `None` for `instances + 1`, 32 for all.

@@ -159,6 +159,7 @@ impl Database {
                 (Server::Mariadb(primary), Server::Mariadb(replica), 3)
             }
             Coordinator::Etcd => anyhow::bail!("etcd is not a database"),
+            Coordinator::Redis => anyhow::bail!("Redis is not a SQL database"),
         };
         vip.route(local(primary.port()));
         let bouncer = match coordinator {

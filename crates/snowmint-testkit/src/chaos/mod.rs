@@ -24,13 +24,22 @@
 //! than the TTL, the line to it cut for some instances. The instance faults
 //! and the checker are the same.
 //!
-//! `scripts/chaos [--coordinator etcd|postgres|mysql] [--seconds N] [--seed S]
-//! [--instances N]` builds and runs it.
+//! With `--coordinator redis` the instances lease from one [`redis`]
+//! server (`serve --redis URL`, the prefix's longest TTL declared to be
+//! the instances' own), each through a proxy of its own, and the
+//! coordinator's lane holds Redis's faults: an empty restart first (every
+//! key lost), then Redis paused for less and more than the TTL, killed and
+//! started again from its append-only file (a new epoch), the line to it
+//! cut for some instances.
+//!
+//! `scripts/chaos [--coordinator etcd|postgres|mysql|redis] [--seconds N]
+//! [--seed S] [--instances N]` builds and runs it.
 
 pub mod checker;
 pub mod config;
 pub mod database;
 pub mod history;
+pub mod redis;
 pub mod report;
 pub mod run;
 pub mod schedule;

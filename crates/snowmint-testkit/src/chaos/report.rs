@@ -318,6 +318,10 @@ fn color(kind: FaultKind) -> &'static str {
         FaultKind::DbPartition => "#7b1fa2",
         FaultKind::DbClockStep => "#1e88e5",
         FaultKind::DbFailover => "#000000",
+        FaultKind::RedisShortPause | FaultKind::RedisLongPause => "#ff9800",
+        FaultKind::RedisCrashRestart => "#5d4037",
+        FaultKind::RedisEmptyRestart => "#000000",
+        FaultKind::RedisPartition => "#7b1fa2",
     }
 }
 

@@ -24,6 +24,7 @@ use tokio::task::JoinHandle;
 use super::checker;
 use super::database::{self, Database};
 use super::history::{FaultRecord, History, Mint, Probe, Readiness};
+use super::redis::{self as redis_lane, RedisServer};
 use super::report;
 use super::schedule::{self, Coordinator, Fault, FaultKind};
 use crate::clock::{self, FakeClock};
@@ -105,6 +106,8 @@ struct World {
     cluster: Option<Arc<Mutex<EtcdCluster>>>,
     /// The database server, with PostgreSQL or MySQL.
     database: Option<Arc<Database>>,
+    /// The Redis server, with Redis.
+    redis: Option<Arc<RedisServer>>,
     history: Mutex<History>,
     stop: AtomicBool,
 }
@@ -152,13 +155,22 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
     let scratch = tempfile::tempdir()?;
     preflight_clock(&config.snowmint, &library, scratch.path()).await?;
 
-    let (cluster, database) = match config.coordinator {
+    let (cluster, database, redis) = match config.coordinator {
         Coordinator::Etcd => {
             let members = config.members;
             let cluster = tokio::task::spawn_blocking(move || EtcdCluster::start(members))
                 .await?
                 .map_err(anyhow::Error::msg)?;
-            (Some(Arc::new(Mutex::new(cluster))), None)
+            (Some(Arc::new(Mutex::new(cluster))), None, None)
+        }
+        Coordinator::Redis => {
+            let free = free_identities(&config);
+            // The crowd's recorded TTL is the instances' own.
+            let ttl_ms = config.lease_ttl * 1000;
+            let redis = database::unpanic(move || RedisServer::start(free, ttl_ms))
+                .await
+                .context("redis-server did not start")??;
+            (None, None, Some(Arc::new(redis)))
         }
         coordinator => {
             // The primary's address, for PgBouncer and MariaDB instances:
@@ -185,7 +197,7 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
             database::blocking(&database, move |d| d.crowd(&script, free, longest_ttl_ms))
                 .await
                 .context("load the coordinator table")?;
-            (None, Some(database))
+            (None, Some(database), None)
         }
     };
     let started_unix_ms = unix_ms();
@@ -212,6 +224,11 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
                 "--state-dir".to_owned(),
                 state.display().to_string(),
             ]);
+        } else if let Some(redis) = &redis {
+            let proxy = Proxy::start(redis.addr()).await;
+            args.extend(RedisServer::args(proxy.addr(), config.lease_ttl));
+            args.extend(["--datacenter".to_owned(), ETCD_DATACENTER.to_string()]);
+            proxies.push(proxy);
         } else if let Some(database) = &database {
             for upstream in database.upstreams(i) {
                 proxies.push(Proxy::start(upstream).await);
@@ -268,6 +285,7 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
         instances,
         cluster,
         database,
+        redis,
         history: Mutex::new(History {
             errors: vec![BTreeMap::new(); config.instances + 1],
             ..History::default()
@@ -311,6 +329,9 @@ pub async fn run(config: Config) -> anyhow::Result<Outcome> {
         }
         if let Some(database) = &world.database {
             lanes.push(database.lane().to_owned());
+        }
+        if let Some(redis) = &world.redis {
+            lanes.push(redis.lane().to_owned());
         }
         lanes
     };
@@ -456,6 +477,14 @@ async fn cleanup(world: &World) {
         let _ = database::blocking(db, move |d| {
             d.keep_logs(&logs);
             d.kill();
+        })
+        .await;
+    }
+    if let Some(redis) = &world.redis {
+        let logs = world.config.out.join("logs");
+        let _ = redis_lane::blocking(redis, move |r| {
+            r.kill();
+            r.keep_logs(&logs);
         })
         .await;
     }
@@ -611,6 +640,8 @@ async fn nemesis(world: Arc<World>, faults: Vec<(usize, Fault)>) {
             etcd_fault(&world, &fault, &update).await
         } else if fault.kind.on_db() {
             db_fault(&world, &fault, &update).await
+        } else if fault.kind.on_redis() {
+            redis_fault(&world, &fault, &update).await
         } else {
             instance_fault(&world, &fault, &update).await
         };
@@ -967,6 +998,90 @@ async fn db_fault(world: &World, fault: &Fault, update: &Recorder<'_>) -> anyhow
         }
         FaultKind::DbFailover => failover(world, db, fault, update).await?,
         kind => bail!("{} is not a database fault", kind.name()),
+    }
+    Ok(())
+}
+
+/// Carries out one fault of the Redis lane: the server paused, killed and
+/// started again (from its append-only file, or empty), or the lines of
+/// some instances cut. A server that was paused is resumed even when the
+/// pause failed half-way, and a killed one is started again even when the
+/// kill failed.
+async fn redis_fault(world: &World, fault: &Fault, update: &Recorder<'_>) -> anyhow::Result<()> {
+    let redis = world
+        .redis
+        .as_ref()
+        .context("a Redis fault without Redis")?;
+    let hold = Duration::from_millis(fault.hold_ms);
+    let ttl = world.config.lease_ttl;
+    update.set(|r| r.lane = Some(redis.lane().to_owned()));
+    match fault.kind {
+        FaultKind::RedisShortPause | FaultKind::RedisLongPause => {
+            let paused = redis_lane::blocking(redis, RedisServer::pause).await;
+            update.set(|r| {
+                r.happened = paused.is_ok();
+                r.detail = format!("SIGSTOP for {} ms (TTL {ttl} s)", fault.hold_ms);
+            });
+            tokio::time::sleep(hold).await;
+            redis_lane::blocking(redis, RedisServer::resume).await?;
+            paused?;
+        }
+        FaultKind::RedisCrashRestart | FaultKind::RedisEmptyRestart => {
+            let before = redis_lane::blocking(redis, |r| (r.epoch(), r.keys())).await?;
+            let empty = fault.kind == FaultKind::RedisEmptyRestart;
+            let killed = redis_lane::blocking(redis, RedisServer::kill).await;
+            update.set(|r| {
+                r.happened = killed.is_ok();
+                r.detail = format!("SIGKILL, down {} ms", fault.hold_ms);
+            });
+            tokio::time::sleep(hold).await;
+            let started = Instant::now();
+            let crowd = if empty {
+                redis_lane::blocking(redis, RedisServer::restart_empty).await??
+            } else {
+                redis_lane::blocking(redis, RedisServer::start_again).await??
+            };
+            let took = started.elapsed().as_millis();
+            let after = redis_lane::blocking(redis, |r| r.epoch()).await?;
+            update.set(|r| {
+                r.detail += &format!(
+                    ", started again {} in {took} ms (epoch {} with {} keys, now {after}); \
+                     the crowd bound again on {crowd} identities",
+                    if empty {
+                        "with its data deleted (every key lost)"
+                    } else {
+                        "from its append-only file"
+                    },
+                    before.0,
+                    before.1.map_or_else(|| "?".to_owned(), |n| n.to_string()),
+                );
+            });
+            killed?;
+        }
+        FaultKind::RedisPartition => {
+            let mut names = Vec::new();
+            for &i in &fault.group {
+                let instance = world.instances[i].lock().await;
+                instance.proxies.iter().for_each(Proxy::cut);
+                names.push(instance.name.clone());
+            }
+            update.set(|r| {
+                r.happened = !names.is_empty();
+                r.detail = format!(
+                    "line to redis cut for {} ({} of {} instances) for {} ms",
+                    names.join(", "),
+                    names.len(),
+                    world.config.instances,
+                    fault.hold_ms
+                );
+            });
+            tokio::time::sleep(hold).await;
+            for &i in &fault.group {
+                let instance = world.instances[i].lock().await;
+                instance.proxies.iter().for_each(Proxy::restore);
+            }
+        }
+        kind => bail!("{} is not a Redis fault", kind.name()),
     }
     Ok(())
 }

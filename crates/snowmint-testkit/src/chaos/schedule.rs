@@ -22,6 +22,9 @@ pub enum Coordinator {
     Postgres,
     /// One MariaDB server (`serve --mysql`).
     Mysql,
+    /// One Redis server (`serve --redis`), each instance through a proxy
+    /// of its own.
+    Redis,
 }
 
 impl Coordinator {
@@ -31,14 +34,20 @@ impl Coordinator {
             Coordinator::Etcd => "etcd",
             Coordinator::Postgres => "postgres",
             Coordinator::Mysql => "mysql",
+            Coordinator::Redis => "redis",
         }
     }
 
     /// The one coordinator named `name`, if any.
     pub fn parse(name: &str) -> Option<Coordinator> {
-        [Coordinator::Etcd, Coordinator::Postgres, Coordinator::Mysql]
-            .into_iter()
-            .find(|c| c.name() == name)
+        [
+            Coordinator::Etcd,
+            Coordinator::Postgres,
+            Coordinator::Mysql,
+            Coordinator::Redis,
+        ]
+        .into_iter()
+        .find(|c| c.name() == name)
     }
 
     /// The kinds of the coordinator's lane, in the order a round starts from.
@@ -57,6 +66,13 @@ impl Coordinator {
                 FaultKind::DbCrashRestart,
                 FaultKind::DbPartition,
                 FaultKind::DbClockStep,
+            ],
+            Coordinator::Redis => &[
+                FaultKind::RedisEmptyRestart,
+                FaultKind::RedisShortPause,
+                FaultKind::RedisLongPause,
+                FaultKind::RedisCrashRestart,
+                FaultKind::RedisPartition,
             ],
         }
     }
@@ -138,11 +154,27 @@ pub enum FaultKind {
     /// by their multi-host URL, or the primary's proxy moves to it), then
     /// make a new standby of the new primary for the rest of the run.
     DbFailover,
+    /// Kill Redis (SIGKILL) and start it again on its port with nothing:
+    /// its data files deleted, as a Redis without persistence (or whose
+    /// AOF was not fsync'd) comes back. Every record and mark is gone.
+    RedisEmptyRestart,
+    /// SIGSTOP Redis for less than the lease TTL (sometimes more than the
+    /// holders' fence window), then SIGCONT.
+    RedisShortPause,
+    /// SIGSTOP Redis for longer than the lease TTL, then SIGCONT.
+    RedisLongPause,
+    /// Kill Redis (SIGKILL), keep it down a while, start it again on its
+    /// port from its append-only file (`appendfsync always`: nothing
+    /// acknowledged is lost, but it is a new epoch, a new `run_id`).
+    RedisCrashRestart,
+    /// Cut the line to Redis of some instances (two or more, not all, when
+    /// there are enough), then heal it.
+    RedisPartition,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 15] = [
+    pub const ALL: [FaultKind; 20] = [
         FaultKind::InstanceKill,
         FaultKind::InstancePause,
         FaultKind::Partition,
@@ -158,6 +190,11 @@ impl FaultKind {
         FaultKind::DbPartition,
         FaultKind::DbClockStep,
         FaultKind::DbFailover,
+        FaultKind::RedisEmptyRestart,
+        FaultKind::RedisShortPause,
+        FaultKind::RedisLongPause,
+        FaultKind::RedisCrashRestart,
+        FaultKind::RedisPartition,
     ];
 
     /// The name in `summary.json` and the report.
@@ -178,6 +215,11 @@ impl FaultKind {
             FaultKind::DbPartition => "db_partition",
             FaultKind::DbClockStep => "db_clock_step",
             FaultKind::DbFailover => "db_failover",
+            FaultKind::RedisEmptyRestart => "redis_empty_restart",
+            FaultKind::RedisShortPause => "redis_short_pause",
+            FaultKind::RedisLongPause => "redis_long_pause",
+            FaultKind::RedisCrashRestart => "redis_crash_restart",
+            FaultKind::RedisPartition => "redis_partition",
         }
     }
 
@@ -206,10 +248,23 @@ impl FaultKind {
         )
     }
 
-    /// Whether the fault runs in the coordinator's lane (etcd's or the
-    /// database's), one such fault at a time; else in the instance lane.
+    /// Whether the fault acts on the Redis server or on the lines to it.
+    pub fn on_redis(self) -> bool {
+        matches!(
+            self,
+            FaultKind::RedisEmptyRestart
+                | FaultKind::RedisShortPause
+                | FaultKind::RedisLongPause
+                | FaultKind::RedisCrashRestart
+                | FaultKind::RedisPartition
+        )
+    }
+
+    /// Whether the fault runs in the coordinator's lane (etcd's, the
+    /// database's or Redis's), one such fault at a time; else in the
+    /// instance lane.
     pub fn on_coordinator(self) -> bool {
-        self.on_etcd() || self.on_db()
+        self.on_etcd() || self.on_db() || self.on_redis()
     }
 }
 
@@ -272,12 +327,20 @@ impl Fault {
             // replaying the whole binary log), and every instance's wait of
             // the table's longest TTL before it issues again.
             FaultKind::DbFailover => self.hold_ms + self.back_ms + FAILOVER_AFTER_MS,
+            // A start, then every instance's claim (untrusted: no record,
+            // or one of the old epoch) and its wait of the bound.
+            FaultKind::RedisEmptyRestart | FaultKind::RedisCrashRestart => {
+                self.hold_ms + REDIS_RESTART_AFTER_MS
+            }
             FaultKind::InstancePause
             | FaultKind::Partition
             | FaultKind::EtcdMemberPause
             | FaultKind::DbShortPause
             | FaultKind::DbLongPause
-            | FaultKind::DbPartition => self.hold_ms,
+            | FaultKind::DbPartition
+            | FaultKind::RedisShortPause
+            | FaultKind::RedisLongPause
+            | FaultKind::RedisPartition => self.hold_ms,
             FaultKind::StaleLeader => {
                 STALE_ROUTE_BEFORE_MS + self.hold_ms + STALE_CUT_AFTER_MS + STALE_ROUTE_AFTER_MS
             }
@@ -303,6 +366,12 @@ pub const STALE_CUT_AFTER_MS: u64 = 500;
 /// the instances' wait after an untrusted claim.
 pub const FAILOVER_AFTER_MS: u64 = 12_000;
 
+/// How long a Redis restart ([`FaultKind::RedisEmptyRestart`],
+/// [`FaultKind::RedisCrashRestart`]) is planned to take after its down
+/// time: the start, and the instances' claims and their wait of the bound
+/// (the instances' TTL in a chaos run).
+pub const REDIS_RESTART_AFTER_MS: u64 = 5_000;
+
 /// etcd's election timeout as the harness runs it (etcd's default).
 pub const ELECTION_TIMEOUT_MS: u64 = 1000;
 
@@ -312,7 +381,8 @@ pub const ELECTION_TIMEOUT_MS: u64 = 1000;
 /// lane, kinds in rounds (each round every kind of the lane, in a shuffled
 /// order) so that a run long enough sees every kind; the etcd lane opens
 /// with a [`FaultKind::StaleLeader`] and the database lane with a
-/// [`FaultKind::DbFailover`], so that every run, even a short one, has one; each `stale_leader` targets an instance no fault of the
+/// [`FaultKind::DbFailover`] (the Redis lane with a
+/// [`FaultKind::RedisEmptyRestart`]), so that every run, even a short one, has one; each `stale_leader` targets an instance no fault of the
 /// instance lane touches meanwhile (see `clear_target`), and each
 /// `db_partition` cuts instances whose line no `partition` of the instance
 /// lane cuts meanwhile (see `partition_group`). Sorted by start.
@@ -325,10 +395,14 @@ pub fn schedule(plan: &Plan) -> Vec<Fault> {
         [(&INSTANCE_KINDS, 2000), (plan.coordinator.kinds(), 3000)];
     for (kinds, first_ms) in lanes {
         let mut at_ms = first_ms;
-        let mut round: Vec<FaultKind> = [FaultKind::StaleLeader, FaultKind::DbFailover]
-            .into_iter()
-            .filter(|k| kinds.contains(k))
-            .collect();
+        let mut round: Vec<FaultKind> = [
+            FaultKind::StaleLeader,
+            FaultKind::DbFailover,
+            FaultKind::RedisEmptyRestart,
+        ]
+        .into_iter()
+        .filter(|k| kinds.contains(k))
+        .collect();
         loop {
             if round.is_empty() {
                 round = kinds.to_vec();
@@ -348,7 +422,10 @@ pub fn schedule(plan: &Plan) -> Vec<Fault> {
         if faults[i].kind == FaultKind::StaleLeader {
             faults[i].target = clear_target(&mut rng, plan, &faults, &faults[i]);
         }
-        if faults[i].kind == FaultKind::DbPartition {
+        if matches!(
+            faults[i].kind,
+            FaultKind::DbPartition | FaultKind::RedisPartition
+        ) {
             faults[i].group = partition_group(&mut rng, plan, &faults, &faults[i]);
         }
     }
@@ -458,16 +535,22 @@ fn draw(rng: &mut ChaCha8Rng, plan: &Plan, kind: FaultKind, at_ms: u64, ttl_ms: 
         // Shorter than the TTL: from a quarter of it (the holders renew
         // through it) to nine tenths (past their fence window: they fence,
         // then renew once it resumes, their leases still alive).
-        FaultKind::DbShortPause => (None, rng.random_range(ttl_ms / 4..=ttl_ms * 9 / 10), 0, 0),
-        FaultKind::DbLongPause => (
+        FaultKind::DbShortPause | FaultKind::RedisShortPause => {
+            (None, rng.random_range(ttl_ms / 4..=ttl_ms * 9 / 10), 0, 0)
+        }
+        FaultKind::DbLongPause | FaultKind::RedisLongPause => (
             None,
             rng.random_range(ttl_ms + 500..=2 * ttl_ms + 2000),
             0,
             0,
         ),
         // Down from a moment to more than a TTL.
-        FaultKind::DbCrashRestart => (None, rng.random_range(200..=ttl_ms + 1000), 0, 0),
-        FaultKind::DbPartition => (None, rng.random_range(1000..=2 * ttl_ms + 1000), 0, 0),
+        FaultKind::DbCrashRestart | FaultKind::RedisCrashRestart | FaultKind::RedisEmptyRestart => {
+            (None, rng.random_range(200..=ttl_ms + 1000), 0, 0)
+        }
+        FaultKind::DbPartition | FaultKind::RedisPartition => {
+            (None, rng.random_range(1000..=2 * ttl_ms + 1000), 0, 0)
+        }
         // Each step by more than the TTL: forward, every lease looks
         // expired to the database; back, every one looks longer.
         FaultKind::DbClockStep => (
@@ -606,12 +689,18 @@ mod tests {
             let stale = kind == FaultKind::StaleLeader;
             assert_eq!(kind.on_etcd(), name.contains("etcd") || stale);
             assert_eq!(kind.on_db(), name.starts_with("db_"));
+            assert_eq!(kind.on_redis(), name.starts_with("redis_"));
         }
     }
 
     #[test]
     fn coordinators_parse_by_name() {
-        for c in [Coordinator::Etcd, Coordinator::Postgres, Coordinator::Mysql] {
+        for c in [
+            Coordinator::Etcd,
+            Coordinator::Postgres,
+            Coordinator::Mysql,
+            Coordinator::Redis,
+        ] {
             assert_eq!(Coordinator::parse(c.name()), Some(c));
         }
         assert_eq!(Coordinator::parse("sqlite"), None);
@@ -666,6 +755,41 @@ mod tests {
                         }
                         _ => assert!(f.group.is_empty(), "{f:?}"),
                     }
+                }
+            }
+        }
+    }
+
+    /// With Redis, the coordinator's lane holds Redis faults only, each as
+    /// drawn: pauses shorter and longer than the TTL, a line cut for some
+    /// instances but not all; every run, even one of 30 s, opens with a
+    /// restart that loses everything; a minute sees every kind.
+    #[test]
+    fn redis_schedules_hold_redis_faults_as_drawn() {
+        let long = schedule(&db_plan(1, 60, Coordinator::Redis));
+        for kind in Coordinator::Redis.all_kinds() {
+            assert!(long.iter().any(|f| f.kind == kind), "{kind:?} missing");
+        }
+        for seed in 0..100 {
+            let short = schedule(&db_plan(seed, 30, Coordinator::Redis));
+            let first = short.iter().find(|f| f.kind.on_coordinator());
+            assert_eq!(
+                first.map(|f| f.kind),
+                Some(FaultKind::RedisEmptyRestart),
+                "seed {seed}"
+            );
+            let plan = db_plan(seed, 60, Coordinator::Redis);
+            let ttl_ms = plan.lease_ttl * 1000;
+            for f in &schedule(&plan) {
+                assert!(!f.kind.on_etcd() && !f.kind.on_db(), "seed {seed}: {f:?}");
+                assert!(f.at_ms + f.planned_ms() <= 60_000, "{f:?}");
+                match f.kind {
+                    FaultKind::RedisShortPause => assert!(f.hold_ms < ttl_ms, "{f:?}"),
+                    FaultKind::RedisLongPause => assert!(f.hold_ms > ttl_ms, "{f:?}"),
+                    FaultKind::RedisPartition => {
+                        assert!((1..plan.instances).contains(&f.group.len()), "{f:?}");
+                    }
+                    _ => assert!(f.group.is_empty(), "{f:?}"),
                 }
             }
         }
