@@ -66,7 +66,7 @@ pub(crate) fn asked(url: &str) -> Asked {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         match (key, value) {
             ("sslrootcert", path) => {
-                root = Some(PathBuf::from(crate::config::percent_decode(path)))
+                root = Some(PathBuf::from(snowmint_lease::percent_decode(path)))
             }
             ("sslmode", "verify-ca") => {
                 verify_mode = Some(Verify::Chain);

@@ -87,6 +87,7 @@ mod holder;
 mod leased;
 #[cfg(feature = "plant")]
 pub mod plant;
+mod redact;
 mod renewal;
 mod session;
 mod status;
@@ -106,6 +107,7 @@ pub use error::{LeaseError, Source};
 pub use fence::Fence;
 pub use holder::{Holder, MintError, PendingMint};
 pub use leased::LeasedGenerator;
+pub use redact::{percent_decode, redact};
 pub use renewal::{KeepAlive, Verdict, judge};
 pub use snowmint::Identity;
 pub use status::{LeaseMetrics, LeaseState, ServerVersion, SharedStatus, update};

@@ -320,13 +320,8 @@ pub enum ConfigError {
 }
 
 /// `text` (a URL, or a message that quotes one) fit to be shown: every
-/// password replaced by `***`, whatever it holds. The rules of
-/// `snowmint_db::DbConfig::redact`: in a URL, everything from the first
-/// `:` after the scheme to the *last* `@` of the text (a password holding
-/// `/`, `?`, `#`, `@` or `:` is hidden whole however a client would cut the
-/// URL); and the value of any parameter whose name holds `pass`, `pwd`,
-/// `secret` or `token`, to the end of the text. When in doubt more is
-/// hidden, never less.
+/// password replaced by `***`, whatever it holds: the coordinators' one
+/// redaction, [`snowmint_lease::redact`].
 ///
 /// ```
 /// use snowmint_redis::redact;
@@ -335,63 +330,7 @@ pub enum ConfigError {
 /// assert_eq!(redact("rediss://app:p@ss@db/0"), "rediss://app:***@db/0");
 /// assert_eq!(redact("redis://db:6379/0"), "redis://db:6379/0");
 /// ```
-pub fn redact(text: &str) -> String {
-    let mut ranges = Vec::new();
-    let scheme_before = |i: usize| {
-        let scheme = text[..i]
-            .rsplit(|c: char| !(c.is_ascii_alphanumeric() || "+.-".contains(c)))
-            .next()
-            .unwrap_or("");
-        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-    };
-    let mut starts: Vec<usize> = text
-        .match_indices("://")
-        .filter(|&(i, _)| scheme_before(i))
-        .map(|(i, _)| i + 3)
-        .collect();
-    if starts.is_empty() {
-        starts.push(0);
-    }
-    for start in starts {
-        let Some(at) = text[start..].rfind('@').map(|i| start + i) else {
-            continue;
-        };
-        if let Some(colon) = text[start..at].find(':') {
-            ranges.push(start + colon + 1..at);
-        }
-    }
-    let lower = text.to_ascii_lowercase();
-    for word in ["pass", "pwd", "secret", "token"] {
-        for (i, _) in lower.match_indices(word) {
-            let rest = &text[i..];
-            let key_len = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || "_-.%".contains(c)))
-                .unwrap_or(rest.len());
-            if let Some(value) = rest[key_len..].trim_start().strip_prefix('=') {
-                let from = text.len() - value.len();
-                if from < text.len() {
-                    ranges.push(from..text.len());
-                }
-            }
-        }
-    }
-    ranges.sort_by_key(|r| r.start);
-    let mut out = String::with_capacity(text.len());
-    let mut shown = 0;
-    for range in ranges {
-        if range.end <= shown {
-            continue;
-        }
-        let start = range.start.max(shown);
-        out.push_str(&text[shown..start]);
-        if !out.ends_with("***") || start > shown {
-            out.push_str("***");
-        }
-        shown = range.end;
-    }
-    out.push_str(&text[shown..]);
-    out
-}
+pub use snowmint_lease::redact;
 
 #[cfg(test)]
 mod tests {

@@ -25,8 +25,8 @@ use snowmint_lease::{
     Pool, Previous, Renewal, SharedStatus, Source,
 };
 
-use crate::config::redact;
 use crate::scripts::Scripts;
+use snowmint_lease::redact;
 
 const NAME: &str = "redis";
 
