@@ -19,6 +19,8 @@
 //!   `metrics.rs`: etcd's request counters, scraped from every member.
 //! - `db.rs`: the coordinators PostgreSQL (through PgBouncer) and MariaDB
 //!   (`--coordinator postgres|mysql`), counted by the database.
+//! - `redis.rs`: the coordinator Redis (`--coordinator redis`), counted by
+//!   Redis's `INFO commandstats`.
 //! - `serve.rs`: what idle `snowmint serve` processes cost the coordinator
 //!   (the server's keeper, which the library's generators lack).
 //! - `report.rs`: `report.html`, the held identities and etcd's requests
@@ -29,6 +31,7 @@ pub mod db;
 mod fleet;
 pub mod metrics;
 mod phases;
+pub mod redis;
 pub mod report;
 pub mod run;
 pub mod serve;

@@ -55,8 +55,9 @@ struct Args {
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     serve_seconds: u64,
     /// The coordinator: etcd (a 3-member cluster), postgres (through
-    /// PgBouncer in transaction mode) or mysql (MariaDB).
-    #[arg(long, default_value = "etcd", value_parser = ["etcd", "postgres", "mysql"])]
+    /// PgBouncer in transaction mode), mysql (MariaDB) or redis (one
+    /// redis-server; the prefix's longest TTL is the lease TTL).
+    #[arg(long, default_value = "etcd", value_parser = ["etcd", "postgres", "mysql", "redis"])]
     coordinator: String,
     /// Where summary.json and report.html go.
     #[arg(long, default_value = "artifacts/scale")]
@@ -88,6 +89,7 @@ async fn main() -> ExitCode {
     let out = config.out.clone();
     let outcome = match args.coordinator.as_str() {
         "etcd" => run(config).await,
+        "redis" => snowmint_scale::redis::run(config).await,
         other => snowmint_scale::db::run(config, other == "mysql").await,
     };
     match outcome {
