@@ -30,6 +30,9 @@ pub struct Setup {
     /// at first) stepped by [`Cluster::set_clock_offset_ms`]; the monotonic
     /// clock is never faked.
     pub faketime: bool,
+    /// The server's `max_connections` (40 by default; the benchmark's 64
+    /// pgbench clients need more).
+    pub max_connections: u32,
 }
 
 impl Default for Setup {
@@ -38,6 +41,7 @@ impl Default for Setup {
             preload: true,
             identity: Some((1, 2)),
             faketime: false,
+            max_connections: 40,
         }
     }
 }
@@ -62,9 +66,11 @@ fn pg_bindir() -> PathBuf {
     PathBuf::from(String::from_utf8(out.stdout).expect("UTF-8").trim())
 }
 
-/// The testkit's server with `setup`'s settings, at most 40 connections.
+/// The testkit's server with `setup`'s settings and connection limit.
 fn builder(setup: &Setup) -> PostgresBuilder {
-    let mut builder = Postgres::builder().bin_dir(pg_bindir()).max_connections(40);
+    let mut builder = Postgres::builder()
+        .bin_dir(pg_bindir())
+        .max_connections(setup.max_connections);
     if setup.preload {
         builder = builder.setting("shared_preload_libraries", "snowmint");
     }
@@ -99,6 +105,12 @@ impl Cluster {
     /// The path of `name` in the data directory.
     pub fn data_file(&self, name: &str) -> PathBuf {
         self.server.data_dir().join(name)
+    }
+
+    /// The directory of the server's Unix socket, whose port is 5432 (a
+    /// client's host: `psql -h`, `pgbench -h`).
+    pub fn socket_dir(&self) -> &Path {
+        self.server.socket_dir()
     }
 
     /// The server's log so far (for failure messages).
