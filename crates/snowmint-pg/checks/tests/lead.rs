@@ -341,10 +341,23 @@ fn a_reload_of_the_worker_under_16_sessions_never_lowers_a_later_claim() {
     const LONG: usize = 10;
     const SHORT: usize = 6;
     const RUN: Duration = Duration::from_millis(3_000);
+    // The identity in postgresql.auto.conf (ALTER SYSTEM), not on the
+    // command line, where it would override what a reload reads.
     let cluster = Arc::new(Cluster::start(&Setup {
-        identity: Some((1, 5)),
+        identity: None,
         ..Setup::default()
     }));
+    cluster.sql("ALTER SYSTEM SET snowmint.datacenter = 1");
+    cluster.sql("ALTER SYSTEM SET snowmint.worker = 5");
+    cluster.sql("SELECT pg_reload_conf()");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while cluster.try_connect().map_or(true, |mut c| {
+        c.query_one("SELECT snowmint.identity()", &[])
+            .map_or(true, |r| r.get::<_, String>(0) != "datacenter 1, worker 5")
+    }) {
+        assert!(Instant::now() < deadline, "the identity was not reloaded");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let barrier = Arc::new(Barrier::new(LONG + SHORT + 1));
     let sessions: Vec<_> = (0..LONG + SHORT)
         .map(|session| {
@@ -386,7 +399,9 @@ fn a_reload_of_the_worker_under_16_sessions_never_lowers_a_later_claim() {
         .collect();
     barrier.wait();
     std::thread::sleep(Duration::from_millis(1_000));
-    cluster.sql("ALTER SYSTEM SET snowmint.worker = 2; SELECT pg_reload_conf()");
+    // Two statements: ALTER SYSTEM runs outside a transaction block.
+    cluster.sql("ALTER SYSTEM SET snowmint.worker = 2");
+    cluster.sql("SELECT pg_reload_conf()");
     let mut claims: Vec<Claim> = Vec::new();
     for (i, s) in sessions.into_iter().enumerate() {
         let mine = s.join().unwrap().unwrap_or_else(|e| panic!("{e}"));
