@@ -1,19 +1,24 @@
-//! One clock for the whole server: the wall clock made monotonic, in shared
-//! memory.
+//! The clocks `nextval` reads: the wall clock as it is, and the *reach*, how
+//! far a forced lead lets IDs run ahead of it.
 //!
-//! Like the core's `SystemClock`, a reading is an anchor plus the monotonic
-//! clock (`CLOCK_MONOTONIC`, the same in every process of the machine), and
-//! about once a second each backend compares it with the wall clock and
-//! raises the anchor if the wall clock is ahead. The anchor lives in shared
-//! memory, so every backend reads the same clock, and it is only raised:
+//! IDs follow the wall clock. The shared state word (`mint.rs`) keeps them
+//! increasing when the wall clock is behind the last issued unit (a step back
+//! while running, or a start below the durable mark): IDs then stay in the
+//! last unit and only move on when its sequence is used up. How far they may
+//! move on is the larger of
 //!
-//! - when the wall clock steps back while the server runs, readings keep
-//!   counting from where they were and stay ahead of the wall clock by the
-//!   size of the step until it catches up;
-//! - at start the anchor is no earlier than the durable mark, so after a
-//!   restart with the clock set back the clock counts on from the mark at
-//!   the monotonic clock's pace (IDs keep increasing and minting goes on,
-//!   their times ahead of the wall clock until it catches up).
+//! - the wall clock plus the core's borrowing bound
+//!   ([`snowmint::DEFAULT_MAX_BORROW_MS`], 3 s), the lead of our own making;
+//! - the reach: a clock in shared memory that is raised to the wall clock
+//!   about once a second by every minting backend and to the floor at a start,
+//!   and that otherwise runs at **half** the monotonic clock's pace.
+//!
+//! So a lead forced from outside is never kept as a fixed offset: while the
+//! server mints fewer IDs than a unit holds, the IDs stand still and the lead
+//! shrinks second for second as the wall clock advances; at the format's cap
+//! the IDs move at the reach's pace, half the wall clock's, and the lead still
+//! shrinks by at least half a second per second. Once the wall clock has
+//! passed the IDs, they follow it again.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,64 +30,59 @@ use crate::error::Refusal;
 
 const NANOS_PER_MS: u64 = 1_000_000;
 
-/// How often a backend compares the clock with the wall clock.
-const RECHECK_EVERY_NS: u64 = 1_000_000_000;
+/// How often a backend raises the reach to the wall clock.
+const TRACK_EVERY_NS: u64 = 1_000_000_000;
 
 thread_local! {
-    /// Monotonic ns at which this backend compares with the wall clock next.
-    static NEXT_CHECK_NS: Cell<u64> = const { Cell::new(0) };
+    /// Monotonic ns at which this backend raises the reach next.
+    static NEXT_TRACK_NS: Cell<u64> = const { Cell::new(0) };
 }
 
-/// Monotonic nanoseconds (since boot, system-wide).
+/// Monotonic nanoseconds (since boot, system-wide: the same in every process
+/// of the machine).
 pub fn monotonic_ns() -> u64 {
     let t = clock_gettime(ClockId::Monotonic);
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
-/// The wall clock in Unix ns, or why it cannot be read.
-fn wall_ns() -> Result<u64, Refusal> {
+/// The wall clock in Unix ms, or why it cannot be read.
+pub fn wall_ms() -> Result<u64, Refusal> {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
+        .map(|d| d.as_millis() as u64)
         .map_err(|_| Refusal::Limit("the system clock reads a time before 1970".to_owned()))
 }
 
-/// The server's clock, in shared memory: its anchor, Unix ns at monotonic
-/// 0, which is only raised.
+/// The reach, in shared memory: `origin + monotonic / 2` (ns), only raised.
 #[derive(Default)]
 #[repr(transparent)]
-pub struct Clock {
-    offset_ns: AtomicU64,
+pub struct Reach {
+    origin_ns: AtomicU64,
 }
 
-impl Clock {
-    /// Anchors the clock at start: no earlier than the wall clock and the
-    /// mark.
-    pub fn anchor(&self, mark_ms: u64) {
-        let mono = monotonic_ns();
-        let start_ns = wall_ns()
-            .unwrap_or(0)
-            .max(mark_ms.saturating_mul(NANOS_PER_MS));
-        self.offset_ns
-            .store(start_ns.saturating_sub(mono), Ordering::SeqCst);
+impl Reach {
+    /// The reach now, in Unix ms.
+    pub fn now_ms(&self) -> u64 {
+        let origin = self.origin_ns.load(Ordering::Acquire);
+        origin.saturating_add(monotonic_ns() / 2) / NANOS_PER_MS
     }
 
-    /// The server's clock in Unix ms; never goes back (invariant of the
-    /// anchor).
-    pub fn now_ms(&self) -> Result<u64, Refusal> {
+    /// Raises the reach to at least `ms` (Unix) now.
+    pub fn raise_to(&self, ms: u64) {
+        let origin = ms
+            .saturating_mul(NANOS_PER_MS)
+            .saturating_sub(monotonic_ns() / 2);
+        self.origin_ns.fetch_max(origin, Ordering::AcqRel);
+    }
+
+    /// Raises the reach to `wall_ms` if this backend has not done so for a
+    /// second (so that a step back of the wall clock while running leaves
+    /// the reach where the wall clock was).
+    pub fn track(&self, wall_ms: u64) {
         let mono = monotonic_ns();
-        let mut offset = self.offset_ns.load(Ordering::Acquire);
-        if mono >= NEXT_CHECK_NS.get() {
-            NEXT_CHECK_NS.set(mono + RECHECK_EVERY_NS);
-            let wall = wall_ns()?;
-            if wall > offset + mono {
-                let raised = wall - mono;
-                offset = self
-                    .offset_ns
-                    .fetch_max(raised, Ordering::AcqRel)
-                    .max(raised);
-            }
+        if mono >= NEXT_TRACK_NS.get() {
+            NEXT_TRACK_NS.set(mono + TRACK_EVERY_NS);
+            self.raise_to(wall_ms);
         }
-        Ok((offset + mono) / NANOS_PER_MS)
     }
 }

@@ -11,11 +11,17 @@ pub enum Refusal {
     /// An argument is out of range or malformed (the core's message, which
     /// names the field, the value and the allowed range).
     Input(String),
+    /// A value is NULL where one is needed (an element of an array
+    /// argument), the message naming it.
+    Null(String),
     /// The server is not set up for minting: not preloaded, the identity
     /// unset, the mark unusable.
     Setup(String),
     /// Minting is refused on a standby.
     ReadOnly,
+    /// Minting is refused in a read-only transaction: it raises the
+    /// database's WAL-logged mark.
+    ReadOnlyTransaction,
     /// The durable mark could not be written.
     Store(String),
     /// A limit was reached: the wait for the next time unit, the number of
@@ -28,8 +34,11 @@ impl Refusal {
     pub fn code(&self) -> PgSqlErrorCode {
         match self {
             Refusal::Input(_) => PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            Refusal::Null(_) => PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
             Refusal::Setup(_) => PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            Refusal::ReadOnly => PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            Refusal::ReadOnly | Refusal::ReadOnlyTransaction => {
+                PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION
+            }
             Refusal::Store(_) => PgSqlErrorCode::ERRCODE_IO_ERROR,
             Refusal::Limit(_) => PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
         }
@@ -45,12 +54,18 @@ impl Refusal {
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Refusal::Input(m) | Refusal::Setup(m) | Refusal::Store(m) | Refusal::Limit(m) => {
-                f.write_str(m)
-            }
+            Refusal::Input(m)
+            | Refusal::Null(m)
+            | Refusal::Setup(m)
+            | Refusal::Store(m)
+            | Refusal::Limit(m) => f.write_str(m),
             Refusal::ReadOnly => f.write_str(
                 "snowmint.nextval() cannot mint on a standby (recovery is in progress): \
                  a standby shares its primary's settings, so it would mint as its identity",
+            ),
+            Refusal::ReadOnlyTransaction => f.write_str(
+                "snowmint.nextval() cannot mint in a read-only transaction: minting writes the \
+                 database's mark (the sequence snowmint.mark) to WAL before it returns an ID",
             ),
         }
     }

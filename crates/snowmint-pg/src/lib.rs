@@ -12,38 +12,62 @@
 //!
 //! # Layout
 //!
-//! - `shared.rs`: the shared memory (one state word per layout, the durable
-//!   mark, the clock's anchor) and its start: the mark loaded from the data
-//!   directory before any backend runs;
-//! - `clock.rs`: one clock for the whole server, the wall clock made
-//!   monotonic in shared memory;
-//! - `mint.rs`: the claim loop over a shared state word and the reservation;
-//! - `layouts.rs`: a backend's cache of parsed layouts;
+//! - `shared.rs`: the shared memory (one state word per layout geometry,
+//!   the cluster mark, the floor, the reach);
+//! - `worker.rs`: the mark writer, a background worker: where IDs start
+//!   after a start, a failover or a restore, and the only writer of the
+//!   cluster mark's file;
+//! - `dbmark.rs`: each database's WAL-logged mark, the sequence
+//!   `snowmint.mark`, which replicas, point-in-time recovery and `pg_dump`
+//!   carry;
+//! - `clock.rs`: the wall clock, and the reach that bounds a forced lead;
+//! - `mint.rs`: the claim loop over a shared state word and the marks;
+//! - `layouts.rs`: a backend's cache of parsed layouts, and which layouts
+//!   may take a state slot (`snowmint.layouts`);
 //! - `error.rs`: every refusal, with its SQLSTATE.
 //!
 //! Every rule of the format, the layouts and the parsing of values is the
 //! core crate's (`snowmint`); this crate only places it in PostgreSQL.
 
 mod clock;
+mod dbmark;
 mod error;
 pub mod identity;
 mod layouts;
 pub mod mint;
 pub mod read;
 mod shared;
+mod worker;
 
 use pgrx::prelude::*;
 
 ::pgrx::pg_module_magic!(name, version);
 
+// The database's WAL-logged mark (`dbmark.rs`): no role but the bootstrap
+// superuser (as which `nextval` raises it) may touch it, and `pg_dump` dumps
+// its value.
+extension_sql!(
+    r#"
+CREATE SEQUENCE snowmint.mark MINVALUE 0 START 0 NO CYCLE;
+COMMENT ON SEQUENCE snowmint.mark IS
+    'snowmint''s mark in this database (Unix ms): at or above the time of every ID nextval returned here';
+REVOKE ALL ON SEQUENCE snowmint.mark FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('snowmint.mark', '');
+"#,
+    name = "mark_sequence",
+    bootstrap
+);
+
 /// Registers the settings and, when loaded through
-/// `shared_preload_libraries`, the shared memory and its start hook.
+/// `shared_preload_libraries`, the shared memory and the mark writer.
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
+    layouts::define_setting();
     identity::define_settings();
     // SAFETY: a flag PostgreSQL sets while it loads the preloaded libraries
     // in the postmaster; read once, from the one thread PostgreSQL runs.
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         shared::init();
+        worker::register();
     }
 }

@@ -1,70 +1,74 @@
-//! The shared memory every backend mints through, and its start.
+//! The shared memory every backend mints through.
 //!
 //! # Invariants
 //!
-//! 1. `states[i]` is the last issued position of the layout in slot `i`
-//!    (time unit since the layout's epoch, sequence), packed by the core's
-//!    [`PackedState`] with the layout's sequence bits. It only increases, by
+//! 1. `states[i]` is the last ID issued in the layout geometry of slot `i`
+//!    (its time unit, node bits and sequence in the layout's places), or the
+//!    largest ID of the floor's unit at a start. It only increases, by
 //!    compare-and-swap (`mint.rs`); a backend that wins the swap from `old`
-//!    owns the positions after `old` up to its new value, and no other can.
-//! 2. `reserved_until` is a durable mark (Unix ms): every ID returned so far
-//!    has its time at or below it, because no ID is returned before a mark
-//!    at least its time is on disk (`mint.rs`). It is only raised.
-//! 3. At start (the postmaster, before any backend exists, also after a
-//!    crash of a backend), `reserved_until` is the mark read from the data
-//!    directory; the clock is anchored at no earlier than that mark, and a
-//!    slot's state starts with the unit of `max(mark, now)` used up
-//!    (`register`). So nothing at or below the last mark is issued again,
-//!    whatever the wall clock says after the restart.
-//! 4. A slot is keyed by the bit structure of its layout ([`Key`]), not its
-//!    name: two names or specs of the same bits share one state, so they
-//!    cannot issue the same ID twice.
+//!    owns the ID it swapped in, and no other can.
+//! 2. `reserved_until` is the durable cluster mark (Unix ms): every ID returned
+//!    so far has its time at or below it, because no ID is returned before a
+//!    mark at least its time is on disk. Only the mark writer (`worker.rs`)
+//!    writes the file and raises this word; backends ask through `wanted`.
+//! 3. At a start (also after a crash), no backend mints until the mark writer
+//!    has decided the floor (`started`): the file's mark if the file was
+//!    written on this server's history (system identifier and timeline), else
+//!    also above `now + window + borrow` (`worker.rs`). A slot's state starts
+//!    with the floor's unit used up, and the first mint in each database
+//!    raises the floor to that database's WAL-logged mark (`dbmark.rs`).
+//! 4. A slot is keyed by the geometry that decides its IDs' order ([`Key`]):
+//!    two names or specs of the same geometry share one state, whatever their
+//!    node fields, so they cannot issue the same ID twice.
 
-use std::ffi::CStr;
-use std::path::PathBuf;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use pgrx::prelude::*;
 use pgrx::{PGRXSharedMemory, PgAtomic, PgLwLock, pg_shmem_init};
-use snowmint::{FileStore, Layout, PackedState, ReservationStore, StoreError};
+use snowmint::Layout;
 
-use crate::clock::Clock;
+use crate::clock::Reach;
 use crate::error::Refusal;
 
-/// How many layouts (by their bits) one server mints in.
+/// How many layout geometries one server mints in (the presets' and those
+/// listed in `snowmint.layouts`).
 pub const MAX_LAYOUTS: usize = 32;
-
-/// The name of the mark file in the data directory.
-pub const MARK_FILE: &str = "snowmint.reservation";
 
 /// The words every `nextval` reads.
 #[derive(Default)]
 pub struct Hot {
     /// Invariant 1, one per slot.
     pub states: [AtomicU64; MAX_LAYOUTS],
-    /// Invariant 2.
+    /// Invariant 2: the durable cluster mark.
     pub reserved_until: AtomicU64,
-    /// The server's clock, anchored at start (`clock.rs`).
-    pub clock: Clock,
-    /// The mark loaded at start (Unix ms; 0 without one).
+    /// The highest cluster mark a backend asked the writer for.
+    pub wanted: AtomicU64,
+    /// The floor (Unix ms) no ID of this start is at or below.
     pub floor_ms: AtomicU64,
-    /// The start hook ran and the mark was loaded.
+    /// How far a forced lead lets IDs run ahead (`clock.rs`).
+    pub reach: Reach,
+    /// The mark writer decided the floor (invariant 3).
     pub started: AtomicBool,
-    /// A backend is renewing the mark ahead of need (others skip it).
-    pub renewing: AtomicBool,
+    /// The mark writer's latch (an address in shared memory), 0 while it
+    /// does not run.
+    pub writer_latch: AtomicUsize,
+    /// Counts mark writes that failed, for the refusal's words.
+    pub write_failures: AtomicU64,
 }
 
-// SAFETY: atomics only, no pointers: valid in every process that maps it.
+// SAFETY: atomics only; the one address (the writer's latch) is in shared
+// memory, mapped at the same address in every process.
 unsafe impl PGRXSharedMemory for Hot {}
 
-/// The bits of a layout that decide its IDs (invariant 4).
+/// The bits of a layout that decide its IDs' order (invariant 4): the time
+/// and sequence fields. The node fields (datacenter, worker) are part of the
+/// state word itself.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Key {
     epoch_ms: u64,
     unit_ms: u64,
-    /// Shift and width of the time, datacenter, worker and sequence fields.
-    fields: [(u32, u32); 4],
+    /// Shift and width of the time and sequence fields.
+    fields: [(u32, u32); 2],
 }
 
 impl Key {
@@ -74,8 +78,6 @@ impl Key {
             unit_ms: layout.unit_ms(),
             fields: [
                 (layout.timestamp_shift(), layout.timestamp_bits()),
-                (layout.datacenter_shift(), layout.datacenter_bits()),
-                (layout.worker_shift(), layout.worker_bits()),
                 (layout.sequence_shift(), layout.sequence_bits()),
             ],
         }
@@ -92,91 +94,69 @@ pub struct Slots {
 // SAFETY: plain values, no pointers.
 unsafe impl PGRXSharedMemory for Slots {}
 
-/// The durable mark as last written (Unix ms); its lock serialises writes.
-#[derive(Clone, Copy, Default)]
-pub struct Written(pub u64);
+/// Why the mark writer could not start minting (shown by every refusal
+/// until it can), as UTF-8 bytes; empty when there is no such reason.
+#[derive(Clone, Copy)]
+pub struct StartError {
+    len: usize,
+    text: [u8; 480],
+}
 
-// SAFETY: a plain value.
-unsafe impl PGRXSharedMemory for Written {}
+impl Default for StartError {
+    fn default() -> Self {
+        StartError {
+            len: 0,
+            text: [0; 480],
+        }
+    }
+}
+
+// SAFETY: plain values.
+unsafe impl PGRXSharedMemory for StartError {}
 
 // SAFETY (all three): names no other code in the server uses.
 static HOT: PgAtomic<Hot> = unsafe { PgAtomic::new(c"snowmint.hot") };
 static SLOTS: PgLwLock<Slots> = unsafe { PgLwLock::new(c"snowmint.slots") };
-static WRITTEN: PgLwLock<Written> = unsafe { PgLwLock::new(c"snowmint.mark") };
+static START_ERROR: PgLwLock<StartError> = unsafe { PgLwLock::new(c"snowmint.start_error") };
 
 /// Set in the postmaster when it preloads the library; inherited by every
 /// backend it forks.
 static PRELOADED: AtomicBool = AtomicBool::new(false);
 
-/// The mark's store, opened in the postmaster at the first start and
-/// inherited by every backend (which shares its lock on the file).
-static STORE: Mutex<Option<FileStore>> = Mutex::new(None);
-
-/// Why the last start could not load the mark (inherited like `STORE`).
-static START_ERROR: Mutex<Option<String>> = Mutex::new(None);
-
-/// Asks for the shared memory and hooks the start (postmaster, preloading).
+/// Asks for the shared memory (postmaster, preloading).
 pub(crate) fn init() {
     PRELOADED.store(true, Ordering::Relaxed);
     pg_shmem_init!(HOT);
     pg_shmem_init!(SLOTS);
-    pg_shmem_init!(WRITTEN);
-    // SAFETY: hooks are set from _PG_init in the postmaster, single-threaded,
-    // chaining the previous one.
-    unsafe {
-        PREV_STARTUP = pg_sys::shmem_startup_hook;
-        pg_sys::shmem_startup_hook = Some(on_startup);
+    pg_shmem_init!(START_ERROR);
+}
+
+/// The shared words, preloaded or not (the mark writer's access).
+pub(crate) fn words() -> &'static Hot {
+    HOT.get()
+}
+
+/// Records why minting cannot start (`None`: it can).
+pub(crate) fn set_start_error(why: Option<&str>) {
+    let mut slot = START_ERROR.exclusive();
+    let bytes = why.unwrap_or("").as_bytes();
+    // Cut at a character boundary that fits.
+    let mut len = bytes.len().min(slot.text.len());
+    while len > 0 && std::str::from_utf8(&bytes[..len]).is_err() {
+        len -= 1;
     }
+    slot.text[..len].copy_from_slice(&bytes[..len]);
+    slot.len = len;
 }
 
-static mut PREV_STARTUP: Option<unsafe extern "C-unwind" fn()> = None;
-
-/// Runs in the postmaster once the shared memory exists (again after a
-/// crash restart): loads the mark and anchors the clock (invariant 3).
-#[pg_guard]
-unsafe extern "C-unwind" fn on_startup() {
-    // SAFETY: the hook chain PostgreSQL calls from the postmaster.
-    unsafe {
-        if let Some(prev) = PREV_STARTUP {
-            prev();
-        }
-    }
-    let result = start();
-    *START_ERROR.lock().unwrap_or_else(|e| e.into_inner()) = result.err();
+fn start_error() -> Option<String> {
+    let slot = START_ERROR.share();
+    (slot.len > 0).then(|| String::from_utf8_lossy(&slot.text[..slot.len]).into_owned())
 }
 
-fn start() -> Result<(), String> {
-    let mut store = STORE.lock().unwrap_or_else(|e| e.into_inner());
-    if store.is_none() {
-        *store = Some(FileStore::open_file(mark_path()).map_err(|e| mark_error(&e))?);
-    }
-    let mark = store
-        .as_ref()
-        .map(|s| s.load())
-        .transpose()
-        .map_err(|e| mark_error(&e))?;
-    let mark = mark.flatten().unwrap_or(0);
-    let hot = HOT.get();
-    hot.reserved_until.store(mark, Ordering::SeqCst);
-    hot.floor_ms.store(mark, Ordering::SeqCst);
-    hot.clock.anchor(mark);
-    *WRITTEN.exclusive() = Written(mark);
-    hot.started.store(true, Ordering::SeqCst);
-    Ok(())
-}
-
-fn mark_error(err: &StoreError) -> String {
-    format!("snowmint cannot use its mark in the data directory: {err}")
-}
-
-/// `<data directory>/snowmint.reservation`.
-fn mark_path() -> PathBuf {
-    // SAFETY: PostgreSQL sets DataDir before it loads preloaded libraries.
-    let dir = unsafe { CStr::from_ptr(pg_sys::DataDir) };
-    PathBuf::from(dir.to_string_lossy().into_owned()).join(MARK_FILE)
-}
-
-/// The shared words, once the server started with the library preloaded.
+/// The shared words, once the server started with the library preloaded
+/// and the mark writer decided the floor; waits for that (cancellably) up
+/// to `crate::mint::MAX_MARK_WAIT`.
 pub fn hot() -> Result<&'static Hot, Refusal> {
     if !PRELOADED.load(Ordering::Relaxed) {
         return Err(Refusal::Setup(
@@ -186,40 +166,51 @@ pub fn hot() -> Result<&'static Hot, Refusal> {
         ));
     }
     let hot = HOT.get();
-    if !hot.started.load(Ordering::Acquire) {
-        let why = START_ERROR
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        return Err(Refusal::Setup(why.unwrap_or_else(|| {
-            "snowmint's shared memory is not set up".to_owned()
-        })));
+    if hot.started.load(Ordering::Acquire) {
+        return Ok(hot);
     }
-    Ok(hot)
+    let waited = crate::mint::wait_until(|| hot.started.load(Ordering::Acquire));
+    if waited {
+        return Ok(hot);
+    }
+    Err(Refusal::Setup(start_error().unwrap_or_else(|| {
+        format!(
+            "snowmint.nextval(): the mark writer (background worker \"snowmint mark writer\") \
+             has not decided where IDs start within {} ms; it starts once recovery has ended",
+            crate::mint::MAX_MARK_WAIT.as_millis()
+        )
+    })))
 }
 
-/// The slot of `layout`'s bits, registering it on first use with the start
-/// state of invariant 3.
-pub fn slot(hot: &Hot, layout: &Layout) -> Result<usize, Refusal> {
+/// The slot of `layout`'s geometry, registering it on first use with the
+/// start state of invariant 3. `allowed` says whether the layout may take a
+/// new slot (a preset, or listed in `snowmint.layouts`), and is asked only
+/// when it has none.
+pub fn slot(
+    hot: &Hot,
+    layout: &Layout,
+    allowed: impl FnOnce() -> Result<(), Refusal>,
+) -> Result<usize, Refusal> {
     let key = Key::of(layout);
     if let Some(i) = find(&SLOTS.share(), key) {
         return Ok(i);
     }
+    allowed()?;
     let mut slots = SLOTS.exclusive();
     if let Some(i) = find(&slots, key) {
         return Ok(i);
     }
     if slots.used == MAX_LAYOUTS {
         return Err(Refusal::Limit(format!(
-            "snowmint mints in at most {MAX_LAYOUTS} layouts per server, and all are in use"
+            "snowmint mints in at most {MAX_LAYOUTS} layouts per server, and all are in use \
+             (the presets and those listed in snowmint.layouts)"
         )));
     }
-    let now = hot.clock.now_ms()?;
-    let start_ms = now.max(hot.floor_ms.load(Ordering::SeqCst));
-    let unit = start_ms.saturating_sub(layout.epoch_ms()) / layout.unit_ms();
     let i = slots.used;
-    let start = PackedState::end_of(unit, layout.sequence_bits());
-    hot.states[i].store(start.word(), Ordering::SeqCst);
+    hot.states[i].store(
+        used_up(layout, hot.floor_ms.load(Ordering::SeqCst)),
+        Ordering::SeqCst,
+    );
     slots.keys[i] = key;
     slots.used += 1;
     Ok(i)
@@ -229,51 +220,45 @@ fn find(slots: &Slots, key: Key) -> Option<usize> {
     slots.keys[..slots.used].iter().position(|k| *k == key)
 }
 
-/// Durably raises the mark to at least `need_ms` (to `need_ms + window`),
-/// waiting for a write in progress; returns once the mark covers `need_ms`.
-pub fn reserve(hot: &Hot, need_ms: u64, window_ms: u64) -> Result<(), Refusal> {
-    let mut written = WRITTEN.exclusive();
-    if written.0 >= need_ms {
-        return Ok(());
-    }
-    write(hot, &mut written, need_ms + window_ms)
+/// The largest ID of the unit `ms` falls in (or of the layout's first unit),
+/// in `layout`'s places: every node and sequence of that unit counts as used.
+pub fn used_up(layout: &Layout, ms: u64) -> u64 {
+    let unit = ms.saturating_sub(layout.epoch_ms()) / layout.unit_ms();
+    let unit = unit.min(max_unit(layout));
+    (unit << layout.timestamp_shift())
+        | node_mask(layout)
+        | layout.max_sequence() << layout.sequence_shift()
 }
 
-/// Raises the mark to `until_ms` ahead of need, unless another backend is
-/// already doing so.
-pub fn renew(hot: &Hot, until_ms: u64) -> Result<(), Refusal> {
-    if hot
-        .renewing
-        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
-        .is_err()
-    {
-        return Ok(());
-    }
-    struct Done<'a>(&'a AtomicBool);
-    impl Drop for Done<'_> {
-        fn drop(&mut self) {
-            self.0.store(false, Ordering::Release);
-        }
-    }
-    let _done = Done(&hot.renewing);
-    let mut written = WRITTEN.exclusive();
-    if written.0 >= until_ms {
-        return Ok(());
-    }
-    write(hot, &mut written, until_ms)
+/// The largest time unit of `layout`.
+pub fn max_unit(layout: &Layout) -> u64 {
+    (1u64 << layout.timestamp_bits()) - 1
 }
 
-fn write(hot: &Hot, written: &mut Written, until_ms: u64) -> Result<(), Refusal> {
-    let store = STORE.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(store) = store.as_ref() else {
-        return Err(Refusal::Setup(
-            "snowmint's mark store is not open".to_owned(),
-        ));
-    };
-    store
-        .store(until_ms)
-        .map_err(|e| Refusal::Store(format!("snowmint cannot write its mark: {e}")))?;
-    written.0 = until_ms;
-    hot.reserved_until.fetch_max(until_ms, Ordering::SeqCst);
-    Ok(())
+/// Every bit of `layout` that is not time or sequence (the node fields).
+pub fn node_mask(layout: &Layout) -> u64 {
+    let time = max_unit(layout) << layout.timestamp_shift();
+    let seq = layout.max_sequence() << layout.sequence_shift();
+    (i64::MAX as u64) & !time & !seq
+}
+
+/// Raises the floor to `ms` (Unix): every slot's state to at least the
+/// largest ID of `ms`'s unit, and the reach to `ms` (a lead forced by a
+/// mark ahead of the clock shrinks as the wall clock advances).
+pub fn raise_floor(hot: &Hot, ms: u64) {
+    if hot.floor_ms.fetch_max(ms, Ordering::SeqCst) >= ms {
+        return;
+    }
+    hot.reach.raise_to(ms);
+    let slots = SLOTS.share();
+    for (i, key) in slots.keys[..slots.used].iter().enumerate() {
+        let unit = ms.saturating_sub(key.epoch_ms) / key.unit_ms;
+        let (time_shift, time_bits) = key.fields[0];
+        let (seq_shift, seq_bits) = key.fields[1];
+        let unit = unit.min((1u64 << time_bits) - 1);
+        let time = ((1u64 << time_bits) - 1) << time_shift;
+        let seq = ((1u64 << seq_bits) - 1) << seq_shift;
+        let word = (unit << time_shift) | ((i64::MAX as u64) & !time & !seq) | seq;
+        hot.states[i].fetch_max(word, Ordering::SeqCst);
+    }
 }
