@@ -174,9 +174,10 @@ fn compose_twitter(unix_ms: i64, datacenter: i32, worker: i32, sequence: i32) ->
 
 /// An ID of `layout` from its time in Unix ms and the values of its fields
 /// below the time, in the layout's order (Discord: worker, process,
-/// increment).
+/// increment). A NULL among them is refused (22004), naming its field; a
+/// NULL argument gives NULL (the function is STRICT).
 #[pg_extern(immutable, parallel_safe, name = "compose")]
-fn compose_fields(unix_ms: i64, fields: Vec<i64>, layout: &str) -> i64 {
+fn compose_fields(unix_ms: i64, fields: Vec<Option<i64>>, layout: &str) -> i64 {
     or_raise((|| {
         let l = layouts::parse(layout)?;
         let ms = time_in(&l, unix_ms)?;
@@ -190,7 +191,20 @@ fn compose_fields(unix_ms: i64, fields: Vec<i64>, layout: &str) -> i64 {
                 fields.len()
             )));
         }
-        let texts: Vec<String> = fields.iter().map(i64::to_string).collect();
+        let texts = fields
+            .iter()
+            .zip(&node)
+            .enumerate()
+            .map(|(i, (value, name))| match value {
+                Some(v) => Ok(v.to_string()),
+                None => Err(Refusal::Null(format!(
+                    "fields must not contain NULL: value {} of {} ({name}, for layout {}) is NULL",
+                    i + 1,
+                    node.len(),
+                    l.name()
+                ))),
+            })
+            .collect::<Result<Vec<String>, Refusal>>()?;
         let values: Vec<(&str, &str)> = node
             .iter()
             .copied()

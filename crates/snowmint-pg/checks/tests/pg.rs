@@ -719,3 +719,47 @@ fn the_restart_after_a_backend_crash_reloads_the_mark() {
         "the first ID after the crash is at {first_ms}, the mark {mark}"
     );
 }
+
+#[test]
+fn a_null_among_composes_fields_is_refused_naming_it_and_a_null_argument_gives_null() {
+    let cluster = Cluster::start(&Setup::default());
+    let mut client = cluster.connect();
+    for (call, expected) in [
+        (
+            "SELECT snowmint.compose(1462015105796, ARRAY[1, NULL, 0], 'discord')",
+            "fields must not contain NULL: value 2 of 3 (process, for layout discord) is NULL",
+        ),
+        (
+            "SELECT snowmint.compose(1462015105796, ARRAY[NULL, NULL, NULL]::bigint[], 'discord')",
+            "fields must not contain NULL: value 1 of 3 (worker, for layout discord) is NULL",
+        ),
+        (
+            "SELECT snowmint.compose(1288834975657, ARRAY[1, 2, NULL], 'twitter')",
+            "fields must not contain NULL: value 3 of 3 (sequence, for layout twitter) is NULL",
+        ),
+    ] {
+        let (message, code) = refusal(&mut client, call);
+        assert_eq!(
+            (message.as_str(), code.as_str()),
+            (expected, "22004"),
+            "{call}"
+        );
+    }
+    // A NULL argument (not an element): the functions are STRICT.
+    for call in [
+        "snowmint.compose(1462015105796, NULL::bigint[], 'discord')",
+        "snowmint.compose(NULL, ARRAY[1, 2, 0], 'discord')",
+        "snowmint.compose(1462015105796, ARRAY[1, 2, 0], NULL)",
+        "snowmint.compose(1288834975657, NULL, 0, 0)",
+        "snowmint.unix_ms(NULL)",
+        "snowmint.time(4194439168, NULL)",
+        "snowmint.field(4194439168, NULL)",
+        "snowmint.min_id(NULL)",
+    ] {
+        let null: bool = client
+            .query_one(&format!("SELECT {call} IS NULL"), &[])
+            .unwrap_or_else(|e| panic!("{call}: {e}"))
+            .get(0);
+        assert!(null, "{call} is not NULL");
+    }
+}
