@@ -157,6 +157,40 @@ fn restart_an_hour_back_minting_above(cluster: &Cluster, before: &[i64], what: &
     let after = mint(&mut client, 50_000);
     assert_increasing(&after, what);
     assert!(after[0] > highest, "{} after {highest}", after[0]);
+    // The lead (about an hour) is absorbed as the wall clock advances, not
+    // kept as a fixed offset: over 5 s it shrinks by the wall clock's
+    // advance, give or take 1.5 s.
+    let (id1, lead1, wall1) = lead(&mut client);
+    assert!(id1 > *after.last().unwrap(), "{what}");
+    assert!(
+        lead1 > 3_500_000,
+        "{what}: a lead of {lead1} ms, not about an hour"
+    );
+    std::thread::sleep(Duration::from_secs(5));
+    let (id2, lead2, wall2) = lead(&mut client);
+    assert!(id2 > id1, "{what}: {id2} after {id1}");
+    let (advance, shrink) = (wall2 - wall1, lead1 - lead2);
+    assert!(
+        (shrink - advance).abs() <= 1_500,
+        "{what}: the lead went from {lead1} ms to {lead2} ms while the wall clock advanced \
+         {advance} ms: it shrank by {shrink} ms, not second for second"
+    );
+}
+
+/// One fresh ID: the ID, its lead over the server's wall clock and that
+/// wall clock (Unix ms), read in the same statement after `nextval`
+/// (`MATERIALIZED`: it runs once, first).
+fn lead(client: &mut postgres::Client) -> (i64, i64, i64) {
+    let row = client
+        .query_one(
+            "WITH m AS MATERIALIZED (SELECT snowmint.nextval() AS id) \
+             SELECT id, (extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM m",
+            &[],
+        )
+        .expect("nextval");
+    let (id, wall): (i64, i64) = (row.get(0), row.get(1));
+    let ms = snowmint::decode(id as u64).unwrap().timestamp_ms as i64;
+    (id, ms - wall, wall)
 }
 
 /// Waits (bounded) until the server's wall clock is about an hour behind
@@ -337,12 +371,149 @@ fn random_ids(rng: &mut StdRng, layout: &Layout, count: usize) -> Vec<i64> {
     ids
 }
 
+/// A preset as its own source draws it, written out here rather than
+/// taken from the core: its name, epoch (Unix ms), time unit (ms) and the
+/// fields below the time as (name, shift, bits); the time's shift is the
+/// sum of their bits.
+type Source = (&'static str, i64, i64, &'static [(&'static str, u32, u32)]);
+
+const SOURCES: [Source; 5] = [
+    // twitter-archive/snowflake, IdWorker.scala: twepoch = 1288834974657L,
+    // datacenterIdShift = 17, workerIdShift = 12, sequenceBits = 12.
+    (
+        "twitter",
+        1_288_834_974_657,
+        1,
+        &[
+            ("datacenter", 17, 5),
+            ("worker", 12, 5),
+            ("sequence", 0, 12),
+        ],
+    ),
+    // Discord developer docs, Reference > Snowflakes: (snowflake >> 22) +
+    // 1420070400000, (snowflake & 0x3E0000) >> 17, (snowflake & 0x1F000) >>
+    // 12, snowflake & 0xFFF.
+    (
+        "discord",
+        1_420_070_400_000,
+        1,
+        &[("worker", 17, 5), ("process", 12, 5), ("increment", 0, 12)],
+    ),
+    // "Sharding & IDs at Instagram" (2012): our_epoch := 1314220021721,
+    // (now_millis - our_epoch) << 23 | shard_id << 10 | seq_id.
+    (
+        "instagram",
+        1_314_220_021_721,
+        1,
+        &[("shard", 10, 13), ("sequence", 0, 10)],
+    ),
+    // sony/sonyflake v1: start 2014-09-01T00:00:00Z, units of 10 ms,
+    // elapsedTime << (8 + 16) | sequence << 16 | machineID.
+    (
+        "sonyflake",
+        1_409_529_600_000,
+        10,
+        &[("sequence", 16, 8), ("machine", 0, 16)],
+    ),
+    // mastodon lib/mastodon/snowflake.rb: Unix ms << 16 | sequence data.
+    ("mastodon", 0, 1, &[("sequence_data", 0, 16)]),
+];
+
+/// The extension's reading functions against [`SOURCES`] (and the
+/// documented examples), not against anything generated from the core's
+/// constants: a preset drifting from its source fails here.
+fn assert_presets_as_their_sources_draw_them(client: &mut postgres::Client, rng: &mut StdRng) {
+    const COUNT: usize = 2_000;
+    // Documented examples: Discord's 175928847299117063 is
+    // 2016-04-30T11:18:25.796Z, worker 1, process 0, increment 7;
+    // Instagram's worked example 1387263000 ms after its epoch, shard 1341,
+    // sequence 905.
+    let instagram = (1_387_263_000i64 << 23) | (1341 << 10) | 905;
+    for (call, expected) in [
+        (
+            "snowmint.unix_ms(175928847299117063, 'discord')".to_owned(),
+            1_462_015_105_796,
+        ),
+        (
+            "snowmint.field(175928847299117063, 'worker', 'discord')".to_owned(),
+            1,
+        ),
+        (
+            "snowmint.field(175928847299117063, 'increment', 'discord')".to_owned(),
+            7,
+        ),
+        (
+            format!("snowmint.unix_ms({instagram}, 'instagram')"),
+            1_314_220_021_721 + 1_387_263_000,
+        ),
+        (
+            format!("snowmint.field({instagram}, 'shard', 'instagram')"),
+            1341,
+        ),
+    ] {
+        let got: i64 = client
+            .query_one(&format!("SELECT {call}"), &[])
+            .unwrap_or_else(|e| panic!("{call}: {e}"))
+            .get(0);
+        assert_eq!(got, expected, "{call}");
+    }
+    for (name, epoch, unit, fields) in SOURCES {
+        let shift: u32 = fields.iter().map(|f| f.2).sum();
+        let layout = Layout::by_name(name).unwrap();
+        let ids = random_ids(rng, &layout, COUNT);
+        let ms: Vec<i64> = ids.iter().map(|id| (id >> shift) * unit + epoch).collect();
+        let values: Vec<Vec<i64>> = fields
+            .iter()
+            .map(|&(_, at, bits)| {
+                ids.iter()
+                    .map(|id| (id >> at) & ((1 << bits) - 1))
+                    .collect()
+            })
+            .collect();
+        let columns: Vec<String> = (0..fields.len()).map(|i| format!("f{i}")).collect();
+        let mut checks = vec![
+            "snowmint.unix_ms(id, $1) IS DISTINCT FROM ms".to_owned(),
+            format!(
+                "snowmint.compose(ms, ARRAY[{}]::bigint[], $1) IS DISTINCT FROM id",
+                columns.join(", ")
+            ),
+            // The first ID of the unit: the time's bits alone.
+            format!(
+                "snowmint.min_id(to_timestamp(ms / 1000) + ms % 1000 * interval '1 ms', $1) IS DISTINCT FROM id >> {shift} << {shift}"
+            ),
+        ];
+        for (i, (field, _, _)) in fields.iter().enumerate() {
+            checks.push(format!(
+                "snowmint.field(id, '{field}', $1) IS DISTINCT FROM f{i}"
+            ));
+        }
+        let unnest: Vec<String> = (0..fields.len() + 2)
+            .map(|i| format!("${}::bigint[]", i + 2))
+            .collect();
+        let query = format!(
+            "SELECT count(*) FILTER (WHERE {}), count(*) FROM unnest({}) AS t(id, ms, {})",
+            checks.join(" OR "),
+            unnest.join(", "),
+            columns.join(", ")
+        );
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&name, &ids, &ms];
+        params.extend(values.iter().map(|v| v as &(dyn ToSql + Sync)));
+        let row = client.query_one(&query, &params).unwrap();
+        assert_eq!(
+            (row.get::<_, i64>(0), row.get::<_, i64>(1)),
+            (0, COUNT as i64),
+            "{name}: {query}"
+        );
+    }
+}
+
 #[test]
 fn the_reading_functions_agree_with_snowmint_sql_postgres() {
     const COUNT: usize = 10_000;
     let cluster = Cluster::start(&Setup::default());
     let mut client = cluster.connect();
     let mut rng = StdRng::seed_from_u64(31);
+    assert_presets_as_their_sources_draw_them(&mut client, &mut rng);
     for layout in Layout::PRESETS {
         let name = layout.name();
         let prefix = format!("ref_{name}_");
@@ -546,8 +717,8 @@ fn identity_columns_and_sequences_convert_as_docs_sql_md_says() {
     let mut client = cluster.connect();
     client
         .batch_execute(
-            "CREATE TABLE events (id bigserial PRIMARY KEY, body text);
-             CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text);
+            "CREATE TABLE events (id bigserial PRIMARY KEY, body text, n integer);
+             CREATE TABLE orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text, n integer);
              INSERT INTO events (body) SELECT 'old' FROM generate_series(1, 100);
              INSERT INTO orders (body) SELECT 'old' FROM generate_series(1, 100);",
         )
@@ -564,15 +735,25 @@ fn identity_columns_and_sequences_convert_as_docs_sql_md_says() {
     for table in ["events", "orders"] {
         client
             .batch_execute(&format!(
-                "INSERT INTO {table} (body) SELECT 'new' FROM generate_series(1, 1000)"
+                "INSERT INTO {table} (body, n) SELECT 'new', g FROM generate_series(1, 1000) AS g"
             ))
             .unwrap();
+        // The primary key already refuses a duplicate; what the default
+        // must also do: mint IDs of this server's identity, at about now,
+        // increasing in insertion order (bigserial's 101, 102, ... are
+        // neither).
         let row = client
             .query_one(
                 &format!(
                     "SELECT max(id) FILTER (WHERE body = 'old'), min(id) FILTER (WHERE body = 'new'),
-                            count(DISTINCT id) FILTER (WHERE body = 'new'),
-                            bool_and(snowmint.worker(id) = 2) FILTER (WHERE body = 'new')
+                            count(*) FILTER (WHERE body = 'new'),
+                            count(*) FILTER (WHERE body = 'new' AND (
+                                snowmint.worker(id) <> 2 OR snowmint.datacenter(id) <> 1
+                                OR snowmint.time(id) NOT BETWEEN now() - interval '1 minute'
+                                                             AND clock_timestamp() + interval '6 seconds')),
+                            (SELECT count(*) FROM (
+                                SELECT id <= lag(id) OVER (ORDER BY n) AS lower
+                                  FROM {table} WHERE body = 'new') AS o WHERE lower)
                        FROM {table}"
                 ),
                 &[],
@@ -582,7 +763,16 @@ fn identity_columns_and_sequences_convert_as_docs_sql_md_says() {
         assert_eq!(old, 100, "{table}");
         assert!(new > old, "{table}");
         assert_eq!(row.get::<_, i64>(2), 1000, "{table}");
-        assert!(row.get::<_, bool>(3), "{table}");
+        assert_eq!(
+            row.get::<_, i64>(3),
+            0,
+            "{table}: new IDs not of datacenter 1, worker 2 at about now"
+        );
+        assert_eq!(
+            row.get::<_, i64>(4),
+            0,
+            "{table}: new IDs not increasing in insertion order"
+        );
     }
 }
 
@@ -642,10 +832,11 @@ fn a_used_up_time_unit_is_waited_for_at_most_a_second_then_refused() {
         .batch_execute("SET statement_timeout = '20s'")
         .unwrap();
     let mut ids: Vec<i64> = Vec::new();
-    let refusal = loop {
+    let (refusal, waited) = loop {
+        let call = Instant::now();
         match client.query_one("SELECT snowmint.nextval($1)", &[&spec]) {
             Ok(row) => ids.push(row.get(0)),
-            Err(err) => break db_error(&err),
+            Err(err) => break (db_error(&err), call.elapsed()),
         }
         // Two units' worth and a unit boundary at most can pass before a
         // wait must fail.
@@ -659,6 +850,12 @@ fn a_used_up_time_unit_is_waited_for_at_most_a_second_then_refused() {
                 .to_owned(),
             "54000".to_owned()
         )
+    );
+    // The refused call waited its second first: not refused at once, and
+    // not much longer (1.5 s of slack for a loaded machine).
+    assert!(
+        waited >= Duration::from_millis(950) && waited <= Duration::from_millis(2_500),
+        "the refusal came after {waited:?}, not after a wait of 1000 ms"
     );
     assert_increasing(&ids, "before the refusal");
     for id in &ids {
