@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use snowmint_testkit::db::{Postgres, PostgresBuilder};
+pub use snowmint_testkit::db::{BaseBackup, RecoveryTarget};
+use snowmint_testkit::db::{Postgres, PostgresBuilder, Recovery};
 use snowmint_testkit::signal::{self, Signal};
 
 /// How long the killed processes of a server may take to go on a loaded
@@ -33,6 +34,9 @@ pub struct Setup {
     /// The server's `max_connections` (40 by default; the benchmark's 64
     /// pgbench clients need more).
     pub max_connections: u32,
+    /// The server archives its WAL into a directory of its own
+    /// ([`Cluster::archive_current_wal`], [`Cluster::restore`]).
+    pub archive_wal: bool,
 }
 
 impl Default for Setup {
@@ -42,6 +46,7 @@ impl Default for Setup {
             identity: Some((1, 2)),
             faketime: false,
             max_connections: 40,
+            archive_wal: false,
         }
     }
 }
@@ -81,6 +86,9 @@ fn builder(setup: &Setup) -> PostgresBuilder {
     }
     if setup.faketime {
         builder = builder.faketime();
+    }
+    if setup.archive_wal {
+        builder = builder.archive_wal();
     }
     builder
 }
@@ -163,12 +171,108 @@ impl Cluster {
     pub fn standby(&self) -> Cluster {
         let setup = Setup {
             faketime: false,
+            archive_wal: false,
             ..self.setup.clone()
         };
         Cluster {
             server: started(builder(&setup).start_standby(&self.server)),
             setup,
         }
+    }
+
+    /// The last `lines` lines of the server's log (for failure messages).
+    pub fn log_tail(&self, lines: usize) -> String {
+        let log = self.log();
+        let all: Vec<&str> = log.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// Makes a cluster with `setup` and starts it, without creating the
+    /// extension anywhere (a restore creates it).
+    pub fn start_without_extension(setup: &Setup) -> Cluster {
+        Cluster {
+            server: started(builder(setup).start()),
+            setup: setup.clone(),
+        }
+    }
+
+    /// Kills the server as a machine's death would: SIGKILL to the
+    /// postmaster and every process of it at once, nothing flushed.
+    pub fn kill(&self) {
+        self.server.kill();
+    }
+
+    /// On a standby of `primary`: waits (bounded) until it has replayed
+    /// all `primary` had written.
+    pub fn catch_up(&self, primary: &Cluster) {
+        self.server.catch_up(&primary.server);
+    }
+
+    /// Promotes a standby (`pg_promote()`) and waits until it takes writes.
+    pub fn promote(&self) {
+        self.server.promote();
+    }
+
+    /// A base backup of the running server (`pg_basebackup -X stream`),
+    /// for [`restore`](Cluster::restore).
+    pub fn base_backup(&self) -> BaseBackup {
+        self.server.take_base_backup()
+    }
+
+    /// On a [`Setup::archive_wal`] server: ends the current WAL segment and
+    /// waits until it is archived, so all written before is restorable.
+    pub fn archive_current_wal(&self) -> String {
+        self.server.archive_current_wal()
+    }
+
+    /// `pg_current_wal_lsn()`: a recovery target after everything written
+    /// so far.
+    pub fn current_wal_lsn(&self) -> String {
+        self.server
+            .psql("postgres", "SELECT pg_current_wal_lsn();")
+            .trim()
+            .to_owned()
+    }
+
+    /// Point-in-time recovery: a new server with `setup` (the real clock)
+    /// from a copy of `backup`, replaying this server's archived WAL up to
+    /// `target`, then promoted there (`recovery_target_action = 'promote'`).
+    pub fn restore(&self, setup: &Setup, backup: &BaseBackup, target: RecoveryTarget) -> Cluster {
+        let archive = self
+            .server
+            .wal_archive()
+            .expect("restore from a server started with Setup::archive_wal")
+            .to_owned();
+        let setup = Setup {
+            archive_wal: false,
+            ..setup.clone()
+        };
+        let recovery = Recovery { archive, target };
+        Cluster {
+            server: started(builder(&setup).start_from_backup(backup, &recovery)),
+            setup,
+        }
+    }
+
+    /// A plain-text `pg_dump` of `database`.
+    pub fn pg_dump(&self, database: &str) -> String {
+        self.server.pg_dump(database)
+    }
+
+    /// Runs `script` in `database` through `psql` (stopping at its first
+    /// error, a panic with psql's message); the rows, `|` between columns.
+    pub fn psql(&self, database: &str, script: &str) -> String {
+        self.server.psql(database, script)
+    }
+
+    /// A new connection to `database`.
+    pub fn connect_to(&self, database: &str) -> postgres::Client {
+        postgres::Config::new()
+            .host_path(self.server.socket_dir())
+            .user("postgres")
+            .dbname(database)
+            .connect(postgres::NoTls)
+            .unwrap_or_else(|e| panic!("connect to {database}: {e}\n{}", self.log_tail(40)))
     }
 
     /// A new connection to database `postgres`.

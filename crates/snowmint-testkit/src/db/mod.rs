@@ -17,7 +17,11 @@
 //! libfaketime with its wall clock stepped while it runs (`.faketime()`),
 //! be restarted on the same port, paused and resumed; PostgreSQL also as a
 //! streaming hot standby ([`Postgres::start_standby`]) and behind
-//! [`PgBouncer`] in transaction mode.
+//! [`PgBouncer`] in transaction mode; and, as an operator's restore would,
+//! archiving its WAL ([`PostgresBuilder::archive_wal`]), backed up
+//! ([`Postgres::take_base_backup`]) and recovered from the backup to a point
+//! in time ([`PostgresBuilder::start_from_backup`]), or dumped
+//! ([`Postgres::pg_dump`]).
 //!
 //! PostgreSQL (and PgBouncer) refuse to run as root, so under root
 //! `initdb`, `pg_ctl` and `pgbouncer` run as the `postgres` user
@@ -171,6 +175,55 @@ pub struct PostgresBuilder {
     faketime: bool,
     max_connections: Option<u32>,
     settings: Vec<(String, String)>,
+    archive_wal: bool,
+}
+
+/// Where a new server's data directory comes from.
+enum Origin<'a> {
+    /// `initdb`.
+    Initdb,
+    /// A base backup of a running primary, as its streaming standby.
+    Standby(&'a Postgres),
+    /// A copy of a [`BaseBackup`], recovering to a target from archived WAL.
+    Restore(&'a BaseBackup, &'a Recovery),
+}
+
+/// A base backup of a server (`pg_basebackup -X stream`, with no standby
+/// configuration), kept in a temporary directory of its own (owned by the
+/// server's user) until dropped: [`PostgresBuilder::start_from_backup`]
+/// starts a server from a copy of it.
+pub struct BaseBackup {
+    dir: TempDir,
+}
+
+impl BaseBackup {
+    /// The backup's data directory.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+}
+
+/// Where point-in-time recovery stops: the first start of a server from a
+/// [`BaseBackup`] replays archived WAL up to (and including) this target,
+/// then promotes (`recovery_target_action = 'promote'`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecoveryTarget {
+    /// `recovery_target_lsn`, e.g. `0/3000148` (`pg_current_wal_lsn()`).
+    Lsn(String),
+    /// `recovery_target_time`, a `timestamptz`, e.g.
+    /// `2026-12-07 01:02:03.456+00`, compared with the commit times the
+    /// primary wrote (by its own clock, faked or not).
+    Time(String),
+}
+
+/// A point-in-time recovery: archived WAL to replay and where to stop.
+#[derive(Debug, Clone)]
+pub struct Recovery {
+    /// The directory of archived WAL segments, e.g. a
+    /// [`Postgres::wal_archive`] (`restore_command` copies from it).
+    pub archive: PathBuf,
+    /// Where replay stops and the server is promoted.
+    pub target: RecoveryTarget,
 }
 
 impl PostgresBuilder {
@@ -224,7 +277,7 @@ impl PostgresBuilder {
     /// When the server does not start (with its log), or a program is
     /// missing under `SNOWMINT_REQUIRE_SERVICES=1`.
     pub fn start(self) -> Option<Postgres> {
-        self.launch(None)
+        self.launch(Origin::Initdb)
     }
 
     /// A hot standby of `primary`: a base backup of it (`pg_basebackup -R
@@ -239,10 +292,48 @@ impl PostgresBuilder {
     /// When the base backup fails or the standby does not start, or a
     /// program is missing under `SNOWMINT_REQUIRE_SERVICES=1`.
     pub fn start_standby(self, primary: &Postgres) -> Option<Postgres> {
-        self.launch(Some(primary))
+        self.launch(Origin::Standby(primary))
     }
 
-    fn launch(self, primary: Option<&Postgres>) -> Option<Postgres> {
+    /// Archives the server's WAL (`archive_mode = on`, an
+    /// `archive_command` that copies each completed segment, never over
+    /// one already there) into a directory of its own,
+    /// [`Postgres::wal_archive`]. The settings are on the command line, so
+    /// a standby or a base backup of it does not inherit them.
+    pub fn archive_wal(mut self) -> PostgresBuilder {
+        self.archive_wal = true;
+        self
+    }
+
+    /// Point-in-time recovery: a server whose data directory is a copy of
+    /// `backup`, with `recovery.signal` and, in `postgresql.auto.conf`,
+    /// `restore_command` (copying from `recovery.archive`),
+    /// `recovery_target_lsn` or `recovery_target_time` and
+    /// `recovery_target_action = 'promote'`, as an operator restores one.
+    /// It is started and this waits until it has reached the target and
+    /// been promoted (`pg_is_in_recovery()` false, a new timeline). `None`
+    /// as for [`start`](PostgresBuilder::start).
+    ///
+    /// # Panics
+    ///
+    /// When the copy fails, the server does not start (recovery ended
+    /// before the target: the WAL was not archived), or is not promoted
+    /// within a minute; with its log.
+    pub fn start_from_backup(self, backup: &BaseBackup, recovery: &Recovery) -> Option<Postgres> {
+        let pg = self.launch(Origin::Restore(backup, recovery))?;
+        pg.wait_for(
+            "promoted at the recovery target",
+            "SELECT pg_is_in_recovery()",
+            "f",
+        );
+        Some(pg)
+    }
+
+    fn launch(self, origin: Origin<'_>) -> Option<Postgres> {
+        let primary = match origin {
+            Origin::Standby(primary) => Some(primary),
+            Origin::Initdb | Origin::Restore(..) => None,
+        };
         let Some(bin) = (self.bin.clone().or_else(pg_bindir))
             .filter(|b| runs(&b.join("initdb")) && runs(&b.join("psql")))
         else {
@@ -261,6 +352,12 @@ impl PostgresBuilder {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
+        let archive = self.archive_wal.then(|| {
+            let archive = dir.path().join("archive");
+            std::fs::create_dir(&archive).expect("make the WAL archive directory");
+            give_to_server_user(&archive);
+            archive
+        });
         let mut pg = Postgres {
             bin,
             dir,
@@ -268,10 +365,12 @@ impl PostgresBuilder {
             max_connections,
             settings: self.settings.clone(),
             clock,
+            archive,
         };
-        match primary {
-            None => pg.initdb(),
-            Some(primary) => pg.base_backup(primary),
+        match origin {
+            Origin::Initdb => pg.initdb(),
+            Origin::Standby(primary) => pg.base_backup(primary),
+            Origin::Restore(backup, recovery) => pg.restore(backup, recovery),
         }
         on_a_free_port(self.tcp, |port| {
             pg.port = port;
@@ -301,6 +400,9 @@ pub struct Postgres {
     settings: Vec<(String, String)>,
     /// The server's wall clock.
     clock: ServerClock,
+    /// The directory its WAL is archived into, if it is
+    /// ([`PostgresBuilder::archive_wal`]).
+    archive: Option<PathBuf>,
 }
 
 impl Postgres {
@@ -394,6 +496,38 @@ impl Postgres {
         );
     }
 
+    /// Copies `backup` into our data directory, set up to recover as
+    /// `recovery` says.
+    fn restore(&self, backup: &BaseBackup, recovery: &Recovery) {
+        let out = self
+            .as_server_user(Path::new("cp"))
+            .args(["-a", path(&backup.data_dir()), path(&self.data())])
+            .output()
+            .expect("run cp");
+        assert!(
+            out.status.success(),
+            "copying the base backup failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let quote = |value: &str| format!("'{}'", value.replace('\'', "''"));
+        let archive = path(&recovery.archive);
+        let target = match &recovery.target {
+            RecoveryTarget::Lsn(lsn) => format!("recovery_target_lsn = {}", quote(lsn)),
+            RecoveryTarget::Time(time) => format!("recovery_target_time = {}", quote(time)),
+        };
+        let conf = self.data().join("postgresql.auto.conf");
+        let mut text = std::fs::read_to_string(&conf).unwrap_or_default();
+        text.push_str(&format!(
+            "restore_command = {}\n{target}\nrecovery_target_action = 'promote'\n",
+            quote(&format!("cp {archive}/%f \"%p\""))
+        ));
+        std::fs::write(&conf, text).expect("write postgresql.auto.conf");
+        let signal = self.data().join("recovery.signal");
+        std::fs::write(&signal, "").expect("write recovery.signal");
+        give_to_server_user(&conf);
+        give_to_server_user(&signal);
+    }
+
     /// The server's command-line options.
     fn options(&self) -> String {
         // The socket in our directory. Commits are durable (fsync on, as
@@ -405,6 +539,13 @@ impl Postgres {
         options.push_str(&format!(" -k {}", path(self.dir.path())));
         if let Some(n) = self.max_connections {
             options.push_str(&format!(" -c max_connections={n}"));
+        }
+        if let Some(archive) = &self.archive {
+            // pg_ctl runs the server through `/bin/sh -c`: quoted for it.
+            let archive = path(archive);
+            options.push_str(&format!(
+                " -c archive_mode=on -c archive_command='test ! -f {archive}/%f && cp %p {archive}/%f'"
+            ));
         }
         for (name, value) in &self.settings {
             options.push_str(&format!(" -c {name}={value}"));
@@ -518,6 +659,83 @@ impl Postgres {
     /// Makes a database of its own for one part of a test.
     pub fn create_database(&self, name: &str) {
         self.psql("postgres", &format!("CREATE DATABASE {name};"));
+    }
+
+    /// The directory its WAL is archived into, when started with
+    /// [`PostgresBuilder::archive_wal`].
+    pub fn wal_archive(&self) -> Option<&Path> {
+        self.archive.as_deref()
+    }
+
+    /// Ends the current WAL segment (`pg_switch_wal()`) and waits until it
+    /// is in [`wal_archive`](Postgres::wal_archive), so that everything
+    /// written before this call can be restored from the archive. Returns
+    /// the segment's file name.
+    ///
+    /// # Panics
+    ///
+    /// When the server does not archive its WAL, or the segment is not
+    /// archived within a minute (with the server's log).
+    pub fn archive_current_wal(&self) -> String {
+        let archive = self
+            .wal_archive()
+            .expect("this PostgreSQL does not archive its WAL: start it with .archive_wal()");
+        let segment = self
+            .psql("postgres", "SELECT pg_walfile_name(pg_switch_wal());")
+            .trim()
+            .to_owned();
+        let deadline = Instant::now() + START_LIMIT;
+        while !archive.join(&segment).exists() {
+            assert!(
+                Instant::now() < deadline,
+                "WAL segment {segment} not archived within {START_LIMIT:?}: {}",
+                std::fs::read_to_string(self.log()).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        segment
+    }
+
+    /// A base backup of the running server (`pg_basebackup -X stream
+    /// --checkpoint=fast`, no standby configuration), for
+    /// [`PostgresBuilder::start_from_backup`].
+    ///
+    /// # Panics
+    ///
+    /// When `pg_basebackup` fails.
+    pub fn take_base_backup(&self) -> BaseBackup {
+        let backup = BaseBackup {
+            dir: server_user_dir(),
+        };
+        let out = self
+            .as_server_user(&self.bin.join("pg_basebackup"))
+            .args(["-D", path(&backup.data_dir())])
+            .args(["-h", path(self.dir.path())])
+            .args(["-p", &self.socket_port().to_string()])
+            .args(["-U", "postgres", "-X", "stream"])
+            .args(["--checkpoint=fast", "--no-sync"])
+            .output()
+            .expect("run pg_basebackup");
+        assert!(
+            out.status.success(),
+            "pg_basebackup failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        backup
+    }
+
+    /// A plain-text dump of `database` (`pg_dump`), to be restored with
+    /// [`psql`](Postgres::psql) into another server's database.
+    ///
+    /// # Panics
+    ///
+    /// When `pg_dump` fails, with its message.
+    pub fn pg_dump(&self, database: &str) -> String {
+        let mut cmd = Command::new(self.bin.join("pg_dump"));
+        cmd.args(["-h", path(self.dir.path())])
+            .args(["-p", &self.socket_port().to_string()])
+            .args(["-U", "postgres", "-d", database]);
+        pipe(cmd, "", "pg_dump")
     }
 
     /// The TCP port on 127.0.0.1.
@@ -936,6 +1154,14 @@ fn server_user_dir() -> TempDir {
         std::os::unix::fs::chown(dir.path(), Some(uid), None).expect("chown to postgres");
     }
     dir
+}
+
+/// Gives `file` (made by us) to the server's user when we are root.
+fn give_to_server_user(file: &Path) {
+    if is_root() {
+        let uid = user_id("postgres").expect("a `postgres` user (the postgresql package makes it)");
+        std::os::unix::fs::chown(file, Some(uid), None).expect("chown to postgres");
+    }
 }
 
 /// Starts a server with `start`: on a free port of 127.0.0.1 when `tcp`
