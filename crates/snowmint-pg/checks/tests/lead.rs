@@ -721,45 +721,47 @@ fn a_frozen_data_directory_queues_no_session_and_every_wait_ends() {
     let mark = loop {
         all.extend(mint(&mut covered, 100));
         let mark = marks_ms(cluster, &mut control);
-        if mark - snowmint::unix_now_ms() as i64 >= 1_700 {
+        if mark - snowmint::unix_now_ms() as i64 >= 1_000 {
             frozen.freeze();
             break mark;
         }
         assert!(
             Instant::now() < deadline,
-            "no mark reached 1.7 s past the wall clock"
+            "no mark reached 1 s past the wall clock"
         );
         std::thread::sleep(Duration::from_millis(5));
     };
     let mut problems: Vec<String> = Vec::new();
 
     // 1. IDs the marks cover: minted at once, for up to 600 ms and while
-    //    the wall clock stays 1.1 s below the marks (a renewal is asked for
-    //    ahead, but not waited for).
+    //    the wall clock stays 300 ms below the marks (a renewal may be
+    //    asked for meanwhile, but a covered call does not wait for it).
     let started = Instant::now();
     let mut covered_calls = 0;
+    let mut stuck = Vec::new();
     while started.elapsed() < Duration::from_millis(600)
-        && (snowmint::unix_now_ms() as i64) < mark - 1_100
+        && (snowmint::unix_now_ms() as i64) < mark - 300
     {
         let (rx, handle) = nextval_in_background(covered);
-        let call = Instant::now();
         match rx.recv_timeout(Duration::from_millis(500)) {
             Ok((Ok(id), _)) => all.push(id),
             Ok((Err(e), _)) => {
                 problems.push(format!("a covered call was refused: {e:?}"));
+                stuck.push(handle);
                 break;
             }
             Err(_) => {
-                panic!(
-                    "a call the marks cover (mark {mark}, now {}) did not answer within \
-                     500 ms; it waits on {}",
+                problems.push(format!(
+                    "a call the marks cover (mark {mark}, now {}) had no answer within 500 ms; \
+                     it waits on {}",
                     snowmint::unix_now_ms(),
                     waiting_on(&mut control, covered_pid)
-                );
+                ));
+                stuck.push(handle);
+                break;
             }
         }
         covered = handle.join().unwrap();
-        assert!(call.elapsed() < Duration::from_millis(500));
         covered_calls += 1;
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -880,6 +882,9 @@ fn a_frozen_data_directory_queues_no_session_and_every_wait_ends() {
     frozen.thaw();
     let thawed = Instant::now();
     let highest = *all.iter().max().unwrap();
+    for h in stuck {
+        let _ = h.join();
+    }
     let answers = [h_b, h_c, h_d, h_t].map(|h| {
         h.join()
             .unwrap_or_else(|_| panic!("a session panicked; {problems:?}"))
