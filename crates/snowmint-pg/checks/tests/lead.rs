@@ -649,9 +649,9 @@ fn waiting_on(control: &mut postgres::Client, pid: i32) -> String {
         .unwrap_or_else(|e| format!("unknown ({e})"))
 }
 
-/// The lower of the marks (Unix ms): the file's and, where the extension
-/// has one, the database's (`snowmint.mark`).
-fn marks_ms(cluster: &Cluster, control: &mut postgres::Client) -> i64 {
+/// The marks (Unix ms): the file's and, where the extension has one, the
+/// database's (`snowmint.mark`).
+fn marks_ms(cluster: &Cluster, control: &mut postgres::Client) -> (i64, Option<i64>) {
     let text =
         std::fs::read_to_string(cluster.data_file("snowmint.reservation")).expect("the mark file");
     let file: i64 = text
@@ -673,7 +673,7 @@ fn marks_ms(cluster: &Cluster, control: &mut postgres::Client) -> i64 {
                 .unwrap()
                 .get(0)
         });
-    database.map_or(file, |d| d.min(file))
+    (file, database)
 }
 
 fn pid(client: &mut postgres::Client) -> i32 {
@@ -724,14 +724,18 @@ fn a_frozen_data_directory_queues_no_session_and_every_wait_ends() {
     let deadline = Instant::now() + Duration::from_secs(20);
     let mark = loop {
         all.extend(mint(&mut covered, 100));
-        let mark = marks_ms(cluster, &mut control);
+        let (file, database) = marks_ms(cluster, &mut control);
+        let mark = database.map_or(file, |d| d.min(file));
         if mark - snowmint::unix_now_ms() as i64 >= 1_000 {
             frozen.freeze();
             break mark;
         }
         assert!(
             Instant::now() < deadline,
-            "no mark reached 1 s past the wall clock"
+            "the marks did not reach 1 s past the wall clock together (the file's \
+             {file}, the database's {database:?}, now {}): every call may need a new \
+             mark",
+            snowmint::unix_now_ms()
         );
         std::thread::sleep(Duration::from_millis(5));
     };
