@@ -19,8 +19,10 @@
 //! - **Marks before IDs.** No ID is returned before the cluster mark (the
 //!   file, written by the mark writer) and the database's mark (the
 //!   WAL-logged sequence `snowmint.mark`) both cover its time. Both are
-//!   raised [`snowmint::DEFAULT_RESERVE_WINDOW_MS`] ahead, by the first
-//!   backend to come within half a window of them, without waiting: a call
+//!   raised [`snowmint::DEFAULT_RESERVE_WINDOW_MS`] ahead; the cluster mark
+//!   by the first backend to come within half a window of it, without
+//!   waiting, the database's mark so too in a transaction that already has
+//!   a transaction ID (else when an ID needs it, see [`cover`]). A call
 //!   waits only after the server was idle, at a start, or while the disk
 //!   does not answer, and never on a lock of ours held across a file
 //!   operation. A call its marks already cover never fails because a
@@ -255,15 +257,14 @@ fn mark_for(ms: u64, wall: u64) -> u64 {
 
 /// Makes sure both marks cover `ms` before the ID is returned, and renews
 /// them ahead of need.
+///
+/// The database's mark is renewed ahead of need only in a transaction that
+/// already has a transaction ID (an `INSERT` that wrote a row): `setval`
+/// gives its transaction one, and a transaction with one waits for its WAL
+/// to be flushed at commit, which a bare `SELECT snowmint.nextval()` whose
+/// ID was covered must not do. Elsewhere it is raised when an ID needs it.
 fn cover(hot: &Hot, ms: u64) -> Result<(), Refusal> {
     let target = mark_for(ms, clock::wall_ms()?);
-    let seen = dbmark::seen(|_| ())?;
-    if ms > seen {
-        dbmark::raise(target, true)?;
-    } else if ms + WINDOW_MS / 2 > seen {
-        // Ahead of need: skipped if another backend holds the sequence.
-        dbmark::raise(target, false)?;
-    }
     let reserved = hot.reserved_until.load(Ordering::SeqCst);
     if ms + WINDOW_MS / 2 > reserved {
         ask(hot, target);
@@ -277,7 +278,20 @@ fn cover(hot: &Hot, ms: u64) -> Result<(), Refusal> {
             MAX_MARK_WAIT.as_millis()
         )));
     }
+    let seen = dbmark::seen(|_| ())?;
+    if ms > seen {
+        dbmark::raise(target, true)?;
+    } else if ms + WINDOW_MS / 2 > seen && has_transaction_id() {
+        // Ahead of need: skipped if another backend holds the sequence.
+        dbmark::raise(target, false)?;
+    }
     Ok(())
+}
+
+/// Whether the current transaction has a transaction ID already.
+fn has_transaction_id() -> bool {
+    // SAFETY: a plain read of the transaction's state.
+    unsafe { pg_sys::GetTopTransactionIdIfAny() != pg_sys::InvalidTransactionId }
 }
 
 /// Asks the mark writer for a mark of at least `until_ms`.
