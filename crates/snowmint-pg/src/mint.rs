@@ -339,7 +339,7 @@ fn behind_refusal(layout: &Layout, last: u64, now: u64, waited: Duration) -> Ref
             "snowmint.nextval(): the {} IDs of a time unit are used up and the clock did not \
              reach the next unit within {} ms",
             layout.max_sequence() + 1,
-            waited.as_millis()
+            DEFAULT_MAX_WAIT.as_millis()
         ))
     } else {
         Refusal::Limit(format!(

@@ -235,11 +235,20 @@ pub fn max_unit(layout: &Layout) -> u64 {
     (1u64 << layout.timestamp_bits()) - 1
 }
 
-/// Every bit of `layout` that is not time or sequence (the node fields).
+/// Every bit of `layout` below its time field that is not its sequence (the
+/// node fields; the time field is always the highest).
 pub fn node_mask(layout: &Layout) -> u64 {
-    let time = max_unit(layout) << layout.timestamp_shift();
-    let seq = layout.max_sequence() << layout.sequence_shift();
-    (i64::MAX as u64) & !time & !seq
+    below_time(
+        (layout.timestamp_shift(), layout.timestamp_bits()),
+        (layout.sequence_shift(), layout.sequence_bits()),
+    )
+}
+
+/// The bits below the time field (shift, width) that are not the sequence's.
+fn below_time(time: (u32, u32), seq: (u32, u32)) -> u64 {
+    let below = (1u64 << time.0) - 1;
+    let seq = ((1u64 << seq.1) - 1) << seq.0;
+    below & !seq
 }
 
 /// Raises the floor to `ms` (Unix): every slot's state to at least the
@@ -256,9 +265,8 @@ pub fn raise_floor(hot: &Hot, ms: u64) {
         let (time_shift, time_bits) = key.fields[0];
         let (seq_shift, seq_bits) = key.fields[1];
         let unit = unit.min((1u64 << time_bits) - 1);
-        let time = ((1u64 << time_bits) - 1) << time_shift;
         let seq = ((1u64 << seq_bits) - 1) << seq_shift;
-        let word = (unit << time_shift) | ((i64::MAX as u64) & !time & !seq) | seq;
+        let word = (unit << time_shift) | below_time(key.fields[0], key.fields[1]) | seq;
         hot.states[i].fetch_max(word, Ordering::SeqCst);
     }
 }

@@ -826,7 +826,21 @@ fn a_used_up_time_unit_is_waited_for_at_most_a_second_then_refused() {
     let spec = "epoch=0;unit=10s;fields=timestamp:34,datacenter:5,worker:5,sequence:1";
     let layout = Layout::parse(spec).unwrap();
     let cluster = Cluster::start(&Setup::default());
+    // Not a preset: a superuser lists it before it can take a state slot.
+    cluster.sql(&format!("ALTER SYSTEM SET snowmint.layouts = '{spec}'"));
+    cluster.sql("SELECT pg_reload_conf()");
     let mut client = cluster.connect();
+    // The reload reaches a new session at its first statement at the latest.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while client
+        .query_one("SELECT current_setting('snowmint.layouts')", &[])
+        .unwrap()
+        .get::<_, String>(0)
+        != spec
+    {
+        assert!(Instant::now() < deadline, "snowmint.layouts not reloaded");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // A wait that never ends would be cut here, with another message.
     client
         .batch_execute("SET statement_timeout = '20s'")
