@@ -319,3 +319,68 @@ fn a_pg_dump_of_a_database_minted_ahead_restored_into_a_new_cluster_mints_above_
     let firsts = first_ids(&fresh, "app", &what);
     assert_first_ids_above(&fresh, &what, &firsts, restored_max);
 }
+
+/// A promoted standby does not trust its copy of the cluster mark (it is on
+/// a new timeline): besides the databases' marks, it starts above its clock
+/// plus the most an old primary's IDs run ahead of its own clock (design42:
+/// 5 s), since IDs the old primary handed out after the last replicated mark
+/// are in no mark it has. A restart on its own timeline trusts its mark
+/// again: no such jump.
+#[test]
+fn a_promoted_standby_starts_above_its_clock_plus_the_old_primarys_lead() {
+    let primary = Cluster::start(&Setup::default());
+    let standby = primary.standby();
+    let mut client = primary.connect();
+    client.batch_execute(TABLE).unwrap();
+    insert(&mut client, "primary", ROWS);
+    standby.catch_up(&primary);
+    primary.kill();
+    let promoted_at = wall_ms();
+    standby.promote();
+    let mut client = standby.connect();
+    let first: i64 = client
+        .query_one("SELECT snowmint.nextval()", &[])
+        .unwrap_or_else(|e| {
+            panic!(
+                "first mint after promotion: {e}\n{}",
+                standby.log_tail(LOG_LINES)
+            )
+        })
+        .get(0);
+    let after = wall_ms();
+    let lead_from_promotion = ms(first) - promoted_at;
+    assert!(
+        lead_from_promotion >= OWN_LEAD_MS,
+        "the promoted standby's first ID is at {} ms, {lead_from_promotion} ms after the \
+         promotion began; expected at least {OWN_LEAD_MS} ms (its clock plus the old primary's \
+         lead bound)\n{}",
+        ms(first),
+        standby.log_tail(LOG_LINES)
+    );
+    assert!(
+        ms(first) - after <= OWN_LEAD_MS + TOLERANCE_MS,
+        "the first ID leads the clock by {} ms, more than {OWN_LEAD_MS} ms + {TOLERANCE_MS} ms",
+        ms(first) - after
+    );
+    assert!(
+        standby.log().contains("IDs start above"),
+        "the promoted standby says where IDs start\n{}",
+        standby.log_tail(LOG_LINES)
+    );
+    // A restart on the new timeline trusts the mark: no second jump.
+    standby.stop_server();
+    standby.start_server();
+    let again: i64 = standby
+        .connect()
+        .query_one("SELECT snowmint.nextval()", &[])
+        .unwrap()
+        .get(0);
+    assert!(again > first, "{again} after {first}");
+    let jumps = standby.log().matches("IDs start above").count();
+    assert_eq!(
+        jumps,
+        1,
+        "only the promotion untrusts the mark\n{}",
+        standby.log_tail(LOG_LINES)
+    );
+}
