@@ -98,8 +98,8 @@ fn sequence_oid() -> Result<pg_sys::Oid, Refusal> {
     if oid == pg_sys::InvalidOid {
         return Err(Refusal::Setup(format!(
             "snowmint.nextval() needs the sequence {SEQUENCE} (the database's WAL-logged mark), \
-             which this database lacks: the extension was created by an older version; \
-             DROP EXTENSION snowmint and CREATE EXTENSION snowmint again"
+             which this database lacks: the extension was created by version 0.1.0; \
+             ALTER EXTENSION snowmint UPDATE creates it"
         )));
     }
     Ok(oid)
