@@ -22,7 +22,7 @@
 //!   raised [`snowmint::DEFAULT_RESERVE_WINDOW_MS`] ahead; the cluster mark
 //!   by the first backend to come within half a window of it, without
 //!   waiting, the database's mark so too in a transaction that already has
-//!   a transaction ID (else when an ID needs it, see [`cover`]). A call
+//!   a transaction ID (else when an ID needs it). A call
 //!   waits only after the server was idle, at a start, or while the disk
 //!   does not answer, and never on a lock of ours held across a file
 //!   operation. A call its marks already cover never fails because a
