@@ -305,3 +305,57 @@ pub fn db_error(err: &postgres::Error) -> (String, String) {
         .unwrap_or_else(|| panic!("not a server error: {err}"));
     (db.message().to_owned(), db.code().code().to_owned())
 }
+
+/// `count` IDs from `snowmint.nextval()` in one statement, in call order.
+pub fn mint(client: &mut postgres::Client, count: i64) -> Vec<i64> {
+    client
+        .query(
+            "SELECT snowmint.nextval() FROM generate_series(1, $1::bigint)",
+            &[&count],
+        )
+        .expect("nextval")
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+/// Panics, naming `what` and the pair, unless `ids` strictly increase.
+pub fn assert_increasing(ids: &[i64], what: &str) {
+    for w in ids.windows(2) {
+        assert!(w[0] < w[1], "{what}: {} then {}", w[0], w[1]);
+    }
+}
+
+/// The default setup, with the server under libfaketime.
+pub fn faked_clock() -> Setup {
+    Setup {
+        faketime: true,
+        ..Setup::default()
+    }
+}
+
+/// Waits (bounded, 30 s) until the server's wall clock is `offset_ms` from
+/// ours, give or take a tenth of it (at least 5 s): libfaketime rereads its
+/// control file now and then.
+pub fn wait_for_clock_offset(client: &mut postgres::Client, offset_ms: i64) {
+    let tolerance = (offset_ms.abs() / 10).max(5_000);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let server_ms: f64 = client
+            .query_one(
+                "SELECT extract(epoch FROM clock_timestamp())::float8 * 1000",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        let off = server_ms as i64 - snowmint::unix_now_ms() as i64;
+        if (off - offset_ms).abs() <= tolerance {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server's clock is {off} ms off ours, not {offset_ms}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -9,9 +9,10 @@
 //! and runs these).
 
 use std::sync::Barrier;
-use std::time::{Duration, Instant};
 
-use snowmint_pg_checks::{Cluster, RecoveryTarget, Setup, db_error};
+use snowmint_pg_checks::{
+    Cluster, RecoveryTarget, Setup, db_error, faked_clock, wait_for_clock_offset,
+};
 
 /// How far ahead of the real time the primary's clock runs at first.
 const AHEAD_MS: i64 = 120_000;
@@ -41,14 +42,6 @@ const TABLE: &str = "CREATE TABLE events (
     phase text NOT NULL
 )";
 
-/// The default setup (identity datacenter 1, worker 2), under libfaketime.
-fn faked_clock() -> Setup {
-    Setup {
-        faketime: true,
-        ..Setup::default()
-    }
-}
-
 /// The Unix ms of a twitter-layout ID.
 fn ms(id: i64) -> i64 {
     snowmint::decode(id as u64)
@@ -71,29 +64,6 @@ fn insert(client: &mut postgres::Client, phase: &str, rows: i64) {
         .unwrap_or_else(|e| panic!("inserting {rows} rows of {phase}: {e}"));
 }
 
-/// Waits (bounded) until the server's wall clock is `offset_ms` from ours.
-fn wait_for_clock(client: &mut postgres::Client, offset_ms: i64) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let server_ms: f64 = client
-            .query_one(
-                "SELECT extract(epoch FROM clock_timestamp())::float8 * 1000",
-                &[],
-            )
-            .unwrap()
-            .get(0);
-        let offset = server_ms as i64 - wall_ms();
-        if (offset - offset_ms).abs() < 5_000 {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the server's clock is {offset} ms from ours, not {offset_ms}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// `max(id)` and `count(*)` of `events` in `database`.
 fn max_and_count(cluster: &Cluster, database: &str) -> (i64, i64) {
     let row = cluster
@@ -111,11 +81,11 @@ fn max_and_count(cluster: &Cluster, database: &str) -> (i64, i64) {
 fn mint_ahead_then_back(primary: &Cluster, database: &str) -> i64 {
     primary.set_clock_offset_ms(AHEAD_MS);
     let mut client = primary.connect_to(database);
-    wait_for_clock(&mut client, AHEAD_MS);
+    wait_for_clock_offset(&mut client, AHEAD_MS);
     insert(&mut client, "ahead", ROWS);
     primary.set_clock_offset_ms(0);
     let mut client = primary.connect_to(database);
-    wait_for_clock(&mut client, 0);
+    wait_for_clock_offset(&mut client, 0);
     insert(&mut client, "back", ROWS);
     let row = client
         .query_one(

@@ -22,7 +22,9 @@ use std::sync::mpsc;
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use snowmint_pg_checks::{Cluster, Setup, db_error};
+use snowmint_pg_checks::{
+    Cluster, Setup, assert_increasing, db_error, faked_clock, mint, wait_for_clock_offset,
+};
 
 /// The lead the extension may make of its own: the reserve window (2 s)
 /// plus the borrowing bound (3 s).
@@ -59,56 +61,6 @@ fn lead(client: &mut postgres::Client) -> (i64, i64, i64) {
 /// The Unix ms of a Twitter-layout ID.
 fn id_ms(id: i64) -> i64 {
     snowmint::decode(id as u64).unwrap().timestamp_ms as i64
-}
-
-/// `count` IDs from `snowmint.nextval()` in one statement, in call order.
-fn mint(client: &mut postgres::Client, count: i64) -> Vec<i64> {
-    client
-        .query(
-            "SELECT snowmint.nextval() FROM generate_series(1, $1::bigint)",
-            &[&count],
-        )
-        .expect("nextval")
-        .iter()
-        .map(|r| r.get(0))
-        .collect()
-}
-
-fn assert_increasing(ids: &[i64], what: &str) {
-    for w in ids.windows(2) {
-        assert!(w[0] < w[1], "{what}: {} then {}", w[0], w[1]);
-    }
-}
-
-/// The default setup, with the server under libfaketime.
-fn faked_clock() -> Setup {
-    Setup {
-        faketime: true,
-        ..Setup::default()
-    }
-}
-
-/// Waits (bounded) until the server's wall clock is `offset_ms` from ours,
-/// give or take a tenth of it (at least 5 s): libfaketime rereads its
-/// control file now and then.
-fn wait_for_offset(client: &mut postgres::Client, offset_ms: i64) {
-    let tolerance = (offset_ms.abs() / 10).max(5_000);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let server_ms: i64 = client
-            .query_one(&format!("SELECT {WALL_MS}"), &[])
-            .unwrap()
-            .get(0);
-        let off = server_ms - snowmint::unix_now_ms() as i64;
-        if (off - offset_ms).abs() <= tolerance {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the server's clock is {off} ms off ours, not {offset_ms}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Measures the lead now and after `interval` (minting a little meanwhile,
@@ -249,7 +201,7 @@ fn a_forward_glitch_corrected_while_running_is_absorbed_second_for_second() {
     let mut client = cluster.connect();
     let mut all = mint(&mut client, 10_000);
     cluster.set_clock_offset_ms(120_000);
-    wait_for_offset(&mut client, 120_000);
+    wait_for_clock_offset(&mut client, 120_000);
     let glitch_end = Instant::now() + Duration::from_secs(3);
     while Instant::now() < glitch_end {
         all.extend(mint(&mut client, 2_000));
@@ -268,7 +220,7 @@ fn a_forward_glitch_corrected_while_running_is_absorbed_second_for_second() {
         "the IDs did not follow the glitch (the test's premise)"
     );
     cluster.set_clock_offset_ms(0);
-    wait_for_offset(&mut client, 0);
+    wait_for_clock_offset(&mut client, 0);
     assert_increasing(&all, "before and during the glitch");
     let highest = *all.last().unwrap();
     // Right after: the lead is what the glitch left, ~115 s.
@@ -302,7 +254,7 @@ fn a_restart_an_hour_back_leads_by_an_hour_shrinking_second_for_second() {
     cluster.set_clock_offset_ms(-3_600_000);
     cluster.start_server();
     let mut client = cluster.connect();
-    wait_for_offset(&mut client, -3_600_000);
+    wait_for_clock_offset(&mut client, -3_600_000);
     let after = mint(&mut client, 50_000);
     assert_increasing(&after, "after the restart");
     assert!(after[0] > highest, "{} after {highest}", after[0]);

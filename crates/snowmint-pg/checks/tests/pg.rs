@@ -12,34 +12,9 @@ use postgres::types::ToSql;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use snowmint::sql::{self, Dialect, Options};
 use snowmint::{Field, Layout};
-use snowmint_pg_checks::{Cluster, Setup, db_error};
-
-/// `count` IDs from `snowmint.nextval()` in one statement, in call order.
-fn mint(client: &mut postgres::Client, count: i64) -> Vec<i64> {
-    client
-        .query(
-            "SELECT snowmint.nextval() FROM generate_series(1, $1::bigint)",
-            &[&count],
-        )
-        .expect("nextval")
-        .iter()
-        .map(|r| r.get(0))
-        .collect()
-}
-
-fn assert_increasing(ids: &[i64], what: &str) {
-    for w in ids.windows(2) {
-        assert!(w[0] < w[1], "{what}: {} then {}", w[0], w[1]);
-    }
-}
-
-/// The default setup, with the server under libfaketime.
-fn faked_clock() -> Setup {
-    Setup {
-        faketime: true,
-        ..Setup::default()
-    }
-}
+use snowmint_pg_checks::{
+    Cluster, Setup, assert_increasing, db_error, faked_clock, mint, wait_for_clock_offset,
+};
 
 /// The message and SQLSTATE of `call`, which must fail.
 fn refusal(client: &mut postgres::Client, call: &str) -> (String, String) {
@@ -153,7 +128,7 @@ fn restart_an_hour_back_minting_above(cluster: &Cluster, before: &[i64], what: &
     cluster.set_clock_offset_ms(-3_600_000);
     cluster.start_server();
     let mut client = cluster.connect();
-    wait_for_clock_back(&mut client);
+    wait_for_clock_offset(&mut client, -3_600_000);
     let after = mint(&mut client, 50_000);
     assert_increasing(&after, what);
     assert!(after[0] > highest, "{} after {highest}", after[0]);
@@ -191,30 +166,6 @@ fn lead(client: &mut postgres::Client) -> (i64, i64, i64) {
     let (id, wall): (i64, i64) = (row.get(0), row.get(1));
     let ms = snowmint::decode(id as u64).unwrap().timestamp_ms as i64;
     (id, ms - wall, wall)
-}
-
-/// Waits (bounded) until the server's wall clock is about an hour behind
-/// ours.
-fn wait_for_clock_back(client: &mut postgres::Client) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let server_ms: f64 = client
-            .query_one(
-                "SELECT extract(epoch FROM clock_timestamp())::float8 * 1000",
-                &[],
-            )
-            .unwrap()
-            .get(0);
-        let behind = snowmint::unix_now_ms() as f64 - server_ms;
-        if (3_500_000.0..3_700_000.0).contains(&behind) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the server's clock is {behind} ms behind, not an hour"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]
@@ -258,7 +209,7 @@ fn the_clock_stepping_back_while_running_changes_nothing() {
     let mut client = cluster.connect();
     let before = mint(&mut client, 50_000);
     cluster.set_clock_offset_ms(-3_600_000);
-    wait_for_clock_back(&mut client);
+    wait_for_clock_offset(&mut client, -3_600_000);
     let after = mint(&mut client, 50_000);
     assert_increasing(&[before.clone(), after.clone()].concat(), "across the step");
     let fresh = mint(&mut cluster.connect(), 50_000);

@@ -41,7 +41,11 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// The tables of round `round` in their order: alternating which goes first.
 fn order(round: u64) -> [usize; 2] {
-    if round % 2 == 0 { [0, 1] } else { [1, 0] }
+    if round.is_multiple_of(2) {
+        [0, 1]
+    } else {
+        [1, 0]
+    }
 }
 
 /// Empties `table` and writes out the dirty buffers, so that each turn
