@@ -480,20 +480,7 @@ impl Postgres {
 
     /// Copies `primary` into our data directory as a standby of it.
     fn base_backup(&self, primary: &Postgres) {
-        let out = self
-            .as_server_user(&self.bin.join("pg_basebackup"))
-            .args(["-D", path(&self.data())])
-            .args(["-h", path(primary.dir.path())])
-            .args(["-p", &primary.socket_port().to_string()])
-            .args(["-U", "postgres", "-R", "-X", "stream"])
-            .args(["--checkpoint=fast", "--no-sync"])
-            .output()
-            .expect("run pg_basebackup");
-        assert!(
-            out.status.success(),
-            "pg_basebackup failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        primary.pg_basebackup(&self.data(), &["-R"]);
     }
 
     /// Copies `backup` into our data directory, set up to recover as
@@ -707,13 +694,25 @@ impl Postgres {
         let backup = BaseBackup {
             dir: server_user_dir(),
         };
+        self.pg_basebackup(&backup.data_dir(), &[]);
+        backup
+    }
+
+    /// `pg_basebackup` of this server into `dest` (WAL streamed, a fast
+    /// checkpoint, no sync), with `extra` arguments (`-R`: a standby's).
+    ///
+    /// # Panics
+    ///
+    /// When `pg_basebackup` fails.
+    fn pg_basebackup(&self, dest: &Path, extra: &[&str]) {
         let out = self
             .as_server_user(&self.bin.join("pg_basebackup"))
-            .args(["-D", path(&backup.data_dir())])
+            .args(["-D", path(dest)])
             .args(["-h", path(self.dir.path())])
             .args(["-p", &self.socket_port().to_string()])
             .args(["-U", "postgres", "-X", "stream"])
             .args(["--checkpoint=fast", "--no-sync"])
+            .args(extra)
             .output()
             .expect("run pg_basebackup");
         assert!(
@@ -721,7 +720,6 @@ impl Postgres {
             "pg_basebackup failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        backup
     }
 
     /// A plain-text dump of `database` (`pg_dump`), to be restored with
