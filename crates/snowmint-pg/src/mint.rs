@@ -46,6 +46,7 @@ use crate::dbmark;
 use crate::error::{Refusal, or_raise};
 use crate::identity;
 use crate::layouts;
+use crate::lease;
 use crate::shared::{self, Hot};
 
 /// How long a call waits for the mark writer (a mark written, or the start
@@ -53,7 +54,7 @@ use crate::shared::{self, Hot};
 pub const MAX_MARK_WAIT: Duration = DEFAULT_STORE_TIMEOUT;
 
 /// How far past an ID's time a mark is raised.
-const WINDOW_MS: u64 = DEFAULT_RESERVE_WINDOW_MS;
+pub(crate) const WINDOW_MS: u64 = DEFAULT_RESERVE_WINDOW_MS;
 
 /// How far ahead of the wall clock IDs may run by our own making.
 const BORROW_MS: u64 = DEFAULT_MAX_BORROW_MS;
@@ -96,11 +97,17 @@ fn next_id(text: &str) -> Result<i64, Refusal> {
         return Err(Refusal::ReadOnlyTransaction);
     }
     let hot = shared::hot()?;
-    let identity = identity::current()?;
-    let minter = minter(hot, text, identity)?;
+    let current = identity::current()?;
+    let minter = minter(hot, text, current.identity)?;
     dbmark::seen(|mark| shared::raise_floor(hot, mark))?;
     let (id, ms) = claim(hot, &minter)?;
     cover(hot, ms)?;
+    if let Some(held) = current.lease {
+        // The coordinator's mark of the leased identity too, then the
+        // fence once more, just before the ID is returned (`lease.rs`).
+        lease::cover(hot, held, ms, mark_for(ms, clock::wall_ms()?))?;
+        lease::recheck(hot, held)?;
+    }
     Ok(id as i64)
 }
 
