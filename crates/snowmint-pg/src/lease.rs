@@ -319,7 +319,7 @@ pub fn describe(hot: &Hot) -> String {
             (deadline - now) as f64 / 1e9
         );
     }
-    if tenure & HELD != 0 && state == State::Held || state == State::Fenced {
+    if tenure & HELD != 0 && matches!(state, State::Held | State::Fenced) {
         let identity = Identity::from_ordinal(tenure & ORDINAL).expect("10 bits");
         return format!("none: {identity} fenced (leased from {from}, {}{note})", state.words());
     }
