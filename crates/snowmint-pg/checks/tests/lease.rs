@@ -124,14 +124,8 @@ fn two_clusters_on_one_coordinator_mint_as_distinct_identities() {
     let id_a = assert_one_identity(&ids_a, "cluster A");
     let id_b = assert_one_identity(&ids_b, "cluster B");
     assert_ne!(id_a, id_b, "both clusters mint as one identity");
-    // And they keep to them while both mint.
-    for _ in 0..20 {
-        let more_a = mint(&mut ca, 200).expect("A mints");
-        let more_b = mint(&mut cb, 200).expect("B mints");
-        assert_eq!(assert_one_identity(&more_a, "cluster A"), id_a);
-        assert_eq!(assert_one_identity(&more_b, "cluster B"), id_b);
-    }
-    // What the coordinator's table says: two live leases, ours.
+    // What the coordinator's table says: two live leases, the
+    // identities minted as.
     let held = coordinator.psql(
         "postgres",
         "SELECT identity FROM snowmint_identities WHERE lease IS NOT NULL \
@@ -141,7 +135,32 @@ fn two_clusters_on_one_coordinator_mint_as_distinct_identities() {
     let ordinal = |(dc, w): (u64, u64)| dc * 32 + w;
     let mut want = vec![ordinal(id_a), ordinal(id_b)];
     want.sort();
-    assert_eq!(held, want, "the coordinator's live leases");
+    assert_eq!(held, want, "the coordinator's live leases, and the identities minted as");
+    // And they keep to them while both mint, for longer than the marks
+    // run ahead (2 s).
+    let until = Instant::now() + Duration::from_secs(4);
+    let mut last = (0, 0);
+    while Instant::now() < until {
+        let more_a = mint(&mut ca, 200).expect("A mints");
+        let more_b = mint(&mut cb, 200).expect("B mints");
+        assert_eq!(assert_one_identity(&more_a, "cluster A"), id_a);
+        assert_eq!(assert_one_identity(&more_b, "cluster B"), id_b);
+        last = (*more_a.last().unwrap(), *more_b.last().unwrap());
+    }
+    // Every ID returned is covered by its identity's mark on the
+    // coordinator (the next holder starts above it).
+    for (id, (dc, w)) in [(last.0, id_a), (last.1, id_b)] {
+        let mark: i64 = coordinator
+            .psql(
+                "postgres",
+                &format!("SELECT mark FROM snowmint_identities WHERE identity = {};", dc * 32 + w),
+            )
+            .trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("the mark of {dc}/{w}: {e}"));
+        let ms = snowmint::decode(id as u64).unwrap().timestamp_ms as i64;
+        assert!(mark >= ms, "the coordinator's mark {mark} is below the ID {id} of {ms} ms");
+    }
     // snowmint.identity() names the identity and the lease, not the password.
     let text = identity_text(&mut ca);
     assert!(
@@ -281,4 +300,61 @@ fn a_coordinator_and_an_identity_setting_together_are_refused() {
         "{message}"
     );
     assert!(!message.contains(PASSWORD), "{message}");
+}
+
+#[test]
+fn the_coordinators_mark_covers_ids_ahead_of_the_clock() {
+    // A server restarted with its clock a minute back mints above its own
+    // marks, a minute ahead of its clock; its lease session (whose clock
+    // is the server's) keeps the coordinator's mark at that clock plus
+    // 2 s. Each ID's time must still be covered by the coordinator's mark
+    // of its identity: the identity's next holder starts above that mark.
+    let coordinator = coordinator();
+    let a = Cluster::start(&Setup {
+        faketime: true,
+        ..leased(&coordinator)
+    });
+    let mut ca = a.connect();
+    let before = first_ids(&mut ca, "cluster A");
+    drop(ca);
+    a.stop_server();
+    a.set_clock_offset_ms(-60_000);
+    a.start_server();
+    let mut ca = a.connect();
+    let mut ids = first_ids(&mut ca, "cluster A, restarted a minute back");
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        ids.extend(mint(&mut ca, 1000).expect("A mints"));
+    }
+    let last = *ids.last().unwrap();
+    assert!(last > *before.last().unwrap());
+    let wall: i64 = ca
+        .query_one("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint", &[])
+        .unwrap()
+        .get(0);
+    let b = snowmint::decode(last as u64).unwrap();
+    let ms = b.timestamp_ms as i64;
+    assert!(
+        ms - wall > 30_000,
+        "the IDs run only {} ms ahead of the server's clock: nothing shown",
+        ms - wall
+    );
+    let mark: i64 = coordinator
+        .psql(
+            "postgres",
+            &format!(
+                "SELECT mark FROM snowmint_identities WHERE identity = {};",
+                b.datacenter * 32 + b.worker
+            ),
+        )
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        mark >= ms,
+        "the coordinator's mark {mark} is {} ms below the last ID's time {ms} (the IDs run {} ms \
+         ahead of the server's clock)",
+        ms - mark,
+        ms - wall
+    );
 }
