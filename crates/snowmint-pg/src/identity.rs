@@ -80,7 +80,7 @@ impl Source {
             }),
             Source::Leased => {
                 both_refused()?;
-                let held = crate::lease::held(crate::shared::words())?;
+                let held = crate::lease::held(crate::shared::hot()?)?;
                 Ok(Current {
                     identity: held.identity,
                     lease: Some(held),
@@ -155,7 +155,8 @@ fn identity() -> String {
         Source::Settings => or_raise(current()).identity.to_string(),
         Source::Leased => {
             or_raise(both_refused());
-            crate::lease::describe(crate::shared::words())
+            // Refused without preloading, as nextval is.
+            crate::lease::describe(or_raise(crate::shared::hot()))
         }
     }
 }

@@ -65,14 +65,20 @@ SELECT pg_catalog.pg_extension_config_dump('snowmint.mark', '');
 pub extern "C-unwind" fn _PG_init() {
     layouts::define_setting();
     identity::define_settings();
-    lease::define_settings();
+    // SAFETY: a flag PostgreSQL sets while it loads the preloaded libraries
+    // in the postmaster; read from the one thread PostgreSQL runs.
+    let preloading = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
+    // Settings of the postmaster's context can only be defined while
+    // preloading (PostgreSQL refuses them later); without preloading there
+    // is no lease worker to read them.
+    if preloading {
+        lease::define_settings();
+    }
     // After every setting of ours is defined: a misspelt `snowmint.*`
     // setting is reported and removed rather than kept.
     // SAFETY: a C string that lives for the program; called from _PG_init.
     unsafe { pg_sys::MarkGUCPrefixReserved(c"snowmint".as_ptr()) };
-    // SAFETY: a flag PostgreSQL sets while it loads the preloaded libraries
-    // in the postmaster; read once, from the one thread PostgreSQL runs.
-    if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+    if preloading {
         // Two sources of one identity: the server does not start (an error
         // in the postmaster's start is fatal), naming both settings.
         if let Err(refusal) = identity::both_refused() {
