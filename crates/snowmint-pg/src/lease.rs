@@ -357,6 +357,7 @@ pub extern "C-unwind" fn snowmint_lease_main(_arg: pg_sys::Datum) {
     // A worker restarted after a crash: whatever the last one published is
     // no tenure of this one's.
     close(hot);
+    shared::set_lease_note(None);
     w.state.store(State::Connecting as u64, Ordering::SeqCst);
     // SAFETY: this process's PGPROC, in shared memory while the server runs.
     let latch = unsafe { &raw mut (*pg_sys::MyProc).procLatch } as usize;
