@@ -250,10 +250,19 @@ fn a_copy_of_a_data_directory_holds_another_identity_or_refuses() {
     let a = Cluster::start(&leased(&coordinator));
     let mut ca = a.connect();
     let ids = first_ids(&mut ca, "cluster A");
-    assert_one_identity(&ids, "cluster A");
+    let (dc, w) = assert_one_identity(&ids, "cluster A");
     drop(ca);
     // A consistent copy (as of a clean stop), started beside the original.
     a.stop_server();
+    // A clean stop released the identity and ended the lease.
+    let row = coordinator.psql(
+        "postgres",
+        &format!(
+            "SELECT released, expires_ms FROM snowmint_identities WHERE identity = {};",
+            dc * 32 + w
+        ),
+    );
+    assert_eq!(row.trim(), "t|0", "A's identity after a clean stop");
     let copy = a.start_copy();
     a.start_server();
     let (mut ca, mut cc) = (a.connect(), copy.connect());
@@ -357,4 +366,49 @@ fn the_coordinators_mark_covers_ids_ahead_of_the_clock() {
         ms - mark,
         ms - wall
     );
+}
+
+#[test]
+fn minting_stops_within_the_ttl_when_the_coordinator_stops_answering() {
+    let coordinator = coordinator();
+    let a = Cluster::start(&leased(&coordinator));
+    let mut ca = a.connect();
+    let id = assert_one_identity(&first_ids(&mut ca, "cluster A"), "cluster A");
+    // The coordinator frozen: no renewal answers. The fence closes at most
+    // TTL - margin after the last renewal counted.
+    coordinator.pause();
+    let frozen = Instant::now();
+    let refused = loop {
+        match mint(&mut ca, 1) {
+            Ok(ids) => assert_eq!(assert_one_identity(&ids, "cluster A"), id),
+            Err(e) => break db_error(&e),
+        }
+        assert!(
+            frozen.elapsed() < Duration::from_secs(TTL_S),
+            "A still mints {:?} after the coordinator stopped answering (TTL {TTL_S} s)",
+            frozen.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (message, code) = refused;
+    assert!(
+        code == "55000" || code == "58030",
+        "{code}: {message}"
+    );
+    assert!(!message.contains(PASSWORD), "{message}");
+    // Refused by the fence by now (not by a wait for a mark the frozen
+    // coordinator does not take), then minting again once it answers.
+    std::thread::sleep(Duration::from_secs(TTL_S));
+    match mint(&mut ca, 1) {
+        Ok(ids) => panic!("A minted {ids:?} with the coordinator frozen"),
+        Err(e) => {
+            let (message, code) = db_error(&e);
+            assert_eq!(code, "55000", "{message}");
+            assert!(message.contains("no leased identity"), "{message}");
+        }
+    }
+    let text = identity_text(&mut ca);
+    assert!(text.starts_with("none"), "{text}");
+    coordinator.resume();
+    first_ids(&mut ca, "cluster A, the coordinator back");
 }
