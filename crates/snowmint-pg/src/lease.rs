@@ -240,7 +240,9 @@ fn not_held(hot: &Hot) -> Refusal {
         State::Held => "the lease's fence is closed (no renewal in time)".to_owned(),
         other => other.words().to_owned(),
     };
-    let note = shared::lease_note().map(|n| format!(" ({n})")).unwrap_or_default();
+    let note = shared::lease_note()
+        .map(|n| format!(" ({n})"))
+        .unwrap_or_default();
     Refusal::Setup(format!(
         "snowmint.nextval(): no leased identity to mint as: {why}{note}; coordinator {}",
         shown_coordinator()
@@ -311,7 +313,9 @@ pub fn describe(hot: &Hot) -> String {
     let state = State::from_word(w.state.load(Ordering::SeqCst));
     let now = clock::fence_ns();
     let from = shown_coordinator();
-    let note = shared::lease_note().map(|n| format!(": {n}")).unwrap_or_default();
+    let note = shared::lease_note()
+        .map(|n| format!(": {n}"))
+        .unwrap_or_default();
     if tenure & HELD != 0 && now < deadline {
         let identity = Identity::from_ordinal(tenure & ORDINAL).expect("10 bits");
         return format!(
@@ -321,7 +325,10 @@ pub fn describe(hot: &Hot) -> String {
     }
     if tenure & HELD != 0 && matches!(state, State::Held | State::Fenced) {
         let identity = Identity::from_ordinal(tenure & ORDINAL).expect("10 bits");
-        return format!("none: {identity} fenced (leased from {from}, {}{note})", state.words());
+        return format!(
+            "none: {identity} fenced (leased from {from}, {}{note})",
+            state.words()
+        );
     }
     format!("none (leasing from {from}: {}{note})", state.words())
 }
@@ -375,7 +382,10 @@ pub extern "C-unwind" fn snowmint_lease_main(_arg: pg_sys::Datum) {
         let stash = Arc::clone(&stash);
         Arc::new(move |identity: Identity, store: LeaseStore| {
             let store = Arc::new(store);
-            let mark = store.load().map_err(snowmint::BuildError::Store)?.unwrap_or(0);
+            let mark = store
+                .load()
+                .map_err(snowmint::BuildError::Store)?
+                .unwrap_or(0);
             let generator = Generator::builder_for(identity)
                 .store(Arc::clone(&store))
                 .build()?;
@@ -455,7 +465,9 @@ fn close(hot: &Hot) {
 fn refuse(hot: &Hot, why: &str) {
     pgrx::warning!("snowmint lease: {why}");
     shared::set_lease_note(Some(why));
-    hot.lease.state.store(State::Refused as u64, Ordering::SeqCst);
+    hot.lease
+        .state
+        .store(State::Refused as u64, Ordering::SeqCst);
 }
 
 /// Waits for SIGTERM (the worker is not restarted for a refusal it would
@@ -512,7 +524,10 @@ fn publish(
         .unwrap_or_default();
     if why != *note {
         if !why.is_empty() {
-            pgrx::log!("snowmint lease: {}: {why}", State::of(metrics.state).words());
+            pgrx::log!(
+                "snowmint lease: {}: {why}",
+                State::of(metrics.state).words()
+            );
         }
         shared::set_lease_note((!why.is_empty()).then_some(why.as_str()));
         *note = why;
@@ -551,7 +566,10 @@ fn write_marks(hot: &Hot, tenure: Option<&Stashed>) {
             }
         }
         Err(e) => {
-            if w.mark_failures.fetch_add(1, Ordering::Relaxed) % 100 == 0 {
+            if w.mark_failures
+                .fetch_add(1, Ordering::Relaxed)
+                .is_multiple_of(100)
+            {
                 pgrx::warning!(
                     "snowmint lease: cannot write the coordinator's mark of {}: {}",
                     tenure.identity,

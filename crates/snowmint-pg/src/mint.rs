@@ -80,8 +80,9 @@ thread_local! {
 /// back, failovers to a standby, point-in-time recovery or a dump restored.
 ///
 /// Needs `shared_preload_libraries = 'snowmint'` and the settings
-/// `snowmint.datacenter` and `snowmint.worker`; refused on a standby and in
-/// a read-only transaction.
+/// `snowmint.datacenter` and `snowmint.worker`, or a leased identity
+/// (`snowmint.coordinator`: refused while the lease's fence is closed);
+/// refused on a standby and in a read-only transaction.
 #[pg_extern(volatile, parallel_unsafe)]
 fn nextval(layout: default!(&str, "'twitter'")) -> i64 {
     or_raise(next_id(layout))

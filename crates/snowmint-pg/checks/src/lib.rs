@@ -278,7 +278,10 @@ impl Cluster {
         for (name, value) in &self.setup.settings {
             options.push_str(&format!(" -c {name}={value}"));
         }
-        options.push_str(&format!(" -c max_connections={}", self.setup.max_connections));
+        options.push_str(&format!(
+            " -c max_connections={}",
+            self.setup.max_connections
+        ));
         let bin = pg_bindir();
         let out = as_server_user(&bin.join("pg_ctl"))
             .arg("-D")

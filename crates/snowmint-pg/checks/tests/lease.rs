@@ -89,7 +89,10 @@ fn first_ids(client: &mut postgres::Client, what: &str) -> Vec<i64> {
             Err(e) => {
                 let (message, code) = db_error(&e);
                 assert_eq!(code, "55000", "{what}: {message}");
-                assert!(!message.contains(PASSWORD), "{what} shows the password: {message}");
+                assert!(
+                    !message.contains(PASSWORD),
+                    "{what} shows the password: {message}"
+                );
                 assert!(
                     Instant::now() < deadline,
                     "{what} held no identity within {HOLD_LIMIT:?}: {message}"
@@ -135,7 +138,10 @@ fn two_clusters_on_one_coordinator_mint_as_distinct_identities() {
     let ordinal = |(dc, w): (u64, u64)| dc * 32 + w;
     let mut want = vec![ordinal(id_a), ordinal(id_b)];
     want.sort();
-    assert_eq!(held, want, "the coordinator's live leases, and the identities minted as");
+    assert_eq!(
+        held, want,
+        "the coordinator's live leases, and the identities minted as"
+    );
     // And they keep to them while both mint, for longer than the marks
     // run ahead (2 s).
     let until = Instant::now() + Duration::from_secs(4);
@@ -153,19 +159,27 @@ fn two_clusters_on_one_coordinator_mint_as_distinct_identities() {
         let mark: i64 = coordinator
             .psql(
                 "postgres",
-                &format!("SELECT mark FROM snowmint_identities WHERE identity = {};", dc * 32 + w),
+                &format!(
+                    "SELECT mark FROM snowmint_identities WHERE identity = {};",
+                    dc * 32 + w
+                ),
             )
             .trim()
             .parse()
             .unwrap_or_else(|e| panic!("the mark of {dc}/{w}: {e}"));
         let ms = snowmint::decode(id as u64).unwrap().timestamp_ms as i64;
-        assert!(mark >= ms, "the coordinator's mark {mark} is below the ID {id} of {ms} ms");
+        assert!(
+            mark >= ms,
+            "the coordinator's mark {mark} is below the ID {id} of {ms} ms"
+        );
     }
     // snowmint.identity() names the identity and the lease, not the password.
     let text = identity_text(&mut ca);
     assert!(
-        text.starts_with(&format!("datacenter {}, worker {} (leased from ", id_a.0, id_a.1))
-            && text.contains("fence open for"),
+        text.starts_with(&format!(
+            "datacenter {}, worker {} (leased from ",
+            id_a.0, id_a.1
+        )) && text.contains("fence open for"),
         "{text}"
     );
     assert!(!text.contains(PASSWORD), "{text}");
@@ -213,7 +227,11 @@ fn a_cluster_paused_past_its_ttl_stops_minting_before_another_takes_its_identity
         paused.elapsed()
     );
     // B starts above everything A minted as that identity.
-    assert!(ids_b[0] > last_a, "B's first ID {} is not above A's last {last_a}", ids_b[0]);
+    assert!(
+        ids_b[0] > last_a,
+        "B's first ID {} is not above A's last {last_a}",
+        ids_b[0]
+    );
     a.resume();
     // A's first call after the pause is refused: its fence closed while it
     // was frozen, whatever its lease worker has seen yet.
@@ -285,7 +303,11 @@ fn a_copy_of_a_data_directory_holds_another_identity_or_refuses() {
             }
         }
     }
-    assert!(copy_minted > 0, "the copy held no identity (all 1024 are free)\n{}", copy.log());
+    assert!(
+        copy_minted > 0,
+        "the copy held no identity (all 1024 are free)\n{}",
+        copy.log()
+    );
 }
 
 #[test]
@@ -305,7 +327,8 @@ fn a_coordinator_and_an_identity_setting_together_are_refused() {
             .unwrap_or_default(),
     };
     assert!(
-        message.contains("snowmint.coordinator and snowmint.datacenter, snowmint.worker are both set"),
+        message
+            .contains("snowmint.coordinator and snowmint.datacenter, snowmint.worker are both set"),
         "{message}"
     );
     assert!(!message.contains(PASSWORD), "{message}");
@@ -338,7 +361,10 @@ fn the_coordinators_mark_covers_ids_ahead_of_the_clock() {
     let last = *ids.last().unwrap();
     assert!(last > *before.last().unwrap());
     let wall: i64 = ca
-        .query_one("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint", &[])
+        .query_one(
+            "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint",
+            &[],
+        )
         .unwrap()
         .get(0);
     let b = snowmint::decode(last as u64).unwrap();
@@ -391,10 +417,7 @@ fn minting_stops_within_the_ttl_when_the_coordinator_stops_answering() {
         std::thread::sleep(Duration::from_millis(20));
     };
     let (message, code) = refused;
-    assert!(
-        code == "55000" || code == "58030",
-        "{code}: {message}"
-    );
+    assert!(code == "55000" || code == "58030", "{code}: {message}");
     assert!(!message.contains(PASSWORD), "{message}");
     // Refused by the fence by now (not by a wait for a mark the frozen
     // coordinator does not take), then minting again once it answers.
