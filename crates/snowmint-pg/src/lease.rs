@@ -57,6 +57,9 @@ use crate::shared::{self, Hot};
 
 /// `snowmint.coordinator`: the coordinator's libpq URL, unset by default.
 static COORDINATOR: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+/// `snowmint.lease_datacenter`: lease only the workers of this datacenter
+/// (-1: any of the 1024 identities).
+static LEASE_DATACENTER: GucSetting<i32> = GucSetting::<i32>::new(-1);
 /// `snowmint.lease_ttl`, seconds.
 static LEASE_TTL: GucSetting<i32> = GucSetting::<i32>::new(DEFAULT_LEASE_TTL.as_secs() as i32);
 
@@ -181,6 +184,17 @@ pub(crate) fn define_settings() {
         &LEASE_TTL,
         MIN_LEASE_TTL.as_secs() as i32,
         MAX_LEASE_TTL.as_secs() as i32,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"snowmint.lease_datacenter",
+        c"Lease only the 32 workers of this datacenter (0..=31; -1, the default: any identity).",
+        c"As `snowmint serve --datacenter` with a coordinator: one coordinator table shared by \
+          regions, each leasing within its own datacenter. Needs a restart.",
+        &LEASE_DATACENTER,
+        -1,
+        snowmint::MAX_DATACENTER as i32,
         GucContext::Postmaster,
         GucFlags::default(),
     );
@@ -399,10 +413,13 @@ pub extern "C-unwind" fn snowmint_lease_main(_arg: pg_sys::Datum) {
             Ok(generator)
         })
     };
-    let config = DbConfig::postgres(url)
+    let mut config = DbConfig::postgres(url)
         .lease_ttl(ttl)
         .holder(holder_name())
         .generator(factory);
+    if let Ok(dc) = u8::try_from(LEASE_DATACENTER.get()) {
+        config = config.datacenter(dc);
+    }
     let leased = match with_signals_blocked(|| LeasedGenerator::spawn(config)) {
         Ok(leased) => leased,
         Err(e) => {
@@ -412,9 +429,12 @@ pub extern "C-unwind" fn snowmint_lease_main(_arg: pg_sys::Datum) {
         }
     };
     pgrx::log!(
-        "snowmint lease: leasing an identity from {} (lease TTL {} s)",
+        "snowmint lease: leasing an identity from {} (lease TTL {} s{})",
         shown_coordinator(),
-        ttl.as_secs()
+        ttl.as_secs(),
+        u8::try_from(LEASE_DATACENTER.get())
+            .map(|dc| format!(", datacenter {dc} only"))
+            .unwrap_or_default()
     );
     let mut published: Option<Stashed> = None;
     let mut note = String::new();

@@ -435,3 +435,19 @@ fn minting_stops_within_the_ttl_when_the_coordinator_stops_answering() {
     coordinator.resume();
     first_ids(&mut ca, "cluster A, the coordinator back");
 }
+
+#[test]
+fn a_lease_datacenter_scopes_the_identities_leased() {
+    let coordinator = coordinator();
+    let mut setup = leased(&coordinator);
+    setup
+        .settings
+        .push(("snowmint.lease_datacenter".to_owned(), "5".to_owned()));
+    let a = Cluster::start(&setup);
+    let b = Cluster::start(&setup);
+    let (mut ca, mut cb) = (a.connect(), b.connect());
+    let id_a = assert_one_identity(&first_ids(&mut ca, "cluster A"), "cluster A");
+    let id_b = assert_one_identity(&first_ids(&mut cb, "cluster B"), "cluster B");
+    assert_eq!((id_a.0, id_b.0), (5, 5), "datacenters leased");
+    assert_ne!(id_a, id_b);
+}
