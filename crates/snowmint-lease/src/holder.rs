@@ -240,6 +240,24 @@ impl Holder {
             .map(|t| t.identity)
     }
 
+    /// The identity held and how long its fence stays open from now, in
+    /// one look (so the two never come from two tenures); `None` while
+    /// nothing is held or the fence is closed. The time left is `None` for
+    /// a fence that never closes.
+    ///
+    /// For a program that publishes the fence to processes that cannot
+    /// read it (the PostgreSQL extension's shared memory): an instant
+    /// reckoned as a monotonic clock read *before* this call plus the time
+    /// left is at most one tick of the kernel's coarse clock past the
+    /// fence's own deadline; subtract a tick to stay within it.
+    pub fn fence_left(&self) -> Option<(Identity, Option<std::time::Duration>)> {
+        self.slot
+            .load()
+            .as_ref()
+            .filter(|t| t.fence.is_open())
+            .map(|t| (t.identity, t.fence.remaining()))
+    }
+
     /// The identity held now (fenced or not), if any.
     pub fn identity(&self) -> Option<Identity> {
         self.slot.load().as_ref().map(|t| t.identity)

@@ -45,6 +45,15 @@ pub fn monotonic_ns() -> u64 {
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
+/// The clock a leased identity's fence is published on (`lease.rs`):
+/// `CLOCK_BOOTTIME` in nanoseconds, system-wide like the monotonic clock,
+/// but counting time the machine spent suspended, as the lease crate's
+/// fence clock does (a lease runs on during a suspend).
+pub fn fence_ns() -> u64 {
+    let t = clock_gettime(ClockId::Boottime);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
 /// The wall clock in Unix ms, or why it cannot be read.
 pub fn wall_ms() -> Result<u64, Refusal> {
     SystemTime::now()

@@ -5,7 +5,8 @@
 //!   backend, never a duplicate across crashes and restarts with the clock set
 //!   back. Needs `shared_preload_libraries = 'snowmint'` (shared memory).
 //! - [`identity`]: where the minting identity comes from (the settings
-//!   `snowmint.datacenter` and `snowmint.worker`), and `snowmint.identity()`.
+//!   `snowmint.datacenter` and `snowmint.worker`, or a lease on the
+//!   coordinator `snowmint.coordinator`), and `snowmint.identity()`.
 //! - [`read`]: the reading functions (`snowmint.time(id)`, the fields,
 //!   `min_id`, `max_id`, `compose`), in any layout, natively; they need no
 //!   preloading.
@@ -17,6 +18,10 @@
 //! - `worker.rs`: the mark writer, a background worker: where IDs start
 //!   after a start, a failover or a restore, and the only writer of the
 //!   cluster mark's file;
+//! - `lease.rs`: a leased identity: the lease worker, a background worker
+//!   that runs `snowmint serve --postgres`'s lease session (crates
+//!   `snowmint-lease`, `snowmint-db`) on threads of its own and publishes
+//!   the identity, its fence and its coordinator mark in shared memory;
 //! - `dbmark.rs`: each database's WAL-logged mark, the sequence
 //!   `snowmint.mark`, which replicas, point-in-time recovery and `pg_dump`
 //!   carry;
@@ -34,6 +39,7 @@ mod dbmark;
 mod error;
 pub mod identity;
 mod layouts;
+mod lease;
 pub mod mint;
 pub mod read;
 mod shared;
@@ -59,15 +65,35 @@ SELECT pg_catalog.pg_extension_config_dump('snowmint.mark', '');
 );
 
 /// Registers the settings and, when loaded through
-/// `shared_preload_libraries`, the shared memory and the mark writer.
+/// `shared_preload_libraries`, the shared memory, the mark writer and (with
+/// `snowmint.coordinator`) the lease worker.
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     layouts::define_setting();
     identity::define_settings();
     // SAFETY: a flag PostgreSQL sets while it loads the preloaded libraries
-    // in the postmaster; read once, from the one thread PostgreSQL runs.
-    if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+    // in the postmaster; read from the one thread PostgreSQL runs.
+    let preloading = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
+    // Settings of the postmaster's context can only be defined while
+    // preloading (PostgreSQL refuses them later); without preloading there
+    // is no lease worker to read them.
+    if preloading {
+        lease::define_settings();
+    }
+    // After every setting of ours is defined: a misspelt `snowmint.*`
+    // setting is reported and removed rather than kept.
+    // SAFETY: a C string that lives for the program; called from _PG_init.
+    unsafe { pg_sys::MarkGUCPrefixReserved(c"snowmint".as_ptr()) };
+    if preloading {
+        // Two sources of one identity: the server does not start (an error
+        // in the postmaster's start is fatal), naming both settings.
+        if let Err(refusal) = identity::both_refused() {
+            refusal.raise();
+        }
         shared::init();
         worker::register();
+        if lease::coordinator().is_some() {
+            lease::register();
+        }
     }
 }

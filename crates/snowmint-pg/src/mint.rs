@@ -48,6 +48,7 @@ use crate::dbmark;
 use crate::error::{Refusal, or_raise};
 use crate::identity;
 use crate::layouts;
+use crate::lease;
 use crate::shared::{self, Hot};
 
 /// How long a call waits for the mark writer (a mark written, or the start
@@ -55,7 +56,7 @@ use crate::shared::{self, Hot};
 pub const MAX_MARK_WAIT: Duration = DEFAULT_STORE_TIMEOUT;
 
 /// How far past an ID's time a mark is raised.
-const WINDOW_MS: u64 = DEFAULT_RESERVE_WINDOW_MS;
+pub(crate) const WINDOW_MS: u64 = DEFAULT_RESERVE_WINDOW_MS;
 
 /// How far ahead of the wall clock IDs may run by our own making.
 const BORROW_MS: u64 = DEFAULT_MAX_BORROW_MS;
@@ -81,8 +82,9 @@ thread_local! {
 /// back, failovers to a standby, point-in-time recovery or a dump restored.
 ///
 /// Needs `shared_preload_libraries = 'snowmint'` and the settings
-/// `snowmint.datacenter` and `snowmint.worker`; refused on a standby and in
-/// a read-only transaction.
+/// `snowmint.datacenter` and `snowmint.worker`, or a leased identity
+/// (`snowmint.coordinator`: refused while the lease's fence is closed);
+/// refused on a standby and in a read-only transaction.
 #[pg_extern(volatile, parallel_unsafe)]
 fn nextval(layout: default!(&str, "'twitter'")) -> i64 {
     or_raise(next_id(layout))
@@ -98,11 +100,17 @@ fn next_id(text: &str) -> Result<i64, Refusal> {
         return Err(Refusal::ReadOnlyTransaction);
     }
     let hot = shared::hot()?;
-    let identity = identity::current()?;
-    let minter = minter(hot, text, identity)?;
+    let current = identity::current()?;
+    let minter = minter(hot, text, current.identity)?;
     dbmark::seen(|mark| shared::raise_floor(hot, mark))?;
     let (id, ms) = claim(hot, &minter)?;
     cover(hot, ms)?;
+    if let Some(held) = current.lease {
+        // The coordinator's mark of the leased identity too, then the
+        // fence once more, just before the ID is returned (`lease.rs`).
+        lease::cover(hot, held, ms, mark_for(ms, clock::wall_ms()?))?;
+        lease::recheck(hot, held)?;
+    }
     Ok(id as i64)
 }
 

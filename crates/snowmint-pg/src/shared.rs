@@ -54,6 +54,9 @@ pub struct Hot {
     pub writer_latch: AtomicUsize,
     /// Counts mark writes that failed, for the refusal's words.
     pub write_failures: AtomicU64,
+    /// A leased identity's words (`lease.rs`): the tenure, its fence and
+    /// its coordinator mark.
+    pub lease: crate::lease::LeaseWords,
 }
 
 // SAFETY: atomics only; the one address (the writer's latch) is in shared
@@ -118,6 +121,8 @@ unsafe impl PGRXSharedMemory for StartError {}
 static HOT: PgAtomic<Hot> = unsafe { PgAtomic::new(c"snowmint.hot") };
 static SLOTS: PgLwLock<Slots> = unsafe { PgLwLock::new(c"snowmint.slots") };
 static START_ERROR: PgLwLock<StartError> = unsafe { PgLwLock::new(c"snowmint.start_error") };
+// SAFETY: as above.
+static LEASE_NOTE: PgLwLock<StartError> = unsafe { PgLwLock::new(c"snowmint.lease_note") };
 
 /// Set in the postmaster when it preloads the library; inherited by every
 /// backend it forks.
@@ -129,6 +134,7 @@ pub(crate) fn init() {
     pg_shmem_init!(HOT);
     pg_shmem_init!(SLOTS);
     pg_shmem_init!(START_ERROR);
+    pg_shmem_init!(LEASE_NOTE);
 }
 
 /// The shared words, preloaded or not (the mark writer's access).
@@ -138,7 +144,26 @@ pub(crate) fn words() -> &'static Hot {
 
 /// Records why minting cannot start (`None`: it can).
 pub(crate) fn set_start_error(why: Option<&str>) {
-    let mut slot = START_ERROR.exclusive();
+    set_text(&START_ERROR, why);
+}
+
+/// Records what the lease session last said (`None`: nothing to say); the
+/// lease worker only, already redacted.
+pub(crate) fn set_lease_note(why: Option<&str>) {
+    set_text(&LEASE_NOTE, why);
+}
+
+/// What the lease session last said, if anything.
+pub(crate) fn lease_note() -> Option<String> {
+    if !PRELOADED.load(Ordering::Relaxed) {
+        return None;
+    }
+    let slot = LEASE_NOTE.share();
+    (slot.len > 0).then(|| String::from_utf8_lossy(&slot.text[..slot.len]).into_owned())
+}
+
+fn set_text(lock: &PgLwLock<StartError>, why: Option<&str>) {
+    let mut slot = lock.exclusive();
     let bytes = why.unwrap_or("").as_bytes();
     // Cut at a character boundary that fits.
     let mut len = bytes.len().min(slot.text.len());

@@ -37,6 +37,9 @@ pub struct Setup {
     /// The server archives its WAL into a directory of its own
     /// ([`Cluster::archive_current_wal`], [`Cluster::restore`]).
     pub archive_wal: bool,
+    /// More `-c` settings (values that need no quoting), e.g. a leased
+    /// identity's `snowmint.coordinator`.
+    pub settings: Vec<(String, String)>,
 }
 
 impl Default for Setup {
@@ -47,6 +50,7 @@ impl Default for Setup {
             faketime: false,
             max_connections: 40,
             archive_wal: false,
+            settings: Vec::new(),
         }
     }
 }
@@ -59,7 +63,7 @@ pub struct Cluster {
 
 /// The directory of the server programs of the PostgreSQL that
 /// `pg_config` names (`$PG_CONFIG`, else `pg_config` on the path).
-fn pg_bindir() -> PathBuf {
+pub fn pg_bindir() -> PathBuf {
     let pg_config = std::env::var("PG_CONFIG").unwrap_or_else(|_| "pg_config".to_owned());
     let out = Command::new(&pg_config)
         .arg("--bindir")
@@ -89,6 +93,9 @@ fn builder(setup: &Setup) -> PostgresBuilder {
     }
     if setup.archive_wal {
         builder = builder.archive_wal();
+    }
+    for (name, value) in &setup.settings {
+        builder = builder.setting(name, value);
     }
     builder
 }
@@ -136,6 +143,16 @@ impl Cluster {
     /// or [`kill_postmaster`](Cluster::kill_postmaster).
     pub fn start_server(&self) {
         self.server.restart();
+    }
+
+    /// Freezes every process of the server (SIGSTOP), as a stalled machine.
+    pub fn pause(&self) {
+        self.server.pause();
+    }
+
+    /// Thaws what [`pause`](Cluster::pause) froze (SIGCONT).
+    pub fn resume(&self) {
+        self.server.resume();
     }
 
     /// Stops the server cleanly (`pg_ctl stop -m fast`).
@@ -295,6 +312,125 @@ impl Cluster {
         self.connect()
             .batch_execute(statements)
             .unwrap_or_else(|e| panic!("{statements}: {e}"));
+    }
+}
+
+/// A copy of a cluster's data directory started as a server of its own
+/// beside the original ([`Cluster::start_copy`]), on a socket in a
+/// directory of its own; stopped (`pg_ctl stop -m immediate`) and removed
+/// when dropped.
+pub struct CopiedCluster {
+    bin: PathBuf,
+    dir: PathBuf,
+}
+
+/// `program` as a command, run as `postgres` when we are root (the
+/// testkit's servers run as that user then).
+fn as_server_user(program: &Path) -> Command {
+    if is_root() {
+        let mut cmd = Command::new("runuser");
+        cmd.args(["-u", "postgres", "--"]).arg(program);
+        cmd
+    } else {
+        Command::new(program)
+    }
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+impl Cluster {
+    /// Copies this server's data directory (`cp -a`; stop the server
+    /// first, [`stop_server`](Cluster::stop_server), for a consistent
+    /// copy) and starts the copy with this cluster's settings and
+    /// preloading, on a socket of its own.
+    pub fn start_copy(&self) -> CopiedCluster {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "snowmint-copy-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("make the copy's directory");
+        let ok = Command::new("cp")
+            .arg("-a")
+            .arg(self.server.data_dir())
+            .arg(dir.join("data"))
+            .status()
+            .expect("run cp");
+        assert!(ok.success(), "cp -a of the data directory failed");
+        let _ = std::fs::remove_file(dir.join("data/postmaster.pid"));
+        if is_root() {
+            let ok = Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(&dir)
+                .status()
+                .expect("run chown");
+            assert!(ok.success(), "chown of the copy failed");
+        }
+        let mut options = format!("-c listen_addresses='' -k {}", dir.display());
+        if self.setup.preload {
+            options.push_str(" -c shared_preload_libraries=snowmint");
+        }
+        for (name, value) in &self.setup.settings {
+            options.push_str(&format!(" -c {name}={value}"));
+        }
+        options.push_str(&format!(
+            " -c max_connections={}",
+            self.setup.max_connections
+        ));
+        let bin = pg_bindir();
+        let out = as_server_user(&bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(dir.join("data"))
+            .args(["-o", &options, "-w", "-t", "90", "-l"])
+            .arg(dir.join("server.log"))
+            .arg("start")
+            .output()
+            .expect("run pg_ctl");
+        let copy = CopiedCluster { bin, dir };
+        assert!(
+            out.status.success(),
+            "the copy did not start: {}{}",
+            String::from_utf8_lossy(&out.stderr),
+            copy.log()
+        );
+        copy
+    }
+}
+
+impl CopiedCluster {
+    /// A new connection to database `postgres`.
+    pub fn connect(&self) -> postgres::Client {
+        postgres::Config::new()
+            .host_path(&self.dir)
+            .user("postgres")
+            .dbname("postgres")
+            .connect(postgres::NoTls)
+            .unwrap_or_else(|e| panic!("connect to the copy: {e}\n{}", self.log()))
+    }
+
+    /// The copy's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for CopiedCluster {
+    fn drop(&mut self) {
+        let _ = as_server_user(&self.bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .args(["-m", "immediate", "-w", "stop"])
+            .output();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
