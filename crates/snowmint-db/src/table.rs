@@ -288,7 +288,7 @@ fn row_values() -> String {
 
 /// The statements of [`ddl`], one by one (for a driver that runs one at a
 /// time).
-#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[cfg(any(feature = "mysql", test))]
 pub(crate) fn ddl_statements(dialect: Dialect, table: &Table) -> Vec<String> {
     ddl(dialect, table)
         .lines()
