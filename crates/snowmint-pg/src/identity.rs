@@ -64,7 +64,7 @@ pub struct Current {
 impl Source {
     /// The source this server is configured with.
     pub fn configured() -> Source {
-        if crate::lease::coordinator().is_some() {
+        if crate::lease::is_leased() {
             Source::Leased
         } else {
             Source::Settings

@@ -208,6 +208,18 @@ pub fn coordinator() -> Option<String> {
         .filter(|s| !s.trim().is_empty())
 }
 
+thread_local! {
+    /// Whether a coordinator is set, read once per process: the setting is
+    /// the postmaster's (a restart changes it), and reading a string
+    /// setting copies it, which every `nextval` should not pay for.
+    static LEASED: std::cell::OnceCell<bool> = const { std::cell::OnceCell::new() };
+}
+
+/// Whether this server leases its identity (`snowmint.coordinator` set).
+pub fn is_leased() -> bool {
+    LEASED.with(|l| *l.get_or_init(|| coordinator().is_some()))
+}
+
 /// The coordinator as it may be shown: without its password.
 pub fn shown_coordinator() -> String {
     coordinator().map_or_else(|| "no coordinator".to_owned(), |url| redact(&url))
