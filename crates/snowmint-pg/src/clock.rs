@@ -30,6 +30,13 @@ use crate::error::Refusal;
 
 const NANOS_PER_MS: u64 = 1_000_000;
 
+/// How far past an ID's time a mark is raised (the core's reserve window).
+pub const WINDOW_MS: u64 = snowmint::DEFAULT_RESERVE_WINDOW_MS;
+
+/// How far ahead of the wall clock IDs may run by our own making (the core's
+/// borrowing bound).
+pub const BORROW_MS: u64 = snowmint::DEFAULT_MAX_BORROW_MS;
+
 /// How often a backend raises the reach to the wall clock.
 const TRACK_EVERY_NS: u64 = 1_000_000_000;
 

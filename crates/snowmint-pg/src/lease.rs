@@ -4,7 +4,7 @@
 //! `snowmint serve --postgres` (crate `snowmint-lease` over `snowmint-db`'s
 //! PostgreSQL coordinator, the same table, protocol, fence and marks) on a
 //! tokio runtime of its own threads, and publishes what it holds into shared
-//! memory ([`LeaseWords`]); backends mint from those words only. The threads
+//! memory (`shared::LeaseWords`); backends mint from those words only. The threads
 //! never call a PostgreSQL function (they run with every signal blocked, so
 //! PostgreSQL's handlers run on the worker's own thread); only the worker's
 //! main thread touches PostgreSQL (its latch, the LWLocks of `shared.rs`).
@@ -37,7 +37,7 @@
 //!    tenures of one identity never meet.
 
 use std::ffi::CString;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -79,25 +79,6 @@ const PUBLISH_EVERY: Duration = Duration::from_millis(20);
 
 /// How long a graceful stop (release and revoke) may take.
 const STOP_WITHIN: Duration = Duration::from_secs(5);
-
-/// The words of the lease in shared memory (`shared::Hot::lease`).
-#[derive(Default)]
-pub struct LeaseWords {
-    /// Invariant 2: `generation << 11 | HELD | ordinal`; 0 before any.
-    pub tenure: AtomicU64,
-    /// Invariant 1: the fence's deadline on [`clock::fence_ns`]; 0: closed.
-    pub deadline_ns: AtomicU64,
-    /// The session's state ([`State`]).
-    pub state: AtomicU64,
-    /// Invariant 3: the tenure's coordinator mark known written (Unix ms).
-    pub mark_ms: AtomicU64,
-    /// The highest coordinator mark a backend asked for.
-    pub wanted_ms: AtomicU64,
-    /// The lease worker's latch, 0 while it does not run.
-    pub latch: AtomicUsize,
-    /// Coordinator mark writes that failed.
-    pub mark_failures: AtomicU64,
-}
 
 /// The session's state as published (`LeaseWords::state`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -281,13 +262,13 @@ fn not_held(hot: &Hot) -> Refusal {
 pub fn cover(hot: &Hot, held: Held, ms: u64, target: u64) -> Result<(), Refusal> {
     let w = &hot.lease;
     let mark = w.mark_ms.load(Ordering::SeqCst);
-    if ms + crate::mint::WINDOW_MS / 2 > mark {
+    if ms + clock::WINDOW_MS / 2 > mark {
         ask(hot, target);
     }
     if ms <= mark {
         return Ok(());
     }
-    let covered = crate::mint::wait_until(|| {
+    let covered = crate::wait::wait_until(|| {
         ask(hot, target);
         w.mark_ms.load(Ordering::SeqCst) >= ms || w.tenure.load(Ordering::SeqCst) != held.tenure
     });
@@ -301,7 +282,7 @@ pub fn cover(hot: &Hot, held: Held, ms: u64, target: u64) -> Result<(), Refusal>
         "snowmint.nextval(): the coordinator's mark of {} covering {ms} (Unix ms) was not written \
          within {} ms (coordinator {}); nothing was returned",
         held.identity,
-        crate::mint::MAX_MARK_WAIT.as_millis(),
+        crate::wait::MAX_MARK_WAIT.as_millis(),
         shown_coordinator()
     )))
 }

@@ -27,6 +27,7 @@
 //!   carry;
 //! - `clock.rs`: the wall clock, and the reach that bounds a forced lead;
 //! - `mint.rs`: the claim loop over a shared state word and the marks;
+//! - `wait.rs`: every wait of ours, on the latch, cancellable and bounded;
 //! - `layouts.rs`: a backend's cache of parsed layouts, and which layouts
 //!   may take a state slot (`snowmint.layouts`);
 //! - `error.rs`: every refusal, with its SQLSTATE.
@@ -43,6 +44,7 @@ mod lease;
 pub mod mint;
 pub mod read;
 mod shared;
+mod wait;
 mod worker;
 
 use pgrx::prelude::*;

@@ -30,7 +30,7 @@
 //! - **No wait of ours that nothing bounds or cancels.** Every wait polls
 //!   the backend's latch and `CHECK_FOR_INTERRUPTS`: `pg_cancel_backend`,
 //!   `statement_timeout` and a shutdown end it at once; a mark the writer has
-//!   not written within [`MAX_MARK_WAIT`] is refused (`58030`).
+//!   not written within 2 s (`wait::MAX_MARK_WAIT`) is refused (`58030`).
 
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
@@ -38,28 +38,16 @@ use std::time::Duration;
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use snowmint::{
-    DEFAULT_MAX_BORROW_MS, DEFAULT_MAX_WAIT, DEFAULT_RESERVE_WINDOW_MS, DEFAULT_STORE_TIMEOUT,
-    Identity, Layout,
-};
+use snowmint::{DEFAULT_MAX_WAIT, Identity, Layout};
 
-use crate::clock;
+use crate::clock::{self, BORROW_MS, WINDOW_MS};
 use crate::dbmark;
 use crate::error::{Refusal, or_raise};
 use crate::identity;
 use crate::layouts;
 use crate::lease;
 use crate::shared::{self, Hot};
-
-/// How long a call waits for the mark writer (a mark written, or the start
-/// decided) before it is refused.
-pub const MAX_MARK_WAIT: Duration = DEFAULT_STORE_TIMEOUT;
-
-/// How far past an ID's time a mark is raised.
-pub(crate) const WINDOW_MS: u64 = DEFAULT_RESERVE_WINDOW_MS;
-
-/// How far ahead of the wall clock IDs may run by our own making.
-const BORROW_MS: u64 = DEFAULT_MAX_BORROW_MS;
+use crate::wait::{MAX_MARK_WAIT, sleep_on_latch, wait_until};
 
 /// What a backend keeps about the layout it last minted in.
 #[derive(Clone)]
@@ -221,37 +209,6 @@ fn pause(long: bool) {
         std::thread::yield_now();
     }
     pgrx::check_for_interrupts!();
-}
-
-/// Sleeps on this backend's latch for at most `ms` (woken by any signal).
-fn sleep_on_latch(ms: i64) {
-    // SAFETY: the backend's own latch, as PostgreSQL's own waits use it.
-    unsafe {
-        pg_sys::WaitLatch(
-            pg_sys::MyLatch,
-            (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
-            ms as _,
-            pg_sys::PG_WAIT_EXTENSION,
-        );
-        pg_sys::ResetLatch(pg_sys::MyLatch);
-    }
-}
-
-/// Waits until `done` holds, at most [`MAX_MARK_WAIT`]; a cancel,
-/// `statement_timeout` or a shutdown ends it (as an SQL error). Returns
-/// whether `done` held.
-pub fn wait_until(done: impl Fn() -> bool) -> bool {
-    let start = clock::monotonic_ns();
-    loop {
-        if done() {
-            return true;
-        }
-        if Duration::from_nanos(clock::monotonic_ns() - start) >= MAX_MARK_WAIT {
-            return false;
-        }
-        sleep_on_latch(1);
-        pgrx::check_for_interrupts!();
-    }
 }
 
 /// The mark to ask for when an ID of time `ms` needs one, the wall clock at

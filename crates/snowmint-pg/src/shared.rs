@@ -56,7 +56,26 @@ pub struct Hot {
     pub write_failures: AtomicU64,
     /// A leased identity's words (`lease.rs`): the tenure, its fence and
     /// its coordinator mark.
-    pub lease: crate::lease::LeaseWords,
+    pub lease: LeaseWords,
+}
+
+/// The words of a leased identity (`lease.rs`, whose invariants they keep).
+#[derive(Default)]
+pub struct LeaseWords {
+    /// Invariant 2: `generation << 11 | HELD | ordinal`; 0 before any.
+    pub tenure: AtomicU64,
+    /// Invariant 1: the fence's deadline on [`clock::fence_ns`]; 0: closed.
+    pub deadline_ns: AtomicU64,
+    /// The session's state ([`State`]).
+    pub state: AtomicU64,
+    /// Invariant 3: the tenure's coordinator mark known written (Unix ms).
+    pub mark_ms: AtomicU64,
+    /// The highest coordinator mark a backend asked for.
+    pub wanted_ms: AtomicU64,
+    /// The lease worker's latch, 0 while it does not run.
+    pub latch: AtomicUsize,
+    /// Coordinator mark writes that failed.
+    pub mark_failures: AtomicU64,
 }
 
 // SAFETY: atomics only; the one address (the writer's latch) is in shared
@@ -181,7 +200,7 @@ fn start_error() -> Option<String> {
 
 /// The shared words, once the server started with the library preloaded
 /// and the mark writer decided the floor; waits for that (cancellably) up
-/// to `crate::mint::MAX_MARK_WAIT`.
+/// to `crate::wait::MAX_MARK_WAIT`.
 pub fn hot() -> Result<&'static Hot, Refusal> {
     if !PRELOADED.load(Ordering::Relaxed) {
         return Err(Refusal::Setup(
@@ -194,7 +213,7 @@ pub fn hot() -> Result<&'static Hot, Refusal> {
     if hot.started.load(Ordering::Acquire) {
         return Ok(hot);
     }
-    let waited = crate::mint::wait_until(|| hot.started.load(Ordering::Acquire));
+    let waited = crate::wait::wait_until(|| hot.started.load(Ordering::Acquire));
     if waited {
         return Ok(hot);
     }
@@ -202,7 +221,7 @@ pub fn hot() -> Result<&'static Hot, Refusal> {
         format!(
             "snowmint.nextval(): the mark writer (background worker \"snowmint mark writer\") \
              has not decided where IDs start within {} ms; it starts once recovery has ended",
-            crate::mint::MAX_MARK_WAIT.as_millis()
+            crate::wait::MAX_MARK_WAIT.as_millis()
         )
     })))
 }
