@@ -267,32 +267,39 @@ fn find(slots: &Slots, key: Key) -> Option<usize> {
 /// The largest ID of the unit `ms` falls in (or of the layout's first unit),
 /// in `layout`'s places: every node and sequence of that unit counts as used.
 pub fn used_up(layout: &Layout, ms: u64) -> u64 {
-    let unit = ms.saturating_sub(layout.epoch_ms()) / layout.unit_ms();
-    let unit = unit.min(max_unit(layout));
-    (unit << layout.timestamp_shift())
-        | node_mask(layout)
-        | layout.max_sequence() << layout.sequence_shift()
+    Key::of(layout).used_up(ms)
 }
 
 /// The largest time unit of `layout`.
 pub fn max_unit(layout: &Layout) -> u64 {
-    (1u64 << layout.timestamp_bits()) - 1
+    Key::of(layout).max_unit()
 }
 
 /// Every bit of `layout` below its time field that is not its sequence (the
 /// node fields; the time field is always the highest).
 pub fn node_mask(layout: &Layout) -> u64 {
-    below_time(
-        (layout.timestamp_shift(), layout.timestamp_bits()),
-        (layout.sequence_shift(), layout.sequence_bits()),
-    )
+    Key::of(layout).node_mask()
 }
 
-/// The bits below the time field (shift, width) that are not the sequence's.
-fn below_time(time: (u32, u32), seq: (u32, u32)) -> u64 {
-    let below = (1u64 << time.0) - 1;
-    let seq = ((1u64 << seq.1) - 1) << seq.0;
-    below & !seq
+impl Key {
+    fn max_unit(&self) -> u64 {
+        (1u64 << self.fields[0].1) - 1
+    }
+
+    fn sequence_mask(&self) -> u64 {
+        let (shift, bits) = self.fields[1];
+        ((1u64 << bits) - 1) << shift
+    }
+
+    fn node_mask(&self) -> u64 {
+        ((1u64 << self.fields[0].0) - 1) & !self.sequence_mask()
+    }
+
+    /// The largest ID of the unit `ms` falls in (or of the first unit).
+    fn used_up(&self, ms: u64) -> u64 {
+        let unit = (ms.saturating_sub(self.epoch_ms) / self.unit_ms).min(self.max_unit());
+        (unit << self.fields[0].0) | self.node_mask() | self.sequence_mask()
+    }
 }
 
 /// Raises the floor to `ms` (Unix): every slot's state to at least the
@@ -305,12 +312,6 @@ pub fn raise_floor(hot: &Hot, ms: u64) {
     hot.reach.raise_to(ms);
     let slots = SLOTS.share();
     for (i, key) in slots.keys[..slots.used].iter().enumerate() {
-        let unit = ms.saturating_sub(key.epoch_ms) / key.unit_ms;
-        let (time_shift, time_bits) = key.fields[0];
-        let (seq_shift, seq_bits) = key.fields[1];
-        let unit = unit.min((1u64 << time_bits) - 1);
-        let seq = ((1u64 << seq_bits) - 1) << seq_shift;
-        let word = (unit << time_shift) | below_time(key.fields[0], key.fields[1]) | seq;
-        hot.states[i].fetch_max(word, Ordering::SeqCst);
+        hot.states[i].fetch_max(key.used_up(ms), Ordering::SeqCst);
     }
 }
