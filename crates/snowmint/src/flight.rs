@@ -59,7 +59,9 @@ pub(crate) struct Flight {
     /// How long a store call may take before its callers give up on it.
     timeout: Duration,
     /// Call the store on the leader's own thread (a store that never
-    /// blocks): no thread, and no deadline either.
+    /// blocks): no thread, and no deadline either. Under loom every call
+    /// runs inline, so the field is not read there.
+    #[cfg_attr(loom, allow(dead_code))]
     inline: bool,
 }
 
